@@ -1,0 +1,157 @@
+"""The `kernelindex` command: serve, migrate, seed, export-schema, ingest, bench, token.
+
+Progress and errors go to stderr in plain words; exit status 0 means everything landed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Sequence
+
+from kernelindex.settings import get_settings
+
+
+def say(message: str) -> None:
+    print(f"kernelindex: {message}", file=sys.stderr, flush=True)
+
+
+class CommandError(Exception):
+    """An error to report in one line, without a traceback."""
+
+
+def database_url() -> str:
+    from kernelindex.db.embedded import resolve_database_url
+    from kernelindex.db.urls import DatabaseUrlError, redact, to_async_url
+
+    settings = get_settings()
+    try:
+        url = resolve_database_url(settings)
+        to_async_url(url)
+    except DatabaseUrlError as exc:
+        raise CommandError(str(exc)) from exc
+    if settings.database_url:
+        say(f"using PostgreSQL at {redact(url)}")
+    return url
+
+
+def run_migrations(url: str) -> None:
+    from kernelindex.db.migrate import upgrade
+
+    say("applying migrations")
+    try:
+        upgrade(url)
+    except OSError as exc:
+        raise CommandError(f"cannot reach PostgreSQL to migrate: {exc}") from exc
+    say("database schema is up to date")
+
+
+async def _seed(url: str) -> None:
+    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
+    from kernelindex.seed import load_seed
+
+    engine = make_engine(url, pool_size=1, max_overflow=0)
+    try:
+        async with transaction(make_sessionmaker(engine)) as session:
+            summary = await load_seed(session)
+    finally:
+        await engine.dispose()
+    say(
+        f"seed loaded: {summary.hardware} hardware, {summary.implementations} implementations, "
+        f"{summary.workloads} workloads, runs {summary.runs.inserted} inserted / {summary.runs.unchanged} unchanged"
+    )
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    run_migrations(database_url())
+    return 0
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    url = database_url()
+    if args.migrate:
+        run_migrations(url)
+    asyncio.run(_seed(url))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from kernelindex.web.app import create_app
+
+    url = database_url()
+    if args.migrate:
+        run_migrations(url)
+    if args.seed:
+        asyncio.run(_seed(url))
+    say(f"serving on http://{args.host}:{args.port} (GraphiQL at http://{args.host}:{args.port}/graphql)")
+    uvicorn.run(create_app(database_url=url), host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def cmd_export_schema(args: argparse.Namespace) -> int:
+    from kernelindex.graphql.schema import export_sdl
+
+    sys.stdout.write(export_sdl())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kernelindex",
+        description="KernelIndex: the fastest known implementation of a workload on a GPU, and how far to trust it. "
+        "Uses KERNELINDEX_DATABASE_URL when set (postgresql:// or postgresql+asyncpg://), "
+        "otherwise an embedded PostgreSQL under the user's data directory.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the GraphQL API (GraphiQL at /graphql)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--migrate", action="store_true", help="apply migrations first")
+    serve.add_argument("--seed", action="store_true", help="load the seed dataset first (idempotent)")
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(func=cmd_serve)
+
+    migrate = sub.add_parser("migrate", help="apply database migrations")
+    migrate.set_defaults(func=cmd_migrate)
+
+    seed = sub.add_parser("seed", help="load the seed dataset (idempotent)")
+    seed.add_argument("--migrate", action="store_true", help="apply migrations first")
+    seed.set_defaults(func=cmd_seed)
+
+    export = sub.add_parser("export-schema", help="print the GraphQL SDL")
+    export.set_defaults(func=cmd_export_schema)
+
+    from kernelindex.ingest.cli import add_ingest_commands
+
+    add_ingest_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from kernelindex.ingest.errors import IngestAborted
+
+    try:
+        return args.func(args)
+    except CommandError as exc:
+        say(f"error: {exc}")
+        return 2
+    except IngestAborted as exc:
+        for problem in exc.problems[:50]:
+            say(f"error: {problem}")
+        if len(exc.problems) > 50:
+            say(f"… and {len(exc.problems) - 50} more")
+        say(f"error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,311 @@
+"""ORM models. The schema itself changes only through Alembic migrations (migrations/).
+
+Every relationship is lazy="raise": data a resolver needs is loaded explicitly, in bulk.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Date,
+    DateTime,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# NaN compares greater than every number in PostgreSQL ('NaN'::float8 > 0 is true), so "positive"
+# must also say "below infinity" to exclude NaN and +Infinity.
+FINITE_POSITIVE = "({col} > 0 AND {col} < 'Infinity'::float8)"
+FINITE_NON_NEGATIVE = "({col} >= 0 AND {col} < 'Infinity'::float8)"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _created_at() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+class Hardware(Base):
+    __tablename__ = "hardware"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sku: Mapped[str] = mapped_column(Text, unique=True)
+    short_name: Mapped[str] = mapped_column(Text)
+    family: Mapped[str] = mapped_column(Text)
+    vendor: Mapped[str] = mapped_column(Text)
+    architecture: Mapped[str | None] = mapped_column(Text)
+    driver_product_names: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
+    priority: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    reference_for_family: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    has_datasheet: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    memory_gb: Mapped[float | None] = mapped_column(Double)
+    dram_bandwidth_gbps: Mapped[float | None] = mapped_column(Double)
+    fp32_tflops: Mapped[float | None] = mapped_column(Double)
+    tf32_tflops: Mapped[float | None] = mapped_column(Double)
+    fp16_tflops: Mapped[float | None] = mapped_column(Double)
+    bf16_tflops: Mapped[float | None] = mapped_column(Double)
+    l2_mb: Mapped[float | None] = mapped_column(Double)
+    sm_count: Mapped[int | None] = mapped_column(Integer)
+    tdp_w: Mapped[float | None] = mapped_column(Double)
+    datasheet_source: Mapped[str | None] = mapped_column(Text)
+    datasheet_url: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (
+        CheckConstraint(
+            "dram_bandwidth_gbps IS NULL OR " + FINITE_POSITIVE.format(col="dram_bandwidth_gbps"),
+            name="bandwidth_positive",
+        ),
+    )
+
+
+class Environment(Base):
+    """A hardware SKU plus a provider and a software stack. Same SKU, other stack: another environment."""
+
+    __tablename__ = "environments"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    hardware_id: Mapped[int] = mapped_column(ForeignKey("hardware.id"), index=True)
+    provider: Mapped[str | None] = mapped_column(Text)
+    label: Mapped[str | None] = mapped_column(Text)
+    torch_version: Mapped[str | None] = mapped_column(Text)
+    cuda_version: Mapped[str | None] = mapped_column(Text)
+    driver_version: Mapped[str | None] = mapped_column(Text)
+    python_version: Mapped[str | None] = mapped_column(Text)
+    triton_version: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    fingerprint: Mapped[str] = mapped_column(Text, unique=True)
+    created_at: Mapped[datetime] = _created_at()
+
+    hardware: Mapped[Hardware] = relationship(lazy="raise")
+
+
+class Workload(Base):
+    __tablename__ = "workloads"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(Text, unique=True)
+    suite: Mapped[str] = mapped_column(Text)
+    level: Mapped[int] = mapped_column(Integer)
+    problem_number: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(Text)
+    description: Mapped[str | None] = mapped_column(Text)
+    current_revision_id: Mapped[int | None] = mapped_column(
+        ForeignKey("workload_revisions.id", use_alter=True, name="fk_workloads_current_revision_id_workload_revisions"),
+    )
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    current_revision: Mapped[WorkloadRevision | None] = relationship(
+        lazy="raise", foreign_keys=[current_revision_id], post_update=True
+    )
+
+    __table_args__ = (
+        UniqueConstraint("suite", "level", "problem_number"),
+        CheckConstraint("kind IN ('model', 'operator', 'fusion')", name="kind_known"),
+        Index("ix_workloads_name_lower", text("lower(name)")),
+    )
+
+
+class WorkloadRevision(Base):
+    """One version of a workload's reference source. Runs attach to the revision they measured."""
+
+    __tablename__ = "workload_revisions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"), index=True)
+    source_sha256: Mapped[str] = mapped_column(Text)
+    reference_source: Mapped[str] = mapped_column(Text)
+    source_filename: Mapped[str | None] = mapped_column(Text)
+    upstream_revision: Mapped[str | None] = mapped_column(Text)
+    # Bindings of the variable axes that records are measured at, e.g. {"batch_size": 2}.
+    canonical_bindings: Mapped[dict[str, int]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    canonical_dtype: Mapped[str] = mapped_column(Text, server_default=text("'fp32'"))
+    semantics: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    semantics_error: Mapped[str | None] = mapped_column(Text)
+    identity_sha256: Mapped[str] = mapped_column(Text)
+    # What the meta-device trace measured: bytes, parameters, FLOPs by class (headroom-v2 input).
+    analysis: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (UniqueConstraint("workload_id", "source_sha256"),)
+
+
+class Implementation(Base):
+    __tablename__ = "implementations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(Text, unique=True)
+    title: Mapped[str] = mapped_column(Text)
+    framework: Mapped[str] = mapped_column(Text)
+    language: Mapped[str] = mapped_column(Text)
+    runtime_id: Mapped[str] = mapped_column(Text)
+    role: Mapped[str] = mapped_column(Text)
+    compile_mode: Mapped[str | None] = mapped_column(Text)
+    licence: Mapped[str | None] = mapped_column(Text)
+    source_availability: Mapped[str] = mapped_column(Text)
+    source_url: Mapped[str | None] = mapped_column(Text)
+    install_recipe: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (
+        CheckConstraint("role IN ('baseline', 'candidate')", name="role_known"),
+        CheckConstraint("source_availability IN ('mirrored', 'upstream', 'none')", name="availability_known"),
+    )
+
+
+class Protocol(Base):
+    __tablename__ = "protocols"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    version: Mapped[str] = mapped_column(Text)
+    timer: Mapped[str | None] = mapped_column(Text)
+    warmup: Mapped[int | None] = mapped_column(Integer)
+    trials: Mapped[int | None] = mapped_column(Integer)
+    statistic: Mapped[str] = mapped_column(Text, server_default=text("'mean'"))
+    l2_flush: Mapped[bool | None] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (
+        UniqueConstraint("name", "version"),
+        CheckConstraint("statistic IN ('mean', 'median', 'min')", name="statistic_known"),
+    )
+
+
+class Source(Base):
+    __tablename__ = "sources"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(Text, unique=True)
+    url: Mapped[str | None] = mapped_column(Text)
+    licence: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class SourceSnapshot(Base):
+    """A source at one revision (a commit of the KernelBench repository, a runner version)."""
+
+    __tablename__ = "source_snapshots"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id"), index=True)
+    revision: Mapped[str] = mapped_column(Text, server_default=text("''"))
+    revision_date: Mapped[date | None] = mapped_column(Date)
+    created_at: Mapped[datetime] = _created_at()
+
+    source: Mapped[Source] = relationship(lazy="raise")
+
+    __table_args__ = (UniqueConstraint("source_id", "revision"),)
+
+
+class Run(Base):
+    """One measurement. Never edited in place: a changed figure is a new run that supersedes this one."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"))
+    workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id", ondelete="CASCADE"))
+    bindings: Mapped[dict[str, int]] = mapped_column(JSONB)
+    dtype: Mapped[str] = mapped_column(Text)
+    # Canonical text of bindings + dtype: part of the natural key and of the cohort.
+    configuration_key: Mapped[str] = mapped_column(Text)
+    implementation_id: Mapped[int] = mapped_column(ForeignKey("implementations.id"))
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
+    protocol_id: Mapped[int] = mapped_column(ForeignKey("protocols.id"))
+    source_snapshot_id: Mapped[int] = mapped_column(ForeignKey("source_snapshots.id"))
+    status: Mapped[str] = mapped_column(Text)
+    failure_reason: Mapped[str | None] = mapped_column(Text)
+    mean_ms: Mapped[float | None] = mapped_column(Double)
+    std_ms: Mapped[float | None] = mapped_column(Double)
+    min_ms: Mapped[float | None] = mapped_column(Double)
+    max_ms: Mapped[float | None] = mapped_column(Double)
+    median_ms: Mapped[float | None] = mapped_column(Double)
+    p5_ms: Mapped[float | None] = mapped_column(Double)
+    p95_ms: Mapped[float | None] = mapped_column(Double)
+    num_trials: Mapped[int | None] = mapped_column(Integer)
+    samples_ms: Mapped[list[float] | None] = mapped_column(ARRAY(Double))
+    compile_time_ms: Mapped[float | None] = mapped_column(Double)
+    correctness: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    observed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    evidence: Mapped[str] = mapped_column(Text)
+    # sha256 of the record's measured content: equal digest on re-ingest means "unchanged".
+    content_sha256: Mapped[str] = mapped_column(Text)
+    superseded_by_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    superseded_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    retracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    retraction_reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()
+
+    workload_revision: Mapped[WorkloadRevision] = relationship(lazy="raise")
+    implementation: Mapped[Implementation] = relationship(lazy="raise")
+    environment: Mapped[Environment] = relationship(lazy="raise")
+    protocol: Mapped[Protocol] = relationship(lazy="raise")
+    source_snapshot: Mapped[SourceSnapshot] = relationship(lazy="raise")
+
+    __table_args__ = (
+        CheckConstraint("status IN ('passed', 'failed')", name="status_known"),
+        CheckConstraint("evidence IN ('reported', 'measured')", name="evidence_known"),
+        CheckConstraint("status = 'failed' OR (mean_ms IS NOT NULL AND num_trials IS NOT NULL)", name="passed_has_stats"),
+        CheckConstraint("status = 'passed' OR failure_reason IS NOT NULL", name="failed_has_reason"),
+        CheckConstraint("mean_ms IS NULL OR " + FINITE_POSITIVE.format(col="mean_ms"), name="mean_finite_positive"),
+        CheckConstraint("min_ms IS NULL OR " + FINITE_POSITIVE.format(col="min_ms"), name="min_finite_positive"),
+        CheckConstraint("max_ms IS NULL OR " + FINITE_POSITIVE.format(col="max_ms"), name="max_finite_positive"),
+        CheckConstraint("median_ms IS NULL OR " + FINITE_POSITIVE.format(col="median_ms"), name="median_finite_positive"),
+        CheckConstraint("p5_ms IS NULL OR " + FINITE_POSITIVE.format(col="p5_ms"), name="p5_finite_positive"),
+        CheckConstraint("p95_ms IS NULL OR " + FINITE_POSITIVE.format(col="p95_ms"), name="p95_finite_positive"),
+        CheckConstraint("std_ms IS NULL OR " + FINITE_NON_NEGATIVE.format(col="std_ms"), name="std_finite"),
+        CheckConstraint(
+            "compile_time_ms IS NULL OR " + FINITE_NON_NEGATIVE.format(col="compile_time_ms"), name="compile_time_finite"
+        ),
+        CheckConstraint("num_trials IS NULL OR num_trials >= 1", name="trials_at_least_one"),
+        CheckConstraint(
+            "min_ms IS NULL OR mean_ms IS NULL OR min_ms <= mean_ms", name="min_not_above_mean"
+        ),
+        CheckConstraint(
+            "max_ms IS NULL OR mean_ms IS NULL OR max_ms >= mean_ms", name="max_not_below_mean"
+        ),
+        # One live run per natural key; superseded runs stay as history.
+        Index(
+            "uq_runs_natural_key_live",
+            "workload_revision_id",
+            "configuration_key",
+            "implementation_id",
+            "environment_id",
+            "protocol_id",
+            "source_snapshot_id",
+            unique=True,
+            postgresql_where=text("superseded_at IS NULL"),
+        ),
+        Index("ix_runs_workload_live", "workload_id", postgresql_where=text("superseded_at IS NULL")),
+        Index("ix_runs_revision", "workload_revision_id"),
+        Index("ix_runs_environment", "environment_id"),
+        Index("ix_runs_implementation", "implementation_id"),
+        Index("ix_runs_observed_at", "observed_at"),
+    )

@@ -1,0 +1,24 @@
+"""The per-request context: one database session, the clock, and the request's DataLoaders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kernelindex.graphql.loaders import Loaders
+from kernelindex.settings import Settings
+
+
+@dataclass
+class Context:
+    session: AsyncSession
+    now: datetime
+    settings: Settings
+    request_id: str = ""
+    request: object | None = None
+    loaders: Loaders = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.loaders = Loaders(self.session, self.now)

@@ -1,0 +1,46 @@
+"""DataLoaders, created per request: each batches its keys into one statement with IN (...)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from strawberry.dataloader import DataLoader
+
+from kernelindex.db.models import Hardware, Workload
+from kernelindex.services.evidence import WorkloadEvidence, load_catalogue, load_evidence
+
+
+class Loaders:
+    def __init__(self, session: AsyncSession, now: datetime):
+        self.session = session
+        self.now = now
+        self._catalogue: list[Hardware] | None = None
+        self.workload_by_slug = DataLoader(self._workloads_by_slug)
+        self.workload_by_id = DataLoader(self._workloads_by_id)
+        self.evidence_by_workload_id = DataLoader(self._evidence_by_workload_id)
+
+    async def catalogue(self) -> list[Hardware]:
+        """The hardware catalogue, read once per request."""
+        if self._catalogue is None:
+            self._catalogue = await load_catalogue(self.session)
+        return self._catalogue
+
+    async def _workloads_by_slug(self, slugs: Sequence[str]) -> list[Workload | None]:
+        rows = (await self.session.scalars(select(Workload).where(Workload.slug.in_(slugs)))).all()
+        by_slug = {w.slug: w for w in rows}
+        for w in rows:
+            self.workload_by_id.prime(w.id, w)
+        return [by_slug.get(s) for s in slugs]
+
+    async def _workloads_by_id(self, ids: Sequence[int]) -> list[Workload | None]:
+        rows = (await self.session.scalars(select(Workload).where(Workload.id.in_(ids)))).all()
+        by_id = {w.id: w for w in rows}
+        return [by_id.get(i) for i in ids]
+
+    async def _evidence_by_workload_id(self, ids: Sequence[int]) -> list[WorkloadEvidence]:
+        workloads = [w for w in await self.workload_by_id.load_many(list(ids)) if w is not None]
+        evidence = await load_evidence(self.session, workloads, await self.catalogue(), self.now)
+        return [evidence[i] for i in ids]

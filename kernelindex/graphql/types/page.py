@@ -1,0 +1,430 @@
+"""The computed parts of a workload page: headline, records, comparison, implementations,
+coverage, headroom. Every figure is derived from stored runs by the rules package."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import strawberry
+
+from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation, Source
+from kernelindex.graphql.types.run import Configuration, Run
+from kernelindex.rules import headroom as headroom_rules
+from kernelindex.rules import ranking, stats, trust, verdicts
+from kernelindex.rules.display import format_date, format_latency, format_plus_minus, format_ratio, plural
+from kernelindex.rules.facts import HardwareFacts, RunFacts
+from kernelindex.services.evidence import WorkloadEvidence
+
+
+def _latest(runs: list[RunFacts]) -> date | None:
+    return max((r.observed_at.date() for r in runs), default=None)
+
+
+@strawberry.type(description="The top of a workload page: who holds the overall record, and by how much.")
+class Headline:
+    evidence: strawberry.Private[WorkloadEvidence]
+    record: strawberry.Private[ranking.CohortRecord]
+
+    @property
+    def _baseline(self) -> ranking.RankedRun | None:
+        return ranking.baseline_of(self.record.cohort)
+
+    @strawberry.field(description="'baseline_unbeaten' when the source baseline holds the overall record, otherwise 'fastest'.")
+    def kind(self) -> str:
+        return "baseline_unbeaten" if self.record.run.implementation.is_baseline else "fastest"
+
+    @strawberry.field(description="'Source baseline · unbeaten' or 'Fastest reported'.")
+    def label(self) -> str:
+        return verdicts.headline_label(self.record.run.implementation.is_baseline, self.record.run.evidence)
+
+    @strawberry.field(description="The run holding the overall record.")
+    def run(self) -> Run:
+        return Run(facts=self.record.run)
+
+    @strawberry.field(description="Its mean latency in milliseconds.")
+    def latency_ms(self) -> float:
+        return self.record.run.mean_ms
+
+    @strawberry.field(description="Half width of the 95% confidence interval of that mean, in milliseconds.")
+    def ci_half_width_ms(self) -> float | None:
+        return stats.ci95_half_width(self.record.run.std_ms, self.record.run.num_trials)
+
+    @strawberry.field(description="'1.39 ms'.")
+    def latency_display(self) -> str:
+        return format_latency(self.record.run.mean_ms)
+
+    @strawberry.field(description="'± 0.02'.")
+    def plus_minus_display(self) -> str | None:
+        return format_plus_minus(self.ci_half_width_ms(), self.record.run.mean_ms)
+
+    @strawberry.field(description="'mean of 100'.")
+    def statistic_display(self) -> str:
+        return f"{self.record.run.protocol.statistic} of {self.record.run.num_trials}"
+
+    @strawberry.field(description="Baseline latency / record latency in the record's cohort; null when the baseline holds it or was not measured there.")
+    def speedup_vs_baseline(self) -> float | None:
+        base = self._baseline
+        if base is None or base.run.id == self.record.run.id:
+            return None
+        return ranking.speedup_vs_baseline(self.record.run, base.run)
+
+    @strawberry.field(description="'1.60× faster than baseline'; null when the baseline holds the record.")
+    def speedup_display(self) -> str | None:
+        speedup = self.speedup_vs_baseline()
+        return None if speedup is None else verdicts.headline_speedup(speedup)
+
+    @strawberry.field(description="The record holder.")
+    def implementation(self) -> Implementation:
+        return Implementation(facts=self.record.run.implementation)
+
+    @strawberry.field(description="'Reported evidence · last observed 2026-03-05.'")
+    def evidence_line(self) -> str:
+        return verdicts.evidence_line(self.record.run.evidence, format_date(_latest(self.evidence.eligible)))
+
+    @strawberry.field(description="Caveats on the record run.")
+    def caveats(self) -> list[str]:
+        return trust.caveats(self.record.run)
+
+
+@strawberry.type(description="The record of one environment (cohort): its fastest eligible run.")
+class EnvironmentRecord:
+    record: strawberry.Private[ranking.CohortRecord]
+
+    @strawberry.field(description="'NVIDIA H100 · env 1': family, with env N when the family repeats (N by record latency).")
+    def label(self) -> str:
+        return self.record.environment_label
+
+    @strawberry.field(description="The environment.")
+    def environment(self) -> Environment:
+        return Environment(facts=self.record.run.environment)
+
+    @strawberry.field(description="The record run.")
+    def run(self) -> Run:
+        return Run(facts=self.record.run)
+
+    @strawberry.field(description="Record latency in milliseconds.")
+    def latency_ms(self) -> float:
+        return self.record.run.mean_ms
+
+    @strawberry.field(description="'1.39 ms'.")
+    def latency_display(self) -> str:
+        return format_latency(self.record.run.mean_ms)
+
+    @strawberry.field(description="The record holder.")
+    def implementation(self) -> Implementation:
+        return Implementation(facts=self.record.run.implementation)
+
+    @strawberry.field(description="Eligible runs in this environment's cohort.")
+    def run_count(self) -> int:
+        return self.record.run_count
+
+
+@strawberry.type(description="One row of a comparison: a run ranked inside its cohort.")
+class ComparisonRow:
+    row: strawberry.Private[ranking.RankedRun]
+    baseline: strawberry.Private[ranking.RankedRun | None]
+    exact: strawberry.Private[bool]
+
+    @strawberry.field(description="Rank inside the cohort, 1 = fastest.")
+    def rank(self) -> int:
+        return self.row.rank
+
+    @strawberry.field(description="'1', '2', …")
+    def rank_display(self) -> str:
+        return str(self.row.rank)
+
+    @strawberry.field(description="The run.")
+    def run(self) -> Run:
+        return Run(facts=self.row.run)
+
+    @strawberry.field(description="The implementation.")
+    def implementation(self) -> Implementation:
+        return Implementation(facts=self.row.run.implementation)
+
+    @strawberry.field(description="Whether this is the source's designated baseline.")
+    def is_baseline(self) -> bool:
+        return self.row.run.implementation.is_baseline
+
+    @strawberry.field(description="Mean latency in milliseconds.")
+    def latency_ms(self) -> float:
+        return self.row.run.mean_ms
+
+    @strawberry.field(description="Half width of the 95% confidence interval, in milliseconds.")
+    def ci_half_width_ms(self) -> float | None:
+        return stats.ci95_half_width(self.row.run.std_ms, self.row.run.num_trials)
+
+    @strawberry.field(description="'1.52 ms'.")
+    def latency_display(self) -> str:
+        return format_latency(self.row.run.mean_ms)
+
+    @strawberry.field(description="'± 0.00'.")
+    def plus_minus_display(self) -> str | None:
+        return format_plus_minus(self.ci_half_width_ms(), self.row.run.mean_ms)
+
+    @strawberry.field(description="Latency / the #1 row's latency.")
+    def vs_first(self) -> float:
+        return self.row.vs_first
+
+    @strawberry.field(description="'1.09×'.")
+    def vs_first_display(self) -> str:
+        return format_ratio(self.row.vs_first)
+
+    @strawberry.field(description="Baseline latency / this latency (>1 is faster); null on the baseline row or without a baseline.")
+    def speedup_vs_baseline(self) -> float | None:
+        if self.baseline is None or self.row.run.implementation.is_baseline:
+            return None
+        return ranking.speedup_vs_baseline(self.row.run, self.baseline.run)
+
+    @strawberry.field(description="'1.09× slower than the baseline.'; null on the baseline row.")
+    def verdict(self) -> str | None:
+        speedup = self.speedup_vs_baseline()
+        return None if speedup is None else verdicts.verdict_vs_baseline(speedup)
+
+    @strawberry.field(description="Whether the run's configuration equals the workload's canonical one.")
+    def exact_configuration(self) -> bool:
+        return self.exact
+
+    @strawberry.field(description="The row's sentences, in order: verdict, configuration note, caveats.")
+    def notes(self) -> list[str]:
+        notes = []
+        verdict = self.verdict()
+        if verdict:
+            notes.append(verdict)
+        if self.exact:
+            notes.append(trust.EXACT_CONFIGURATION_NOTE)
+        notes.extend(trust.caveats(self.row.run))
+        return notes
+
+    @strawberry.field(description="The notes as one paragraph.")
+    def summary(self) -> str:
+        return " ".join(self.notes())
+
+    @strawberry.field(description="'Reported · MIT · source'.")
+    def trust_label(self) -> str:
+        return trust.trust_label(self.row.run.evidence, self.row.run.implementation)
+
+    @strawberry.field(description="'2026-03-05'.")
+    def observed_display(self) -> str:
+        return format_date(self.row.run.observed_at) or ""
+
+    @strawberry.field(description="Observed more than 180 days before now.")
+    def stale(self, info: strawberry.Info) -> bool:
+        return trust.is_stale(self.row.run.observed_at, info.context.now)
+
+
+@strawberry.type(description="The ranked runs of one cohort (same workload configuration, protocol and environment), with the facts they share stated once.")
+class Comparison:
+    record: strawberry.Private[ranking.CohortRecord]
+    evidence: strawberry.Private[WorkloadEvidence]
+
+    @property
+    def _runs(self) -> list[RunFacts]:
+        return [r.run for r in self.record.cohort]
+
+    @strawberry.field(description="'Source-native comparison' when every row comes from one source, else 'Comparison'.")
+    def title(self) -> str:
+        return "Source-native comparison" if len({r.source.id for r in self._runs}) == 1 else "Comparison"
+
+    @strawberry.field(description="The shared environment.")
+    def environment(self) -> Environment:
+        return Environment(facts=self.record.run.environment)
+
+    @strawberry.field(description="'NVIDIA H100'.")
+    def gpu(self) -> str:
+        return self.record.run.environment.hardware.family
+
+    @strawberry.field(description="The shared configuration.")
+    def configuration(self) -> Configuration:
+        return Configuration.of(self.record.run.bindings, self.record.run.dtype)
+
+    @strawberry.field(description="'KernelBench timing scripts'.")
+    def protocol_name(self) -> str:
+        return self.record.run.protocol.name
+
+    @strawberry.field(description="'mean'.")
+    def statistic(self) -> str:
+        return self.record.run.protocol.statistic
+
+    @strawberry.field(description="Rows in the comparison.")
+    def result_count(self) -> int:
+        return len(self.record.cohort)
+
+    @strawberry.field(description="'2 results'.")
+    def result_count_display(self) -> str:
+        return plural(len(self.record.cohort), "result")
+
+    @strawberry.field(description="Latest observation among the rows.")
+    def last_observed(self) -> date | None:
+        return _latest(self._runs)
+
+    @strawberry.field(description="The shared facts as one line.")
+    def header(self) -> str:
+        config = self.configuration()
+        return (
+            f"{self.title()} · GPU {self.gpu()} · Workload {config.bindings_display()} · {config.dtype} · "
+            f"Protocol {self.protocol_name()} · {self.statistic()} · {self.result_count_display()} · "
+            f"last observed {format_date(self.last_observed())}"
+        )
+
+    @strawberry.field(description="Ranked rows, fastest first.")
+    def rows(self) -> list[ComparisonRow]:
+        baseline = ranking.baseline_of(self.record.cohort)
+        canonical = self.evidence.facts.canonical_configuration_key
+        return [
+            ComparisonRow(row=row, baseline=baseline, exact=row.run.configuration_key == canonical)
+            for row in self.record.cohort
+        ]
+
+
+@strawberry.type(description="An implementation's best eligible latency on this workload over all environments.")
+class ImplementationSummary:
+    best: strawberry.Private[ranking.ImplementationBest]
+    evidence_levels: strawberry.Private[list[str]]
+
+    @strawberry.field(description="The implementation.")
+    def implementation(self) -> Implementation:
+        return Implementation(facts=self.best.run.implementation)
+
+    @strawberry.field(description="The run with its best latency.")
+    def best_run(self) -> Run:
+        return Run(facts=self.best.run)
+
+    @strawberry.field(description="Best latency in milliseconds.")
+    def best_latency_ms(self) -> float:
+        return self.best.run.mean_ms
+
+    @strawberry.field(description="'1.39 ms'.")
+    def best_latency_display(self) -> str:
+        return format_latency(self.best.run.mean_ms)
+
+    @strawberry.field(description="Best latency / the best implementation's best latency.")
+    def vs_best(self) -> float:
+        return self.best.vs_best
+
+    @strawberry.field(description="'1.06×'.")
+    def vs_best_display(self) -> str:
+        return format_ratio(self.best.vs_best)
+
+    @strawberry.field(description="Strongest evidence among its eligible runs: 'Measured' or 'Reported'.")
+    def evidence(self) -> str:
+        return trust.evidence_word("measured" if "measured" in self.evidence_levels else "reported")
+
+    @strawberry.field(description="'MIT · source'.")
+    def availability(self) -> str:
+        return trust.availability_label(self.best.run.implementation)
+
+    @strawberry.field(description="'python · torch_eager'.")
+    def runtime_display(self) -> str:
+        impl = self.best.run.implementation
+        return f"{impl.language} · {impl.runtime_id}"
+
+
+@strawberry.type(description="Priority hardware with no eligible run for this workload.")
+class HardwareGap:
+    hardware_facts: strawberry.Private[HardwareFacts]
+
+    @strawberry.field(description="The hardware not measured.")
+    def hardware(self) -> Hardware:
+        return Hardware(facts=self.hardware_facts)
+
+    @strawberry.field(description="'Not measured on B200 for this workload.'")
+    def message(self) -> str:
+        return verdicts.not_measured(self.hardware_facts.short_name)
+
+
+@strawberry.type(description="headroom-v1: a lower bound on latency from the declared tensors and the DRAM bandwidth of the family's reference datasheet.")
+class Headroom:
+    result: strawberry.Private[headroom_rules.HeadroomV1]
+
+    @strawberry.field(description="'headroom-v1'.")
+    def method(self) -> str:
+        return self.result.method
+
+    @strawberry.field(description="Bytes of every declared tensor fully bound at the canonical configuration.")
+    def bytes(self) -> float:
+        return float(self.result.bytes)
+
+    @strawberry.field(description="'1,204,224 bytes'.")
+    def bytes_display(self) -> str:
+        return self.result.bytes_display
+
+    @strawberry.field(description="The floor in nanoseconds; null when it cannot be computed.")
+    def floor_ns(self) -> float | None:
+        return self.result.floor_ns
+
+    @strawberry.field(description="'359 ns'.")
+    def floor_display(self) -> str | None:
+        return self.result.floor_display
+
+    @strawberry.field(description="Which bound binds: 'bandwidth' (headroom-v1 has no arithmetic term).")
+    def bound(self) -> str | None:
+        return "bandwidth" if self.result.floor_ns is not None else None
+
+    @strawberry.field(description="The datasheet's DRAM bandwidth used, GB/s.")
+    def bandwidth_gbps(self) -> float | None:
+        return self.result.bandwidth_gbps
+
+    @strawberry.field(description="The hardware whose datasheet was used.")
+    def hardware(self) -> Hardware | None:
+        return Hardware(facts=self.result.hardware) if self.result.hardware else None
+
+    @strawberry.field(description="The record latency in milliseconds.")
+    def record_ms(self) -> float | None:
+        return self.result.record_ms
+
+    @strawberry.field(description="Record latency / floor.")
+    def ratio_above(self) -> float | None:
+        return self.result.ratio_above
+
+    @strawberry.field(description="'3866.81×'.")
+    def ratio_above_display(self) -> str | None:
+        ratio = self.result.ratio_above
+        return None if ratio is None else format_ratio(ratio)
+
+    @strawberry.field(description="'Estimated floor 359 ns · record 3866.81× above it'.")
+    def summary(self) -> str | None:
+        return self.result.summary
+
+    @strawberry.field(description="'DRAM 359 ns · bandwidth-bound on H100 SXM'.")
+    def bound_line(self) -> str | None:
+        return self.result.bound_line
+
+    @strawberry.field(description="'every declared tensor crosses HBM exactly once (3,350 GB/s, H100 SXM datasheet)'.")
+    def basis_line(self) -> str | None:
+        return self.result.basis_line
+
+    @strawberry.field(description="'no arithmetic formula for this family: bandwidth floor only', 'estimate, not evidence'.")
+    def notes(self) -> list[str]:
+        return list(headroom_rules.V1_NOTES)
+
+    @strawberry.field(description="What headroom-v1 is.")
+    def description(self) -> str:
+        return headroom_rules.V1_DESCRIPTION
+
+    @strawberry.field(description="Why there is no floor, when there is none.")
+    def unavailable_reason(self) -> str | None:
+        return self.result.unavailable_reason
+
+
+@strawberry.type(description="The written policy that decides records, and its version.")
+class Policy:
+    @strawberry.field(description="'How records are decided'.")
+    def title(self) -> str:
+        return "How records are decided"
+
+    @strawberry.field(description="Versions of the rules in force.")
+    def version(self) -> str:
+        from kernelindex.rules import POLICY_VERSION
+
+        return POLICY_VERSION
+
+    @strawberry.field(description="Where to read it (path on this server).")
+    def url(self) -> str:
+        return "/policy"
+
+
+def sources_of(runs: list[RunFacts]) -> list[Source]:
+    seen = {}
+    for r in runs:
+        seen.setdefault(r.source.id, r.source)
+    return [Source(facts=s) for s in sorted(seen.values(), key=lambda s: (s.name, s.revision or ""))]

@@ -1,0 +1,229 @@
+"""Workloads: a reference module's forward pass, its semantics, and everything computed from its runs."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import strawberry
+
+from kernelindex.db.models import Workload as WorkloadRow
+from kernelindex.graphql.types.catalogue import Source
+from kernelindex.graphql.types.page import (
+    Comparison,
+    EnvironmentRecord,
+    HardwareGap,
+    Headline,
+    Headroom,
+    ImplementationSummary,
+    Policy,
+    sources_of,
+)
+from kernelindex.graphql.types.run import Configuration, Run
+from kernelindex.rules import headroom as headroom_rules
+from kernelindex.rules.display import format_date, plural
+from kernelindex.rules.identity import IDENTITY_VERSION, short_digest
+from kernelindex.services.evidence import WorkloadEvidence
+
+SUITE_TITLES = {"kernelbench": "KernelBench"}
+
+
+@strawberry.type(description="A declared input or output tensor.")
+class TensorSpec:
+    name: str = strawberry.field(description="Name, e.g. 'input_1'.")
+    dtype: str = strawberry.field(description="Data type, e.g. 'fp32' ('float' when only the kind is declared).")
+    shape: list[str] = strawberry.field(description="Symbolic shape: axis names or integers, as text.")
+
+    @strawberry.field(description="'fp32 [batch_size, 3, 224, 224]'.")
+    def display(self) -> str:
+        return f"{self.dtype} [{', '.join(self.shape)}]"
+
+
+@strawberry.type(description="An axis and how it behaves.")
+class Axis:
+    name: str = strawberry.field(description="Axis name.")
+    behaviour: str = strawberry.field(description="'variable' or 'constant'.")
+    value: int | None = strawberry.field(description="The value of a constant axis.")
+
+
+@strawberry.type(description="What the computation takes and gives, and the promises it makes.")
+class Semantics:
+    inputs: list[TensorSpec] = strawberry.field(description="Ordered inputs.")
+    outputs: list[TensorSpec] = strawberry.field(description="Ordered outputs.")
+    axes: list[Axis] = strawberry.field(description="Axes and their behaviour.")
+    determinism: str = strawberry.field(description="'deterministic', 'nondeterministic' or 'unspecified'.")
+    constraints: list[str] = strawberry.field(description="Constraints, e.g. 'No mutation or aliasing'.")
+
+    @staticmethod
+    def of(data: dict) -> Semantics:
+        def tensors(items):
+            return [TensorSpec(name=t["name"], dtype=t["dtype"], shape=[str(d) for d in t["shape"]]) for t in items]
+
+        return Semantics(
+            inputs=tensors(data.get("inputs", [])),
+            outputs=tensors(data.get("outputs", [])),
+            axes=[Axis(name=a["name"], behaviour=a["behaviour"], value=a.get("value")) for a in data.get("axes", [])],
+            determinism=data.get("determinism", "unspecified"),
+            constraints=list(data.get("constraints", [])),
+        )
+
+
+@strawberry.type(description="The workload's identity: sha256 over the canonical JSON of its semantics and reference source.")
+class Identity:
+    sha256: str = strawberry.field(description="Full digest.")
+    version: str = strawberry.field(description="Identity rule version.")
+
+    @strawberry.field(description="'245e5928b637…'.")
+    def short(self) -> str:
+        return short_digest(self.sha256)
+
+
+@strawberry.type(description="A benchmark problem: a reference PyTorch module's forward pass at a canonical configuration.")
+class Workload:
+    row: strawberry.Private[WorkloadRow]
+
+    async def _evidence(self, info: strawberry.Info) -> WorkloadEvidence:
+        return await info.context.loaders.evidence_by_workload_id.load(self.row.id)
+
+    @strawberry.field(description="Workload id.")
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(str(self.row.id))
+
+    @strawberry.field(description="Stable slug, e.g. 'kernelbench-l3-p9-resnet18'.")
+    def slug(self) -> str:
+        return self.row.slug
+
+    @strawberry.field(description="Suite, e.g. 'kernelbench'.")
+    def suite(self) -> str:
+        return self.row.suite
+
+    @strawberry.field(description="Level within the suite.")
+    def level(self) -> int:
+        return self.row.level
+
+    @strawberry.field(description="Problem number within the level.")
+    def problem_number(self) -> int:
+        return self.row.problem_number
+
+    @strawberry.field(description="Name, e.g. 'ResNet18'.")
+    def name(self) -> str:
+        return self.row.name
+
+    @strawberry.field(description="'model', 'operator' or 'fusion'.")
+    def kind(self) -> str:
+        return self.row.kind
+
+    @strawberry.field(description="'KernelBench level3 problem 9: ResNet18.'")
+    def title(self) -> str:
+        suite = SUITE_TITLES.get(self.row.suite, self.row.suite)
+        return f"{suite} level{self.row.level} problem {self.row.problem_number}: {self.row.name}."
+
+    @strawberry.field(description="What the computation is.")
+    def description(self) -> str | None:
+        return self.row.description
+
+    @strawberry.field(description="The reference module's source (current revision).")
+    async def reference_source(self, info: strawberry.Info) -> str | None:
+        ev = await self._evidence(info)
+        return ev.revision.reference_source if ev.revision else None
+
+    @strawberry.field(description="sha256 of the reference source (current revision).")
+    async def source_sha256(self, info: strawberry.Info) -> str | None:
+        ev = await self._evidence(info)
+        return ev.revision.source_sha256 if ev.revision else None
+
+    @strawberry.field(description="The configuration records are measured at.")
+    async def canonical_configuration(self, info: strawberry.Info) -> Configuration:
+        ev = await self._evidence(info)
+        return Configuration.of(ev.facts.canonical_bindings, ev.facts.canonical_dtype)
+
+    @strawberry.field(description="Declared semantics; null when the reference could not be traced.")
+    async def semantics(self, info: strawberry.Info) -> Semantics | None:
+        ev = await self._evidence(info)
+        return Semantics.of(ev.revision.semantics) if ev.revision and ev.revision.semantics else None
+
+    @strawberry.field(description="Why semantics are missing, when they are.")
+    async def semantics_error(self, info: strawberry.Info) -> str | None:
+        ev = await self._evidence(info)
+        return ev.revision.semantics_error if ev.revision else None
+
+    @strawberry.field(description="Identity digest over semantics and reference source.")
+    async def identity(self, info: strawberry.Info) -> Identity | None:
+        ev = await self._evidence(info)
+        return Identity(sha256=ev.revision.identity_sha256, version=IDENTITY_VERSION) if ev.revision else None
+
+    @strawberry.field(description="Passed live runs of the current revision at the canonical configuration.")
+    async def eligible_run_count(self, info: strawberry.Info) -> int:
+        return len((await self._evidence(info)).eligible)
+
+    @strawberry.field(description="'4 eligible runs'.")
+    async def eligible_run_count_display(self, info: strawberry.Info) -> str:
+        return plural(len((await self._evidence(info)).eligible), "eligible run")
+
+    @strawberry.field(description="Who holds the overall record; null with no eligible run.")
+    async def headline(self, info: strawberry.Info) -> Headline | None:
+        ev = await self._evidence(info)
+        return Headline(evidence=ev, record=ev.overall_record) if ev.overall_record else None
+
+    @strawberry.field(description="Per environment, the fastest eligible run, fastest first.")
+    async def records(self, info: strawberry.Info) -> list[EnvironmentRecord]:
+        return [EnvironmentRecord(record=r) for r in (await self._evidence(info)).records]
+
+    @strawberry.field(description="The ranked cohort of the overall record's environment.")
+    async def comparison(self, info: strawberry.Info) -> Comparison | None:
+        ev = await self._evidence(info)
+        return Comparison(record=ev.overall_record, evidence=ev) if ev.overall_record else None
+
+    @strawberry.field(description="Every environment's ranked cohort, in record order.")
+    async def comparisons(self, info: strawberry.Info) -> list[Comparison]:
+        ev = await self._evidence(info)
+        return [Comparison(record=r, evidence=ev) for r in ev.records]
+
+    @strawberry.field(description="Each implementation's best latency over all environments and its ratio to the best.")
+    async def implementations(self, info: strawberry.Info) -> list[ImplementationSummary]:
+        ev = await self._evidence(info)
+        levels: dict[int, list[str]] = {}
+        for r in ev.eligible:
+            levels.setdefault(r.implementation.id, []).append(r.evidence)
+        return [ImplementationSummary(best=b, evidence_levels=levels[b.run.implementation.id]) for b in ev.implementation_bests]
+
+    @strawberry.field(description="Priority hardware with no eligible run for this workload.")
+    async def not_measured(self, info: strawberry.Info) -> list[HardwareGap]:
+        ev = await self._evidence(info)
+        measured = {r.environment.hardware.id for r in ev.eligible}
+        return [HardwareGap(hardware_facts=h) for h in ev.catalogue if h.priority and h.id not in measured]
+
+    @strawberry.field(description="headroom-v1 floor for the overall record's hardware family.")
+    async def headroom(self, info: strawberry.Info) -> Headroom:
+        ev = await self._evidence(info)
+        record = ev.overall_record
+        result = headroom_rules.headroom_v1(
+            ev.revision.semantics if ev.revision else None,
+            ev.facts.canonical_bindings,
+            record.run.environment.hardware.family if record else None,
+            ev.catalogue,
+            record.run.mean_ms if record else None,
+        )
+        return Headroom(result=result)
+
+    @strawberry.field(description="Sources of the eligible runs.")
+    async def sources(self, info: strawberry.Info) -> list[Source]:
+        return sources_of((await self._evidence(info)).eligible)
+
+    @strawberry.field(description="Latest observation among the eligible runs.")
+    async def last_observed(self, info: strawberry.Info) -> date | None:
+        return max((r.observed_at.date() for r in (await self._evidence(info)).eligible), default=None)
+
+    @strawberry.field(description="'last observed 2026-03-05'.")
+    async def last_observed_display(self, info: strawberry.Info) -> str | None:
+        last = await self.last_observed(info)
+        return f"last observed {format_date(last)}" if last else None
+
+    @strawberry.field(description="Every live run of this workload (any revision, configuration or status), fastest first.")
+    async def runs(self, info: strawberry.Info) -> list[Run]:
+        ev = await self._evidence(info)
+        ordered = sorted(ev.runs, key=lambda r: (r.mean_ms is None, r.mean_ms or 0, r.id))
+        return [Run(facts=r) for r in ordered]
+
+    @strawberry.field(description="The written policy that decides records.")
+    def policy(self) -> Policy:
+        return Policy()

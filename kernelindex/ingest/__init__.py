@@ -1,0 +1,1 @@
+"""Ingest: turn external benchmark sources (KernelBench problems, run records) into KernelIndex workloads."""

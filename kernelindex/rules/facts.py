@@ -1,0 +1,132 @@
+"""The plain facts the rules reason over, detached from the ORM so the rules stay pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+
+@dataclass(frozen=True)
+class HardwareFacts:
+    id: int
+    sku: str
+    short_name: str
+    family: str
+    priority: bool = False
+    reference_for_family: bool = False
+    dram_bandwidth_gbps: float | None = None
+    fp32_tflops: float | None = None
+    tf32_tflops: float | None = None
+    fp16_tflops: float | None = None
+    bf16_tflops: float | None = None
+    datasheet_source: str | None = None
+    datasheet_url: str | None = None
+    vendor: str = ""
+    architecture: str | None = None
+    driver_product_names: tuple[str, ...] = ()
+    has_datasheet: bool = True
+    memory_gb: float | None = None
+    l2_mb: float | None = None
+    sm_count: int | None = None
+    tdp_w: float | None = None
+
+
+@dataclass(frozen=True)
+class ImplementationFacts:
+    id: int
+    slug: str
+    title: str
+    framework: str = "PyTorch"
+    language: str = "python"
+    runtime_id: str = ""
+    role: str = "candidate"
+    licence: str | None = None
+    source_availability: str = "none"
+    source_url: str | None = None
+    install_recipe: str | None = None
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.role == "baseline"
+
+
+@dataclass(frozen=True)
+class EnvironmentFacts:
+    id: int
+    hardware: HardwareFacts
+    provider: str | None = None
+    fingerprint: str = ""
+    label: str | None = None
+    torch_version: str | None = None
+    cuda_version: str | None = None
+    driver_version: str | None = None
+    python_version: str | None = None
+    triton_version: str | None = None
+
+
+@dataclass(frozen=True)
+class ProtocolFacts:
+    id: int
+    name: str
+    version: str
+    statistic: str = "mean"
+    timer: str | None = None
+    warmup: int | None = None
+    trials: int | None = None
+    l2_flush: bool | None = None
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    id: int
+    name: str
+    licence: str | None = None
+    url: str | None = None
+    revision: str | None = None
+    revision_date: date | None = None
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    id: int
+    workload_revision_id: int
+    bindings: dict[str, int]
+    dtype: str
+    configuration_key: str
+    implementation: ImplementationFacts
+    environment: EnvironmentFacts
+    protocol: ProtocolFacts
+    source: SourceFacts
+    status: str
+    mean_ms: float | None
+    std_ms: float | None
+    num_trials: int | None
+    observed_at: datetime
+    evidence: str
+    min_ms: float | None = None
+    max_ms: float | None = None
+    samples_ms: tuple[float, ...] | None = None
+    superseded: bool = False
+    retracted: bool = False
+    correctness_passed: bool | None = None
+    median_ms: float | None = None
+    p5_ms: float | None = None
+    p95_ms: float | None = None
+    compile_time_ms: float | None = None
+    failure_reason: str | None = None
+    workload_id: int = 0
+
+    @property
+    def cohort_key(self) -> tuple[int, str, int, int]:
+        """Runs compare only inside a cohort: same revision, configuration, protocol and environment."""
+        return (self.workload_revision_id, self.configuration_key, self.protocol.id, self.environment.id)
+
+
+@dataclass(frozen=True)
+class WorkloadFacts:
+    id: int
+    slug: str
+    current_revision_id: int | None
+    canonical_bindings: dict[str, int] = field(default_factory=dict)
+    canonical_dtype: str = "fp32"
+    canonical_configuration_key: str = ""

@@ -1,0 +1,136 @@
+"""Which runs count, how they are ordered, and which one holds the record.
+
+ranking-v1, as the reference pages define it:
+- eligible: a passed, live (not superseded, not retracted) run of the workload's current revision,
+  measured at the workload's canonical configuration;
+- cohort: eligible runs with the same configuration, protocol and environment; only runs of one
+  cohort are compared with each other;
+- order inside a cohort: by the protocol's statistic (mean latency), ties broken by the earlier
+  observation, then by run id; ranks are 1, 2, 3…;
+- record of a cohort: its first row; the overall record: the fastest cohort record;
+- environments are labelled by hardware family, with "env N" when the family repeats, N in order
+  of record latency.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable
+
+from kernelindex.rules.facts import RunFacts, WorkloadFacts
+
+RANKING_VERSION = "ranking-v1"
+
+
+def ineligibility_reason(run: RunFacts, workload: WorkloadFacts) -> str | None:
+    """Why a run does not count towards records, or None when it does."""
+    if run.status != "passed":
+        return "failed"
+    if run.retracted:
+        return "retracted"
+    if run.superseded:
+        return "superseded"
+    if run.workload_revision_id != workload.current_revision_id:
+        return "older workload revision"
+    if run.configuration_key != workload.canonical_configuration_key:
+        return "not the canonical configuration"
+    return None
+
+
+def eligible_runs(runs: Iterable[RunFacts], workload: WorkloadFacts) -> list[RunFacts]:
+    return [r for r in runs if ineligibility_reason(r, workload) is None]
+
+
+def order_key(run: RunFacts) -> tuple:
+    return (run.mean_ms, run.observed_at, run.id)
+
+
+@dataclass(frozen=True)
+class RankedRun:
+    run: RunFacts
+    rank: int
+    vs_first: float  # this run's latency / the cohort leader's latency
+
+
+def rank_cohort(runs: Iterable[RunFacts]) -> list[RankedRun]:
+    ordered = sorted(runs, key=order_key)
+    if not ordered:
+        return []
+    first = ordered[0].mean_ms
+    return [RankedRun(run=r, rank=i + 1, vs_first=r.mean_ms / first) for i, r in enumerate(ordered)]
+
+
+def cohorts(eligible: Iterable[RunFacts]) -> dict[tuple, list[RunFacts]]:
+    grouped: dict[tuple, list[RunFacts]] = defaultdict(list)
+    for r in eligible:
+        grouped[r.cohort_key].append(r)
+    return dict(grouped)
+
+
+@dataclass(frozen=True)
+class CohortRecord:
+    run: RunFacts
+    run_count: int
+    environment_label: str
+    cohort: list[RankedRun]
+
+
+def records_by_environment(eligible: Iterable[RunFacts]) -> list[CohortRecord]:
+    """One record per cohort, fastest first, each labelled by its environment."""
+    ranked = [rank_cohort(members) for members in cohorts(eligible).values()]
+    ranked.sort(key=lambda rows: order_key(rows[0].run))
+    labels = environment_labels([rows[0].run for rows in ranked])
+    return [
+        CohortRecord(run=rows[0].run, run_count=len(rows), environment_label=labels[rows[0].run.environment.id], cohort=rows)
+        for rows in ranked
+    ]
+
+
+def environment_labels(records_in_order: list[RunFacts]) -> dict[int, str]:
+    """'NVIDIA H100 · env 1' when the family repeats, plain family otherwise."""
+    by_family: dict[str, list[int]] = defaultdict(list)
+    for run in records_in_order:
+        env_id = run.environment.id
+        family = run.environment.hardware.family
+        if env_id not in by_family[family]:
+            by_family[family].append(env_id)
+    labels: dict[int, str] = {}
+    for family, env_ids in by_family.items():
+        for n, env_id in enumerate(env_ids, start=1):
+            labels[env_id] = f"{family} · env {n}" if len(env_ids) > 1 else family
+    return labels
+
+
+def baseline_of(rows: Iterable[RankedRun]) -> RankedRun | None:
+    """The fastest run of the source's designated baseline in a cohort."""
+    for row in rows:
+        if row.run.implementation.is_baseline:
+            return row
+    return None
+
+
+def speedup_vs_baseline(run: RunFacts, baseline: RunFacts) -> float:
+    """>1 means faster than the baseline."""
+    return baseline.mean_ms / run.mean_ms
+
+
+@dataclass(frozen=True)
+class ImplementationBest:
+    run: RunFacts
+    vs_best: float
+
+
+def implementation_bests(eligible: Iterable[RunFacts]) -> list[ImplementationBest]:
+    """Each implementation's fastest eligible run over all environments, and its ratio to the best."""
+    best: dict[int, RunFacts] = {}
+    for r in eligible:
+        current = best.get(r.implementation.id)
+        if current is None or order_key(r) < order_key(current):
+            best[r.implementation.id] = r
+    if not best:
+        return []
+    fastest = min(r.mean_ms for r in best.values())
+    rows = [ImplementationBest(run=r, vs_best=r.mean_ms / fastest) for r in best.values()]
+    rows.sort(key=lambda b: (b.run.implementation.role != "baseline", b.run.implementation.title))
+    return rows

@@ -1,0 +1,54 @@
+"""Settings read from the environment (prefix KERNELINDEX_)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("kernelindex", appauthor=False))
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KERNELINDEX_", extra="ignore")
+
+    # A postgresql:// or postgresql+asyncpg:// URL. Unset: an embedded PostgreSQL under data_dir.
+    database_url: str | None = None
+    data_dir: Path | None = None
+    environment: str = "development"  # "production" masks unexpected errors
+    stale_after_days: int = 180
+
+    # Protection for a public endpoint.
+    max_query_depth: int = 8
+    max_aliases: int = 15
+    max_query_tokens: int = 2000
+    max_page_size: int = 100
+    introspection: bool | None = None  # None: on in development, off in production
+    max_body_bytes: int = 1_000_000
+    request_timeout_s: float = 10.0
+    cors_allowed_origins: list[str] = []
+
+    db_pool_size: int = 10
+    db_max_overflow: int = 10
+
+    @property
+    def resolved_data_dir(self) -> Path:
+        return self.data_dir or default_data_dir()
+
+    @property
+    def is_production(self) -> bool:
+        return self.environment == "production"
+
+    @property
+    def introspection_enabled(self) -> bool:
+        return (not self.is_production) if self.introspection is None else self.introspection
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

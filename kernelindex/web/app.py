@@ -1,0 +1,110 @@
+"""The Starlette application: /graphql (with GraphiQL), /healthz, JSON twins, the policy."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from sqlalchemy import text
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from strawberry.asgi import GraphQL
+
+from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.graphql.context import Context
+from kernelindex.graphql.schema import build_schema
+from kernelindex.settings import Settings, get_settings
+from kernelindex.web.middleware import DatabaseSessionMiddleware
+from kernelindex.web.twins import workload_twin
+
+log = logging.getLogger("kernelindex.web")
+
+POLICY_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "how-records-are-decided.md"
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class KernelIndexGraphQL(GraphQL):
+    async def get_context(self, request: Request, response: Any) -> Context:
+        app_state = request.app.state
+        return Context(
+            session=request.state.session,
+            now=app_state.clock(),
+            settings=app_state.settings,
+            request_id=request.state.request_id,
+            request=request,
+        )
+
+
+async def healthz(request: Request) -> Response:
+    try:
+        async with request.app.state.engine.connect() as conn:
+            await asyncio.wait_for(conn.execute(text("SELECT 1")), timeout=2)
+    except Exception as exc:  # any failure to reach the database is "unavailable"
+        return JSONResponse({"status": "unavailable", "database": f"unreachable: {type(exc).__name__}"}, status_code=503)
+    return JSONResponse({"status": "ok", "database": "reachable"})
+
+
+async def workload_json(request: Request) -> Response:
+    slug = request.path_params["slug"]
+    payload = await workload_twin(request, slug)
+    if payload is None:
+        return JSONResponse({"error": f"no workload with slug {slug!r}"}, status_code=404)
+    return JSONResponse(payload)
+
+
+async def policy(request: Request) -> Response:
+    return PlainTextResponse(POLICY_PATH.read_text(), media_type="text/markdown; charset=utf-8")
+
+
+def create_app(
+    settings: Settings | None = None, *, database_url: str | None = None, clock: Clock | None = None
+) -> Starlette:
+    settings = settings or get_settings()
+    schema = build_schema(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        url = database_url
+        if url is None:
+            from kernelindex.db.embedded import resolve_database_url
+
+            url = resolve_database_url(settings)
+        engine = make_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
+        app.state.engine = engine
+        app.state.sessionmaker = make_sessionmaker(engine)
+        try:
+            yield
+        finally:
+            await engine.dispose()
+
+    graphql_app = KernelIndexGraphQL(schema, graphql_ide="graphiql", allow_queries_via_get=True)
+    app = Starlette(
+        routes=[
+            Route("/healthz", healthz),
+            Route("/workloads/{slug}.json", workload_json),
+            Route("/policy", policy),
+            Route("/graphql", graphql_app, methods=["GET", "POST"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.schema = schema
+    app.state.clock = clock or utc_now
+    app.add_middleware(DatabaseSessionMiddleware)
+    return app
+
+
+def create_default_app() -> Starlette:
+    """uvicorn factory target: kernelindex.web.app:create_default_app."""
+    return create_app()

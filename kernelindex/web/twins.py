@@ -1,0 +1,79 @@
+"""JSON twins: the same content as the GraphQL page query, at a plain URL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+
+from kernelindex.graphql.context import Context
+
+RUN_FIELDS = """
+  id meanMs stdMs minMs maxMs numTrials ciHalfWidthMs latencyDisplay plusMinusDisplay statisticDisplay
+  observedAt observedDisplay evidence trustLabel stale caveats status
+  configuration { bindings { axis value } dtype display }
+  implementation { slug title }
+  environment { id provider label hardware { sku family shortName } }
+  protocol { name version statistic }
+  source { name revision revisionDate licence url }
+"""
+
+IMPLEMENTATION_FIELDS = """
+  slug title framework language runtimeId role isBaseline licence sourceAvailability sourceUrl installRecipe
+  availabilityLabel availabilityDetail installLabel packageLabel runtimeDisplay implementationLine
+"""
+
+WORKLOAD_PAGE_QUERY = f"""
+query WorkloadPage($slug: String!) {{
+  workload(slug: $slug) {{
+    slug suite level problemNumber name kind title description sourceSha256
+    eligibleRunCount eligibleRunCountDisplay lastObserved lastObservedDisplay
+    canonicalConfiguration {{ bindings {{ axis value }} dtype display bindingsDisplay }}
+    headline {{
+      kind label latencyMs ciHalfWidthMs latencyDisplay plusMinusDisplay statisticDisplay
+      speedupVsBaseline speedupDisplay evidenceLine caveats
+      implementation {{ {IMPLEMENTATION_FIELDS} }}
+      run {{ {RUN_FIELDS} }}
+    }}
+    records {{ label latencyMs latencyDisplay runCount implementation {{ slug title }} run {{ id }} }}
+    notMeasured {{ message hardware {{ sku shortName family }} }}
+    comparison {{
+      title gpu protocolName statistic resultCount resultCountDisplay lastObserved header
+      configuration {{ bindings {{ axis value }} dtype display bindingsDisplay }}
+      rows {{
+        rank rankDisplay isBaseline latencyMs ciHalfWidthMs latencyDisplay plusMinusDisplay vsFirst vsFirstDisplay
+        speedupVsBaseline verdict exactConfiguration notes summary trustLabel observedDisplay stale
+        implementation {{ {IMPLEMENTATION_FIELDS} }}
+        run {{ {RUN_FIELDS} }}
+      }}
+    }}
+    headroom {{
+      method bytes bytesDisplay floorNs floorDisplay bound bandwidthGbps recordMs ratioAbove ratioAboveDisplay
+      summary boundLine basisLine notes description unavailableReason hardware {{ sku shortName }}
+    }}
+    implementations {{
+      bestLatencyMs bestLatencyDisplay vsBest vsBestDisplay evidence availability runtimeDisplay
+      implementation {{ {IMPLEMENTATION_FIELDS} }}
+    }}
+    semantics {{
+      inputs {{ name dtype shape display }} outputs {{ name dtype shape display }}
+      axes {{ name behaviour value }} determinism constraints
+    }}
+    identity {{ sha256 short version }}
+    sources {{ name revision revisionDate licence url display }}
+    policy {{ title version url }}
+  }}
+}}
+"""
+
+
+async def workload_twin(request: Request, slug: str) -> dict[str, Any] | None:
+    state = request.app.state
+    context = Context(
+        session=request.state.session, now=state.clock(), settings=state.settings,
+        request_id=request.state.request_id, request=request,
+    )
+    result = await state.schema.execute(WORKLOAD_PAGE_QUERY, variable_values={"slug": slug}, context_value=context)
+    if result.errors:
+        raise result.errors[0]
+    return result.data["workload"]

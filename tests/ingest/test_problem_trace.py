@@ -1,0 +1,239 @@
+import asyncio
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelindex.ingest.problem_trace import (
+    ASSUMED_SETTINGS,
+    ProblemTrace,
+    ProblemTraceError,
+    trace_problem,
+    trace_problems_isolated,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHECKOUT = REPO_ROOT / "tests" / "fixtures" / "kernelbench_checkout" / "KernelBench"
+BAD = REPO_ROOT / "tests" / "fixtures" / "kernelbench_bad"
+REFERENCE = REPO_ROOT / "seeds" / "reference"
+
+
+def trace_file(path: Path, filename: str | None = None, **kwargs) -> ProblemTrace:
+    return trace_problem(path.read_text(), filename or path.name, **kwargs)
+
+
+def shapes(entries):
+    return [entry["shape"] for entry in entries]
+
+
+def test_square_matmul_names_both_axes_after_its_constant():
+    trace = trace_file(CHECKOUT / "level1" / "1_Square_matrix_multiplication_.py")
+    assert trace.constants == {"N": 64}
+    assert trace.bindings == {"N": 64}
+    assert trace.dtype == "fp32"
+    assert [e["name"] for e in trace.inputs] == ["input_1", "input_2"]
+    assert shapes(trace.inputs) == [["N", "N"], ["N", "N"]]
+    assert trace.inputs[0]["concrete_shape"] == [64, 64]
+    assert trace.outputs == [{"name": "out", "dtype": "fp32", "shape": ["N", "N"], "concrete_shape": [64, 64]}]
+    assert trace.flops_by_class == {"conv": 0, "matmul": 2 * 64**3, "other": 0}
+    assert trace.input_bytes == 2 * 64 * 64 * 4
+    assert trace.output_bytes == 64 * 64 * 4
+    assert trace.param_count == trace.param_bytes == trace.buffer_bytes == 0
+
+
+def test_relu_binds_batch_size_and_dim():
+    trace = trace_file(CHECKOUT / "level1" / "2_ReLU.py")
+    assert trace.bindings == {"batch_size": 16, "dim": 128}
+    assert shapes(trace.inputs) == [["batch_size", "dim"]]
+    assert shapes(trace.outputs) == [["batch_size", "dim"]]
+    assert trace.flops == 0
+
+
+def test_conv_fusion_names_axes_by_position_in_get_inputs():
+    # in_channels == kernel_size == 3 and height == width == 16: only the randn(...) call can tell them apart.
+    trace = trace_file(CHECKOUT / "level2" / "1_Conv2d_ReLU_BiasAdd.py")
+    assert shapes(trace.inputs) == [["batch_size", "in_channels", "height", "width"]]
+    assert trace.bindings == {"batch_size": 4, "in_channels": 3, "height": 16, "width": 16}
+    assert trace.constants["kernel_size"] == 3 and "bias_shape" not in trace.constants
+    # out_channels is not bound (no input has it), so the channel axis of the output stays an int.
+    assert trace.outputs[0]["shape"] == ["batch_size", 8, 14, 14]
+    assert trace.param_count == 8 * 3 * 3 * 3 + 8 + 8
+    assert trace.flops_by_class == {"conv": 2 * (4 * 8 * 14 * 14) * (3 * 3 * 3), "matmul": 0, "other": 0}
+
+
+def test_mlp_counts_linear_layers_as_matmul():
+    trace = trace_file(CHECKOUT / "level3" / "1_MLP.py")
+    assert trace.bindings == {"batch_size": 2, "input_size": 32}
+    assert trace.outputs[0]["shape"] == ["batch_size", 10]
+    assert trace.param_count == (32 * 64 + 64) + (64 * 32 + 32) + (32 * 10 + 10)
+    assert trace.param_bytes == 4 * trace.param_count
+    assert trace.flops_by_class == {"conv": 0, "matmul": 2 * 2 * (32 * 64 + 64 * 32 + 32 * 10), "other": 0}
+
+
+def test_attention_classifies_sdpa_as_matmul_and_keeps_fp16():
+    trace = trace_file(CHECKOUT / "level4" / "1_TinyAttention.py")
+    assert trace.dtype == "fp16"
+    assert trace.inputs[0]["dtype"] == trace.outputs[0]["dtype"] == "fp16"
+    assert shapes(trace.inputs) == [["batch_size", "seq_len", "embed_dim"]]
+    assert shapes(trace.outputs) == [["batch_size", "seq_len", "embed_dim"]]
+    assert trace.param_bytes == 2 * trace.param_count
+    tokens, embed, heads, head_dim = 2 * 16, 32, 4, 8
+    projections = 2 * tokens * embed * (3 * embed) + 2 * tokens * embed * embed
+    attention = 2 * (2 * 2 * heads * 16 * 16 * head_dim)  # QK^T and PV
+    assert trace.flops_by_class == {"conv": 0, "matmul": projections + attention, "other": 0}
+
+
+def test_overrides_rebind_constants_and_reject_unknown_names():
+    trace = trace_file(CHECKOUT / "level1" / "2_ReLU.py", overrides={"batch_size": 3})
+    assert trace.constants == {"batch_size": 3, "dim": 128}
+    assert trace.inputs[0]["concrete_shape"] == [3, 128]
+    assert trace.inputs[0]["shape"] == ["batch_size", "dim"]
+    with pytest.raises(ValueError, match="no module-level int constant"):
+        trace_file(CHECKOUT / "level1" / "2_ReLU.py", overrides={"seq_len": 3})
+
+
+def test_equal_constants_named_by_call_position_and_scalars_and_devices():
+    source = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Linear(8, 8).cuda()
+
+    def forward(self, A, B, alpha):
+        return self.scale(A @ B) * alpha, (A + 1).sum()
+
+M = 8
+K = 8
+N = 8
+enabled = True
+
+def get_inputs():
+    A = torch.randn(M, K, device="cuda")
+    B = torch.randn(K, N).cuda()
+    return [A, B, 0.5]
+
+def get_init_inputs():
+    return []
+"""
+    trace = trace_problem(source, "7_Equal_dims.py")
+    assert trace.constants == {"M": 8, "K": 8, "N": 8}
+    assert shapes(trace.inputs) == [["M", "K"], ["K", "N"], []]
+    assert trace.inputs[2]["dtype"] == "scalar"
+    assert [e["name"] for e in trace.outputs] == ["output_1", "output_2"]
+    assert trace.outputs[1]["shape"] == [] and trace.outputs[1]["dtype"] == "fp32"
+    assert not any(name.startswith("kernelbench_problem_") for name in sys.modules)
+
+
+def test_to_json_is_plain_json_and_detached():
+    trace = trace_file(CHECKOUT / "level3" / "1_MLP.py")
+    document = trace.to_json()
+    assert json.loads(json.dumps(document)) == document
+    assert document["assumed_settings"] == ASSUMED_SETTINGS == {
+        "cudnn.allow_tf32": True,
+        "float32_matmul_precision": "highest",
+    }
+    assert document["flops"] == sum(document["flops_by_class"].values())
+    assert document["torch_version"]
+    document["inputs"][0]["shape"].append(1)
+    assert trace.inputs[0]["shape"] == ["batch_size", "input_size"]
+
+
+def test_resnet18_reference():
+    trace = trace_file(REFERENCE / "resnet18.py", "9_ResNet18.py")
+    assert trace.param_count == 11_689_512
+    assert trace.bindings == {"batch_size": 2}
+    assert trace.inputs[0]["shape"] == ["batch_size", 3, 224, 224]
+    assert trace.outputs[0]["shape"] == ["batch_size", 1000]
+    macs_per_image = trace.flops / 2 / trace.constants["batch_size"]
+    assert macs_per_image == pytest.approx(1.814e9, rel=0.005)
+    assert trace.flops_by_class["matmul"] / 2 / 2 == 512 * 1000
+    assert trace.flops_by_class["conv"] == trace.flops - trace.flops_by_class["matmul"]
+    assert trace.flops_by_class["other"] == 0
+
+
+def test_vgg19_reference():
+    trace = trace_file(REFERENCE / "vgg19.py", "12_VGG19.py")
+    assert trace.param_count == 143_667_240
+    assert trace.bindings == {"batch_size": 10}
+    macs_per_image = trace.flops / 2 / trace.constants["batch_size"]
+    assert macs_per_image == pytest.approx(19.63e9, rel=0.005)
+    assert trace.flops_by_class["matmul"] / 2 / 10 == 512 * 7 * 7 * 4096 + 4096 * 4096 + 4096 * 1000
+
+
+def test_huge_inputs_exist_only_on_meta():
+    max_rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    trace = trace_file(BAD / "huge_inputs.py")
+    assert time.perf_counter() - started < 5
+    assert trace.input_bytes == trace.output_bytes == 100_000_000_000
+    assert trace.inputs[0]["concrete_shape"] == [25_000_000_000]
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - max_rss_before_kib
+    assert grown_kib < 500 * 1024
+
+
+@pytest.mark.parametrize(
+    ("name", "stage", "cause"),
+    [
+        ("raises_on_import.py", "import", "RuntimeError: this problem refuses to import"),
+        ("syntax_error.py", "import", "SyntaxError"),
+        ("forward_fails.py", "forward", "RuntimeError"),
+    ],
+)
+def test_bad_problem_reports_file_and_stage(name, stage, cause):
+    with pytest.raises(ProblemTraceError) as caught:
+        trace_file(BAD / name)
+    error = caught.value
+    assert (error.filename, error.stage) == (name, stage)
+    assert cause in error.message and "\n" not in error.message
+    assert str(error).startswith(f"{name}: {stage}: ")
+    assert error.to_json() == {"filename": name, "stage": stage, "message": error.message}
+
+
+def test_sys_exit_is_reported_not_obeyed():
+    with pytest.raises(ProblemTraceError) as caught:
+        trace_problem("import sys\nsys.exit(2)\n", "quits.py")
+    assert caught.value.stage == "import" and caught.value.message == "SystemExit: 2"
+
+
+async def test_isolated_runner_survives_hangs_exits_and_memory_hogs():
+    named = [
+        (CHECKOUT / "level1" / "2_ReLU.py").read_text(),
+        (BAD / "hangs.py").read_text(),
+        (CHECKOUT / "level3" / "1_MLP.py").read_text(),
+        (BAD / "exits.py").read_text(),
+        (BAD / "raises_on_import.py").read_text(),
+        # Above the worker's address-space cap, so it fails at once instead of paging the machine.
+        "blob = bytearray(16 * 1024**3)\n",
+        (BAD / "huge_inputs.py").read_text(),
+        (CHECKOUT / "level1" / "1_Square_matrix_multiplication_.py").read_text(),
+    ]
+    filenames = [
+        "2_ReLU.py",
+        "hangs.py",
+        "1_MLP.py",
+        "exits.py",
+        "raises_on_import.py",
+        "memory_hog.py",
+        "huge_inputs.py",
+        "1_Square_matrix_multiplication_.py",
+    ]
+    results = await asyncio.to_thread(trace_problems_isolated, list(zip(named, filenames)), timeout_s=3, workers=2)
+
+    assert [r.filename for r in results] == filenames
+    outcome = [r.stage if isinstance(r, ProblemTraceError) else "ok" for r in results]
+    assert outcome == ["ok", "timeout", "ok", "crash", "import", "import", "ok", "ok"]
+    assert "code 3" in results[3].message
+    assert results[5].message.startswith("MemoryError")
+    assert results[0].bindings == {"batch_size": 16, "dim": 128}
+    assert results[6].input_bytes == 100_000_000_000
+    assert results[7].flops_by_class["matmul"] == 2 * 64**3
+
+
+def test_isolated_runner_with_nothing_to_do():
+    assert trace_problems_isolated([]) == []
