@@ -8,12 +8,12 @@ import json
 from typing import Any, Generic, TypeVar
 
 import strawberry
-from graphql import GraphQLError
+from kernelindex.graphql.errors import UserInputError
 
 T = TypeVar("T")
 
 
-class PaginationError(GraphQLError):
+class PaginationError(UserInputError):
     pass
 
 

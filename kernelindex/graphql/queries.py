@@ -63,9 +63,9 @@ class WorkloadQueries:
             page_conditions.append(func.row(*order) > func.row(*key))
         session = info.context.session
         rows = (
-            await session.scalars(select(WorkloadRow).where(and_(*page_conditions)).order_by(*order).limit(first + 1))
+            await session.scalars(select(WorkloadRow).where(*page_conditions).order_by(*order).limit(first + 1))
         ).all()
-        total = (await session.execute(select(func.count()).select_from(WorkloadRow).where(and_(*conditions)))).scalar_one()
+        total = (await session.execute(select(func.count()).select_from(WorkloadRow).where(*conditions))).scalar_one()
         for w in rows:
             info.context.loaders.workload_by_id.prime(w.id, w)
         page = rows[:first]

@@ -1,26 +1,49 @@
-"""The GraphQL schema: the root Query composed from per-area classes, with limits and caches."""
+"""The GraphQL schema: the root Query composed from per-area classes, with limits and caches.
+
+The limit rules are built once here and handed to every request through AddValidationRules: a
+limiter constructed per request makes new rule classes each time, and the validation cache (keyed
+by the rule classes) would then never hit.
+"""
 
 from __future__ import annotations
 
 import strawberry
-from strawberry.extensions import MaxAliasesLimiter, MaxTokensLimiter, ParserCache, QueryDepthLimiter, ValidationCache
+from graphql.validation import NoSchemaIntrospectionCustomRule
+from strawberry.extensions import AddValidationRules, MaskErrors, MaxTokensLimiter, ParserCache, ValidationCache
+from strawberry.extensions.max_aliases import create_validator as alias_limit_rule
+from strawberry.extensions.query_depth_limiter import create_validator as depth_limit_rule
 from strawberry.tools import merge_types
 
+from kernelindex.graphql.errors import should_mask_error
 from kernelindex.graphql.queries import CatalogueQueries, RunQueries, WorkloadQueries
 from kernelindex.settings import Settings, get_settings
 
 Query = merge_types("Query", (WorkloadQueries, RunQueries, CatalogueQueries))
+Query.__strawberry_definition__.description = (
+    "KernelIndex: the fastest known implementation of a workload on a GPU, and how far to trust that number."
+)
+
+CACHE_SIZE = 512
+
+
+def validation_rules(settings: Settings) -> list:
+    rules = [depth_limit_rule(settings.max_query_depth, None, None), alias_limit_rule(settings.max_aliases)]
+    if not settings.introspection_enabled:
+        rules.append(NoSchemaIntrospectionCustomRule)
+    return rules
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or get_settings()
+    rules = validation_rules(settings)
     extensions = [
-        QueryDepthLimiter(max_depth=settings.max_query_depth),
-        MaxAliasesLimiter(max_alias_count=settings.max_aliases),
-        MaxTokensLimiter(max_token_count=settings.max_query_tokens),
-        ParserCache(maxsize=256),
-        ValidationCache(maxsize=256),
+        lambda: MaxTokensLimiter(max_token_count=settings.max_query_tokens),
+        lambda: ParserCache(maxsize=CACHE_SIZE),
+        lambda: AddValidationRules(rules),
+        lambda: ValidationCache(maxsize=CACHE_SIZE),
     ]
+    if settings.is_production:
+        extensions.append(lambda: MaskErrors(should_mask_error=should_mask_error, error_message="Unexpected error."))
     return strawberry.Schema(query=Query, extensions=extensions)
 
 

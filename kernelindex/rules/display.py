@@ -7,10 +7,14 @@ from datetime import date, datetime
 
 
 def latency_decimals(ms: float) -> int:
-    """Two decimals from 1 ms up; three significant figures below."""
-    if ms >= 1 or ms <= 0:
+    """Two decimals from 1 ms up; three significant figures below (decided after rounding, so
+    0.9996 ms reads 1.00, not 1.000)."""
+    if ms <= 0:
         return 2
-    return 2 - math.floor(math.log10(ms))
+    rounded = float(f"{ms:.3g}")
+    if rounded >= 1:
+        return 2
+    return 2 - math.floor(math.log10(rounded))
 
 
 def format_ms(ms: float, decimals: int | None = None) -> str:
@@ -29,21 +33,23 @@ def format_plus_minus(half_width_ms: float | None, like_ms: float) -> str | None
 
 
 def format_duration_ns(ns: float) -> str:
-    """Three significant figures in the largest unit that keeps the number at or above 1."""
+    """Three significant figures in the largest unit that keeps the number at or above 1.
+
+    Rounded before the unit is chosen, so 999.6 ns reads 1.00 µs, not 1000 ns.
+    """
+    rounded = float(f"{ns:.3g}")
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
-            return f"{_three_significant(ns / scale)} {unit}"
-    return f"{_three_significant(ns)} ns"
+        if rounded >= scale:
+            return f"{_three_significant(rounded / scale)} {unit}"
+    return f"{_three_significant(rounded)} ns"
 
 
 def _three_significant(x: float) -> str:
     if x == 0:
         return "0"
-    digits = max(0, 2 - math.floor(math.log10(abs(x))))
-    rounded = round(x, digits)
-    if rounded >= 10 ** (3 - digits) and digits > 0:  # 9.996 → 10.0 keeps three figures
-        digits -= 1
-    return f"{x:.{digits}f}"
+    rounded = float(f"{x:.3g}")
+    digits = max(0, 2 - math.floor(math.log10(abs(rounded))))
+    return f"{rounded:.{digits}f}"
 
 
 def format_ratio(ratio: float) -> str:
