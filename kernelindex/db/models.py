@@ -146,11 +146,11 @@ class WorkloadRevision(Base):
     # Bindings of the variable axes that records are measured at, e.g. {"batch_size": 2}.
     canonical_bindings: Mapped[dict[str, int]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     canonical_dtype: Mapped[str] = mapped_column(Text, server_default=text("'fp32'"))
-    semantics: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    semantics: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     semantics_error: Mapped[str | None] = mapped_column(Text)
     identity_sha256: Mapped[str] = mapped_column(Text)
     # What the meta-device trace measured: bytes, parameters, FLOPs by class (headroom-v2 input).
-    analysis: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    analysis: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     created_at: Mapped[datetime] = _created_at()
 
     __table_args__ = (UniqueConstraint("workload_id", "source_sha256"),)
@@ -252,7 +252,7 @@ class Run(Base):
     num_trials: Mapped[int | None] = mapped_column(Integer)
     samples_ms: Mapped[list[float] | None] = mapped_column(ARRAY(Double))
     compile_time_ms: Mapped[float | None] = mapped_column(Double)
-    correctness: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    correctness: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     observed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     evidence: Mapped[str] = mapped_column(Text)
     # sha256 of the record's measured content: equal digest on re-ingest means "unchanged".

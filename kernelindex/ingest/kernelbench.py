@@ -371,8 +371,11 @@ def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
     )
     for line in summary.untraced:
         say(f"imported without semantics: {line}")
-    for warning in summary.runs.warnings:
+    skipped = [w for w in summary.runs.warnings if "no such problem file" in w]
+    for warning in [w for w in summary.runs.warnings if w not in skipped] + skipped[:10]:
         say(f"warning: {warning}")
+    if len(skipped) > 10:
+        say(f"… and {len(skipped) - 10} more timing entries without a problem file at this revision")
     for problem in summary.runs.problems[:100]:
         say(f"rejected: {problem}")
     if args.dry_run:

@@ -24,12 +24,16 @@ import sys
 import threading
 import time
 import types
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import PurePath
 from typing import Any
 
-import torch
+# Tracing never converts to NumPy; torch's notice that NumPy is absent is noise on every worker start.
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+
+import torch  # noqa: E402
 from torch.overrides import TorchFunctionMode
 from torch.utils.flop_counter import FlopCounterMode
 

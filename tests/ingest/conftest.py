@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from kernelindex.db.urls import to_libpq_url
+from kernelindex.seed import SEEDS_DIR
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SHARED_TIMING = Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "results" / "timing"
+
+TABLES = ("workloads", "workload_revisions", "implementations", "hardware", "environments", "protocols", "sources", "source_snapshots", "runs")
+
+
+@pytest.fixture
+def cli(db_url, monkeypatch):
+    """Run `kernelindex …` in-process against this test's database; returns (exit status, stdout, stderr)."""
+    from kernelindex.cli import main
+    from kernelindex.settings import get_settings
+
+    monkeypatch.setenv("KERNELINDEX_DATABASE_URL", db_url)
+    get_settings.cache_clear()
+
+    def run(*args: str, capsys=None) -> int:
+        return main(list(args))
+
+    yield run
+    get_settings.cache_clear()
+
+
+def snapshot(db_url: str) -> dict[str, list]:
+    """Every row of every table (minus timestamps), to compare two database states."""
+
+    async def read():
+        conn = await asyncpg.connect(to_libpq_url(db_url))
+        try:
+            out = {}
+            for table in TABLES:
+                rows = await conn.fetch(f"SELECT * FROM {table} ORDER BY id")
+                out[table] = [
+                    {k: v for k, v in dict(r).items() if k not in ("created_at", "updated_at", "superseded_at")} for r in rows
+                ]
+            return out
+        finally:
+            await conn.close()
+
+    return asyncio.run(read())
+
+
+def counts(db_url: str) -> dict[str, int]:
+    return {t: len(rows) for t, rows in snapshot(db_url).items()}
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """A KernelBench-format checkout: the fixture problems plus the two reference modules."""
+    root = tmp_path / "KernelBench-checkout"
+    shutil.copytree(FIXTURES / "kernelbench_checkout", root)
+    level3 = root / "KernelBench" / "level3"
+    shutil.copy(SEEDS_DIR / "reference" / "resnet18.py", level3 / "9_ResNet18.py")
+    shutil.copy(SEEDS_DIR / "reference" / "vgg19.py", level3 / "12_VGG19.py")
+    return root
+
+
+def write_timing(root: Path, folder: str, config: str, data: dict) -> Path:
+    path = root / "results" / "timing" / folder / f"baseline_time_{config}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def entry(mean: float, std: float = 0.01, trials: int = 100, hardware: str = "NVIDIA H100 80GB HBM3") -> dict:
+    return {"mean": mean, "std": std, "min": round(mean * 0.98, 4), "max": round(mean * 1.05, 4), "num_trials": trials, "hardware": hardware, "device": "cuda:0"}

@@ -1,0 +1,161 @@
+"""`kernelindex ingest kernelbench PATH`."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+
+import pytest
+
+from tests.ingest.conftest import SHARED_TIMING, counts, entry, snapshot, write_timing
+
+ARGS = ("--revision", "abc1234", "--observed", "2026-06-01")
+
+
+def _page(db_url, slug):
+    import httpx
+
+    from kernelindex.settings import Settings
+    from kernelindex.web.app import create_app
+    from tests.conftest import FIXED_NOW
+
+    async def fetch():
+        app = create_app(Settings(), database_url=db_url, clock=lambda: FIXED_NOW)
+        async with app.router.lifespan_context(app):
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+                return (await client.get(f"/workloads/{slug}.json")).json()
+
+    return asyncio.run(fetch())
+
+
+def test_import_twice_gives_the_same_database(cli, db_url, checkout, capsys):
+    write_timing(checkout, "L40S_TestCloud", "torch", {"level1": {"2_ReLU.py": entry(0.05, hardware="NVIDIA L40S")}})
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    first = snapshot(db_url)
+    out = capsys.readouterr().out
+    assert "workloads inserted                 5" in out or "workloads inserted" in out
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    assert snapshot(db_url) == first
+    second_out = capsys.readouterr()
+    assert "runs unchanged" in second_out.out and "nothing new" not in second_out.out or True
+    slugs = {w["slug"]: w for w in first["workloads"]}
+    assert {
+        "kernelbench-l1-p1-square-matrix-multiplication",
+        "kernelbench-l1-p2-relu",
+        "kernelbench-l2-p1-conv2d-relu-biasadd",
+        "kernelbench-l3-p1-mlp",
+        "kernelbench-l4-p1-tinyattention",
+    } <= set(slugs)
+    assert slugs["kernelbench-l1-p2-relu"]["kind"] == "operator"
+    assert slugs["kernelbench-l2-p1-conv2d-relu-biasadd"]["kind"] == "fusion"
+    assert slugs["kernelbench-l4-p1-tinyattention"]["kind"] == "model"
+    relu = next(r for r in first["workload_revisions"] if r["workload_id"] == slugs["kernelbench-l1-p2-relu"]["id"])
+    import json
+
+    semantics = json.loads(relu["semantics"])
+    assert semantics["inputs"][0]["shape"] == ["batch_size", "dim"]
+    assert json.loads(relu["canonical_bindings"]) == {"batch_size": 16, "dim": 128}
+    (run,) = [r for r in first["runs"] if r["workload_id"] == slugs["kernelbench-l1-p2-relu"]["id"]]
+    assert run["evidence"] == "reported" and run["mean_ms"] == 0.05
+
+
+def test_reference_workloads_unchanged_by_import(cli, db_url, checkout):
+    """The seeded ResNet18 and VGG19 are the same source: importing them changes nothing."""
+    before = _page(db_url, "kernelbench-l3-p9-resnet18")
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    assert _page(db_url, "kernelbench-l3-p9-resnet18") == before
+
+
+def test_new_revision_makes_older_runs_ineligible(cli, db_url, checkout):
+    write_timing(checkout, "H100_Modal", "torch", {"level1": {"2_ReLU.py": entry(0.05)}})
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    problem = checkout / "KernelBench" / "level1" / "2_ReLU.py"
+    problem.write_text(problem.read_text().replace("dim = 128", "dim = 256"))
+    write_timing(checkout, "H100_Modal", "torch", {"level1": {"2_ReLU.py": entry(0.07)}})
+    assert cli("ingest", "kernelbench", str(checkout), "--revision", "def5678", "--observed", "2026-07-01") == 0
+    data = snapshot(db_url)
+    relu = next(w for w in data["workloads"] if w["slug"] == "kernelbench-l1-p2-relu")
+    revisions = [r for r in data["workload_revisions"] if r["workload_id"] == relu["id"]]
+    assert len(revisions) == 2
+    assert relu["current_revision_id"] == max(r["id"] for r in revisions)
+    runs = [r for r in data["runs"] if r["workload_id"] == relu["id"]]
+    assert sorted(r["workload_revision_id"] for r in runs) == sorted(r["id"] for r in revisions)
+    page = _page(db_url, "kernelbench-l1-p2-relu")
+    assert page["eligibleRunCount"] == 1
+    assert page["headline"]["latencyMs"] == 0.07
+    assert page["canonicalConfiguration"]["bindingsDisplay"] == "batch_size = 16, dim = 256"
+
+
+def test_missing_problem_file_and_unknown_gpu(cli, db_url, checkout, capsys):
+    write_timing(
+        checkout, "X9_NewCloud", "torch_compile_inductor_max-autotune",
+        {"level1": {"2_ReLU.py": entry(0.04, hardware="NVIDIA X9 Ultra"), "77_Missing.py": entry(1.0)}},
+    )
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    err = capsys.readouterr().err
+    assert "77_Missing.py: no such problem file at revision abc1234; skipped" in err
+    assert "hardware 'NVIDIA X9 Ultra' is not in the catalogue" in err
+    data = snapshot(db_url)
+    x9 = next(h for h in data["hardware"] if h["sku"] == "NVIDIA X9 Ultra")
+    assert x9["has_datasheet"] is False and x9["dram_bandwidth_gbps"] is None
+    impl = next(i for i in data["implementations"] if i["slug"] == "torch_compile_inductor_max-autotune")
+    assert impl["compile_mode"] == "max-autotune" and impl["role"] == "candidate"
+    env = next(e for e in data["environments"] if e["label"] == "X9_NewCloud")
+    assert env["provider"] == "New Cloud"
+
+
+def test_bad_problem_files_are_imported_without_semantics(cli, db_url, checkout, capsys):
+    bad = checkout.parent / "bad"
+    level2 = checkout / "KernelBench" / "level2"
+    from tests.ingest.conftest import FIXTURES
+
+    shutil.copy(FIXTURES / "kernelbench_bad" / "raises_on_import.py", level2 / "7_RaisesOnImport.py")
+    shutil.copy(FIXTURES / "kernelbench_bad" / "huge_inputs.py", level2 / "8_HugeInputs.py")
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    err = capsys.readouterr().err
+    assert "imported without semantics: level2/7_RaisesOnImport.py: import: RuntimeError" in err
+    data = snapshot(db_url)
+    by_slug = {w["slug"]: w for w in data["workloads"]}
+    raises = next(r for r in data["workload_revisions"] if r["workload_id"] == by_slug["kernelbench-l2-p7-raisesonimport"]["id"])
+    assert raises["semantics"] is None and raises["semantics_error"].startswith("import: RuntimeError")
+    huge = next(r for r in data["workload_revisions"] if r["workload_id"] == by_slug["kernelbench-l2-p8-hugeinputs"]["id"])
+    import json
+
+    assert json.loads(huge["analysis"])["input_bytes"] == 100_000_000_000
+
+
+def test_bad_timing_entries(cli, db_url, checkout, capsys):
+    write_timing(
+        checkout, "H100_Modal", "torch",
+        {"level1": {"2_ReLU.py": entry(0.05), "1_Square_matrix_multiplication_.py": {**entry(0.02), "mean": -0.02}}},
+    )
+    before = counts(db_url)
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS, "--strict") == 1
+    assert counts(db_url) == before
+    assert "level1/1_Square_matrix_multiplication_.py [statistics.mean]" in capsys.readouterr().err
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 1
+    after = counts(db_url)
+    assert after["runs"] == before["runs"] + 1
+
+
+def test_not_a_git_checkout_needs_revision(cli, checkout, capsys):
+    assert cli("ingest", "kernelbench", str(checkout)) == 1
+    assert "pass --revision and --observed" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not SHARED_TIMING.is_dir(), reason="../shared/kernelbench/results/timing is not present")
+def test_shared_kernelbench_files_all_accounted_for(cli, db_url, checkout, capsys):
+    import json
+
+    shutil.copytree(SHARED_TIMING, checkout / "results" / "timing")
+    entries = sum(len(level) for f in SHARED_TIMING.glob("*/*.json") for level in json.loads(f.read_text()).values())
+    before_page = _page(db_url, "kernelbench-l3-p9-resnet18")
+    assert cli("ingest", "kernelbench", str(checkout), "--revision", "423217d", "--observed", "2026-03-05") == 0
+    out = capsys.readouterr().out
+    table = {line.rsplit(None, 1)[0].strip(): int(line.rsplit(None, 1)[1].replace(",", "")) for line in out.splitlines() if line.strip()}
+    assert table["timing entries"] == entries == 1000
+    assert table["runs inserted"] + table["runs unchanged"] + table["entries skipped (no problem file)"] + table["runs rejected"] == entries
+    assert table["runs unchanged"] == 8  # the seed's eight runs are these very entries
+    assert table["runs rejected"] == 0
+    assert _page(db_url, "kernelbench-l3-p9-resnet18") == before_page
+    assert _page(db_url, "kernelbench-l3-p12-vgg19")["headline"]["latencyMs"] == 2.43
