@@ -126,8 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.set_defaults(func=cmd_export_schema)
 
     from kernelindex.ingest.cli import add_ingest_commands
+    from kernelindex.tokens_cli import add_token_commands
 
     add_ingest_commands(sub)
+    add_token_commands(sub)
     return parser
 
 

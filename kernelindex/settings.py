@@ -31,7 +31,8 @@ class Settings(BaseSettings):
     introspection: bool | None = None  # None: on in development, off in production
     max_body_bytes: int = 1_000_000
     request_timeout_s: float = 10.0
-    cors_allowed_origins: list[str] = []
+    cors_allowed_origins: list[str] = []  # JSON list in the environment; empty: same origin only
+    cache_max_age_s: int = 30
 
     db_pool_size: int = 10
     db_max_overflow: int = 10

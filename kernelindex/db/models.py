@@ -146,6 +146,8 @@ class WorkloadRevision(Base):
     # Bindings of the variable axes that records are measured at, e.g. {"batch_size": 2}.
     canonical_bindings: Mapped[dict[str, int]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     canonical_dtype: Mapped[str] = mapped_column(Text, server_default=text("'fp32'"))
+    # configuration_key(canonical_bindings, canonical_dtype): lets SQL find a revision's eligible runs.
+    canonical_configuration_key: Mapped[str] = mapped_column(Text, server_default=text("''"))
     semantics: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     semantics_error: Mapped[str | None] = mapped_column(Text)
     identity_sha256: Mapped[str] = mapped_column(Text)
@@ -308,4 +310,81 @@ class Run(Base):
         Index("ix_runs_environment", "environment_id"),
         Index("ix_runs_implementation", "implementation_id"),
         Index("ix_runs_observed_at", "observed_at"),
+        Index(
+            "ix_runs_eligible_lookup",
+            "workload_revision_id",
+            "configuration_key",
+            "status",
+            postgresql_where=text("superseded_at IS NULL AND retracted_at IS NULL"),
+        ),
     )
+
+
+class RunFlag(Base):
+    """A plausibility flag on a run (e.g. faster than its floor): the run waits for review."""
+
+    __tablename__ = "run_flags"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    code: Mapped[str] = mapped_column(Text)
+    reason: Mapped[str] = mapped_column(Text)
+    rule_version: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (UniqueConstraint("run_id", "code"),)
+
+
+class RunReview(Base):
+    """A person's decision on a flagged run: approved runs count again, rejected ones stay out."""
+
+    __tablename__ = "run_reviews"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    decision: Mapped[str] = mapped_column(Text)
+    reviewer: Mapped[str] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (CheckConstraint("decision IN ('approved', 'rejected')", name="decision_known"),)
+
+
+class RecordEvent(Base):
+    """A change of record holder in a cohort. Events are appended, never deleted."""
+
+    __tablename__ = "record_events"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"))
+    workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id", ondelete="CASCADE"))
+    configuration_key: Mapped[str] = mapped_column(Text)
+    protocol_id: Mapped[int] = mapped_column(ForeignKey("protocols.id"))
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
+    kind: Mapped[str] = mapped_column(Text)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    previous_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    improvement_percent: Mapped[float | None] = mapped_column(Double)
+    rule_version: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (
+        CheckConstraint("kind IN ('new_record', 'restored')", name="kind_known"),
+        Index("ix_record_events_workload_created", "workload_id", "created_at"),
+        Index("ix_record_events_created", "created_at"),
+    )
+
+
+class ApiToken(Base):
+    """A write token. Only its sha256 is stored; the token itself is shown once, at creation."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    token_sha256: Mapped[str] = mapped_column(Text, unique=True)
+    display_prefix: Mapped[str] = mapped_column(Text)
+    scopes: Mapped[list[str]] = mapped_column(ARRAY(Text))
+    created_at: Mapped[datetime] = _created_at()
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

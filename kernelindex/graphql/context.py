@@ -18,6 +18,7 @@ class Context:
     settings: Settings
     request_id: str = ""
     request: object | None = None
+    response: object | None = None
     loaders: Loaders = field(init=False)
 
     def __post_init__(self) -> None:

@@ -1,13 +1,29 @@
-"""Which errors a client may read. Validation and input errors are the client's own; anything else
-is masked in production (the request id in the response and the log ties them together)."""
+"""Which errors a client may read, and how the rest are reported.
+
+Errors the client caused (parse, validation, bad arguments, authentication) are shown as they are.
+A database outage becomes SERVICE_UNAVAILABLE with HTTP 503. Anything else is an internal error:
+in production its message is masked and the request id ties the response to the log line.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+
 from graphql import GraphQLError
+from strawberry.extensions import SchemaExtension
+
+log = logging.getLogger("kernelindex.graphql")
+
+UNAVAILABLE_MESSAGE = "The database is unavailable; retry shortly."
+INTERNAL_MESSAGE = "Unexpected error."
 
 
 class UserInputError(GraphQLError):
     """Bad arguments: the message says what was wrong."""
+
+    def __init__(self, message: str, **kwargs):
+        super().__init__(message, extensions={"code": "BAD_USER_INPUT"}, **kwargs)
 
 
 def should_mask_error(error: GraphQLError) -> bool:
@@ -15,3 +31,58 @@ def should_mask_error(error: GraphQLError) -> bool:
     if original is None:
         return False  # parse and validation errors
     return not isinstance(original, GraphQLError)
+
+
+def is_database_unavailable(exc: BaseException | None) -> bool:
+    """Connection-level failures (refused, reset, server shutting down), not bad SQL."""
+    import asyncpg
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+    while exc is not None:
+        if isinstance(exc, (ConnectionError, OSError, asyncpg.exceptions.ConnectionDoesNotExistError,
+                            asyncpg.exceptions.CannotConnectNowError, asyncpg.exceptions.AdminShutdownError,
+                            InterfaceError, OperationalError)):
+            return True
+        if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+            return True
+        if isinstance(exc, asyncpg.exceptions.PostgresConnectionError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+class ErrorPolicy(SchemaExtension):
+    def on_operation(self) -> Iterator[None]:
+        yield
+        result = self.execution_context.result
+        errors = getattr(result, "errors", None)
+        if not errors:
+            return
+        context = self.execution_context.context
+        request_id = getattr(context, "request_id", "")
+        production = context.settings.is_production if context is not None else True
+        processed = []
+        for error in errors:
+            original = error.original_error
+            if original is not None and is_database_unavailable(original):
+                log.warning("database unavailable (request %s): %s", request_id, original)
+                response = getattr(context, "response", None)
+                if response is not None:
+                    response.status_code = 503
+                processed.append(
+                    GraphQLError(UNAVAILABLE_MESSAGE, nodes=error.nodes, path=error.path,
+                                 extensions={"code": "SERVICE_UNAVAILABLE", "request_id": request_id})
+                )
+            elif should_mask_error(error):
+                log.error("unexpected error (request %s)", request_id, exc_info=original)
+                if production:
+                    processed.append(
+                        GraphQLError(INTERNAL_MESSAGE, nodes=error.nodes, path=error.path,
+                                     extensions={"code": "INTERNAL_SERVER_ERROR", "request_id": request_id})
+                    )
+                else:
+                    error.extensions = {**(error.extensions or {}), "code": "INTERNAL_SERVER_ERROR", "request_id": request_id}
+                    processed.append(error)
+            else:
+                processed.append(error)
+        result.errors = processed

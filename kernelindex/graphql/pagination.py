@@ -1,13 +1,16 @@
-"""Relay-style connections: opaque cursors, first/after, pageInfo and totalCount."""
+"""Relay-style connections: opaque cursors, first/after, pageInfo and totalCount, by keyset."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import json
-from typing import Any, Generic, TypeVar
+from typing import Any, Callable, Generic, Sequence, TypeVar
 
 import strawberry
+from sqlalchemy import Select, func, select, tuple_
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from kernelindex.graphql.errors import UserInputError
 
 T = TypeVar("T")
@@ -17,17 +20,19 @@ class PaginationError(UserInputError):
     pass
 
 
-def encode_cursor(kind: str, key: list[Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps([kind, key], separators=(",", ":")).encode()).decode()
+def encode_cursor(kind: str, key: Sequence[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps([kind, list(key)], separators=(",", ":")).encode()).decode()
 
 
-def decode_cursor(kind: str, cursor: str) -> list[Any]:
+def decode_cursor(kind: str, cursor: str, length: int) -> list[Any]:
     try:
         decoded_kind, key = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
     except (binascii.Error, ValueError, UnicodeDecodeError, TypeError):
         raise PaginationError(f"malformed cursor {cursor[:40]!r}: pass a cursor this API returned")
-    if decoded_kind != kind or not isinstance(key, list):
-        raise PaginationError(f"cursor {cursor[:40]!r} does not belong to this list")
+    if decoded_kind != kind or not isinstance(key, list) or len(key) != length:
+        raise PaginationError(f"cursor {cursor[:40]!r} does not belong to this list and order")
+    if not all(isinstance(v, (str, int, float)) for v in key):
+        raise PaginationError(f"malformed cursor {cursor[:40]!r}")
     return key
 
 
@@ -62,3 +67,40 @@ class Connection(Generic[T]):
     @strawberry.field(description="The items of this page, without cursors.")
     def nodes(self) -> list[T]:
         return [e.node for e in self.edges]
+
+
+async def keyset_page(
+    session: AsyncSession,
+    statement: Select,
+    *,
+    kind: str,
+    order: Sequence[Any],
+    key_of: Callable[[Any], Sequence[Any]],
+    make_node: Callable[[Any], Any],
+    first: int,
+    after: str | None,
+    max_page_size: int,
+    count_from: Select,
+) -> Connection:
+    """One statement for the page and one for the total, whatever the page size.
+
+    `order` are ascending sort expressions ending in a unique column; `key_of(row)` gives their values.
+    """
+    check_first(first, max_page_size)
+    page_statement = statement
+    if after:
+        key = decode_cursor(kind, after, len(order))
+        page_statement = page_statement.where(tuple_(*order) > tuple_(*key))
+    rows = (await session.execute(page_statement.order_by(*order).limit(first + 1))).all()
+    total = (await session.execute(select(func.count()).select_from(count_from.subquery()))).scalar_one()
+    edges = [Edge(node=make_node(row), cursor=encode_cursor(kind, key_of(row))) for row in rows[:first]]
+    return Connection(
+        edges=edges,
+        page_info=PageInfo(
+            has_next_page=len(rows) > first,
+            has_previous_page=after is not None,
+            start_cursor=edges[0].cursor if edges else None,
+            end_cursor=edges[-1].cursor if edges else None,
+        ),
+        total_count=total,
+    )

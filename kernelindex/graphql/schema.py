@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import strawberry
 from graphql.validation import NoSchemaIntrospectionCustomRule
-from strawberry.extensions import AddValidationRules, MaskErrors, MaxTokensLimiter, ParserCache, ValidationCache
+from strawberry.extensions import AddValidationRules, MaxTokensLimiter, ParserCache, ValidationCache
 from strawberry.extensions.max_aliases import create_validator as alias_limit_rule
 from strawberry.extensions.query_depth_limiter import create_validator as depth_limit_rule
 from strawberry.tools import merge_types
 
-from kernelindex.graphql.errors import should_mask_error
-from kernelindex.graphql.queries import CatalogueQueries, RunQueries, WorkloadQueries
+from kernelindex.graphql.errors import ErrorPolicy
+from kernelindex.graphql.queries.catalogue import CatalogueQueries
+from kernelindex.graphql.queries.records import RecordQueries
+from kernelindex.graphql.queries.runs import RunQueries
+from kernelindex.graphql.queries.workloads import WorkloadQueries
 from kernelindex.settings import Settings, get_settings
 
-Query = merge_types("Query", (WorkloadQueries, RunQueries, CatalogueQueries))
+Query = merge_types("Query", (WorkloadQueries, RunQueries, RecordQueries, CatalogueQueries))
 Query.__strawberry_definition__.description = (
     "KernelIndex: the fastest known implementation of a workload on a GPU, and how far to trust that number."
 )
@@ -41,10 +44,18 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         lambda: ParserCache(maxsize=CACHE_SIZE),
         lambda: AddValidationRules(rules),
         lambda: ValidationCache(maxsize=CACHE_SIZE),
+        ErrorPolicy,
     ]
-    if settings.is_production:
-        extensions.append(lambda: MaskErrors(should_mask_error=should_mask_error, error_message="Unexpected error."))
-    return strawberry.Schema(query=Query, extensions=extensions)
+    from kernelindex.graphql.mutations import Mutation
+
+    from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
+    from kernelindex.graphql.types.run import Run
+    from kernelindex.graphql.types.workload import Workload
+
+    return strawberry.Schema(
+        query=Query, mutation=Mutation, extensions=extensions,
+        types=[Workload, Run, Implementation, Hardware, Environment],
+    )
 
 
 def export_sdl() -> str:

@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.models import Workload, WorkloadRevision
-from kernelindex.rules.identity import sha256_hex, workload_identity
+from kernelindex.rules.identity import configuration_key, sha256_hex, workload_identity
 
 KIND_BY_LEVEL = {1: "operator", 2: "fusion", 3: "model", 4: "model"}
 DEFAULT_DESCRIPTION = (
@@ -93,6 +93,7 @@ async def upsert_workload(session: AsyncSession, spec: WorkloadSpec) -> Workload
                     upstream_revision=spec.upstream_revision,
                     canonical_bindings=spec.canonical_bindings or {},
                     canonical_dtype=spec.canonical_dtype,
+                    canonical_configuration_key=configuration_key(spec.canonical_bindings or {}, spec.canonical_dtype),
                     semantics=spec.semantics,
                     semantics_error=spec.semantics_error,
                     identity_sha256=workload_identity(spec.semantics, spec.reference_source),

@@ -20,6 +20,9 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.schema import build_schema
 from kernelindex.settings import Settings, get_settings
+from starlette.middleware.cors import CORSMiddleware
+
+from kernelindex.web.http import BodySizeLimitMiddleware, ConditionalGetMiddleware, RequestIdMiddleware, TimeoutMiddleware
 from kernelindex.web.middleware import DatabaseSessionMiddleware
 from kernelindex.web.twins import workload_twin
 
@@ -43,6 +46,7 @@ class KernelIndexGraphQL(GraphQL):
             settings=app_state.settings,
             request_id=request.state.request_id,
             request=request,
+            response=response,
         )
 
 
@@ -101,7 +105,20 @@ def create_app(
     app.state.settings = settings
     app.state.schema = schema
     app.state.clock = clock or utc_now
+    # Outermost last: request id → body limit → timeout → CORS → ETag → database session → routes.
     app.add_middleware(DatabaseSessionMiddleware)
+    app.add_middleware(ConditionalGetMiddleware, max_age_s=settings.cache_max_age_s)
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=settings.cors_allowed_origins,
+        allow_methods=["GET", "POST", "OPTIONS"],
+        allow_headers=["content-type", "authorization", "if-none-match", "x-request-id"],
+        expose_headers=["etag", "x-request-id"],
+        max_age=600,
+    )
+    app.add_middleware(TimeoutMiddleware, timeout_s=settings.request_timeout_s)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestIdMiddleware)
     return app
 
 

@@ -25,7 +25,7 @@ class DatabaseSessionMiddleware:
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
-        state.setdefault("request_id", uuid.uuid4().hex[:16])
+        state.setdefault("request_id", uuid.uuid4().hex[:16])  # RequestIdMiddleware normally set it
         sessionmaker: async_sessionmaker[AsyncSession] = scope["app"].state.sessionmaker
         async with sessionmaker() as session:
             state["session"] = session

@@ -6,18 +6,23 @@ from datetime import date
 
 import strawberry
 
+from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.rules import trust
 from kernelindex.rules.display import format_date
 from kernelindex.rules.facts import EnvironmentFacts, HardwareFacts, ImplementationFacts, ProtocolFacts, SourceFacts
 
 
 @strawberry.type(description="A GPU SKU from the hardware catalogue, with its datasheet peaks (dense, no sparsity).")
-class Hardware:
+class Hardware(Node):
     facts: strawberry.Private[HardwareFacts]
 
-    @strawberry.field(description="Catalogue id.")
+    @strawberry.field(description="Opaque global ID.")
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.facts.id))
+        return to_global_id("Hardware", self.facts.id)
+
+    @strawberry.field(description="Database id (stable, for scripts).")
+    def database_id(self) -> int:
+        return self.facts.id
 
     @strawberry.field(description="Exact SKU, e.g. 'NVIDIA H100 SXM5 80GB'.")
     def sku(self) -> str:
@@ -101,12 +106,16 @@ class Hardware:
 
 
 @strawberry.type(description="A way to run a workload: PyTorch eager, torch.compile with inductor, …")
-class Implementation:
+class Implementation(Node):
     facts: strawberry.Private[ImplementationFacts]
 
-    @strawberry.field(description="Catalogue id.")
+    @strawberry.field(description="Opaque global ID.")
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.facts.id))
+        return to_global_id("Implementation", self.facts.id)
+
+    @strawberry.field(description="Database id (stable, for scripts).")
+    def database_id(self) -> int:
+        return self.facts.id
 
     @strawberry.field(description="Stable identifier, e.g. 'torch_eager'.")
     def slug(self) -> str:
@@ -178,12 +187,16 @@ class Implementation:
 
 
 @strawberry.type(description="Where runs were measured: a hardware SKU, a provider and a software stack. Same SKU with another stack is another environment.")
-class Environment:
+class Environment(Node):
     facts: strawberry.Private[EnvironmentFacts]
 
-    @strawberry.field(description="Environment id.")
+    @strawberry.field(description="Opaque global ID.")
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.facts.id))
+        return to_global_id("Environment", self.facts.id)
+
+    @strawberry.field(description="Database id (stable, for scripts).")
+    def database_id(self) -> int:
+        return self.facts.id
 
     @strawberry.field(description="The hardware SKU.")
     def hardware(self) -> Hardware:

@@ -6,6 +6,7 @@ from datetime import date, datetime
 
 import strawberry
 
+from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.types.catalogue import Environment, Implementation, Protocol, Source
 from kernelindex.rules import stats, trust
 from kernelindex.rules.display import format_date, format_latency, format_plus_minus
@@ -37,12 +38,16 @@ class Configuration:
 
 
 @strawberry.type(description="One measurement of one implementation of one workload, under a protocol, in an environment, from a source.")
-class Run:
+class Run(Node):
     facts: strawberry.Private[RunFacts]
 
-    @strawberry.field(description="Run id.")
+    @strawberry.field(description="Opaque global ID.")
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.facts.id))
+        return to_global_id("Run", self.facts.id)
+
+    @strawberry.field(description="Database id (stable, for scripts).")
+    def database_id(self) -> int:
+        return self.facts.id
 
     @strawberry.field(description="Slug of the workload measured.")
     async def workload_slug(self, info: strawberry.Info) -> str:

@@ -7,6 +7,7 @@ from datetime import date
 import strawberry
 
 from kernelindex.db.models import Workload as WorkloadRow
+from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.types.catalogue import Source
 from kernelindex.graphql.types.page import (
     Comparison,
@@ -78,15 +79,19 @@ class Identity:
 
 
 @strawberry.type(description="A benchmark problem: a reference PyTorch module's forward pass at a canonical configuration.")
-class Workload:
+class Workload(Node):
     row: strawberry.Private[WorkloadRow]
 
     async def _evidence(self, info: strawberry.Info) -> WorkloadEvidence:
         return await info.context.loaders.evidence_by_workload_id.load(self.row.id)
 
-    @strawberry.field(description="Workload id.")
+    @strawberry.field(description="Opaque global ID.")
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.row.id))
+        return to_global_id("Workload", self.row.id)
+
+    @strawberry.field(description="Database id (stable, for scripts).")
+    def database_id(self) -> int:
+        return self.row.id
 
     @strawberry.field(description="Stable slug, e.g. 'kernelbench-l3-p9-resnet18'.")
     def slug(self) -> str:

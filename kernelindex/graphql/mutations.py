@@ -1,0 +1,308 @@
+"""Writes: submit run records and retract runs. Each needs an API token with the right scope.
+
+Resolvers never commit: the request middleware commits when the response starts with a status below
+400. A GraphQL response with errors still has status 200, so the writes themselves run inside a
+savepoint that is rolled back whenever the call does not succeed: a call lands whole or not at all.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Annotated, Any
+
+import strawberry
+from graphql import GraphQLError
+from sqlalchemy import select, update
+from strawberry.scalars import JSON
+
+from kernelindex.auth import SCOPE_RUNS_RETRACT, SCOPE_RUNS_WRITE, authenticate, require_scope
+from kernelindex.db.models import Run as RunRow
+from kernelindex.graphql.errors import UserInputError
+from kernelindex.graphql.node import from_global_id, to_global_id
+from kernelindex.ingest.records import RunRecord, check_record
+from kernelindex.ingest.writer import RunWriter
+
+MAX_RECORDS_PER_CALL = 1000
+MAX_REASON_LENGTH = 2000
+MAX_PROBLEMS_REPORTED = 1000
+_MAX_BIGINT = 2**63 - 1
+_SUBMIT_SOURCE = "submitRuns"
+
+
+class InvalidInputError(UserInputError):
+    """Arguments the mutation cannot take (too many records, an empty reason, …)."""
+
+    def __init__(self, message: str):
+        GraphQLError.__init__(self, message, extensions={"code": "BAD_USER_INPUT"})
+
+
+@strawberry.type(description="One thing wrong with one submitted record. Any problem means nothing was written.")
+class RecordProblem:
+    index: int = strawberry.field(description="Position of the record in `records`, from 0.")
+    key: str | None = strawberry.field(
+        description="The field at fault as a dotted path (e.g. 'statistics.mean'); null when the problem is the whole record."
+    )
+    reason: str = strawberry.field(description="What is wrong, in plain words.")
+
+
+@strawberry.type(description="What submitRuns did: the counts and new run ids, or the problems that stopped it.")
+class SubmitRunsResult:
+    ok: bool = strawberry.field(
+        description="True when every record was accepted and the runs are stored; false when there were problems and nothing was written."
+    )
+    inserted: int = strawberry.field(description="Runs stored as new (including those that supersede an older run).")
+    unchanged: int = strawberry.field(description="Records already stored with the same content: nothing written for them.")
+    superseded: int = strawberry.field(
+        description="Older runs replaced by a submitted record with a changed figure for the same natural key."
+    )
+    run_ids: list[strawberry.ID] = strawberry.field(description="Global IDs of the runs inserted, in input order.")
+    run_database_ids: list[int] = strawberry.field(description="Database ids of the runs inserted, in input order.")
+    problems: list[RecordProblem] = strawberry.field(
+        description="Everything wrong with the records (at most 1,000 listed); empty when ok."
+    )
+    warnings: list[str] = strawberry.field(
+        description="Things worth knowing that did not stop the write, e.g. hardware added to the catalogue without datasheet figures."
+    )
+
+
+@strawberry.type(description="What retractRun did. A run that does not exist or was already retracted is reported here, not as an error.")
+class RetractRunResult:
+    ok: bool = strawberry.field(description="True when this call retracted the run.")
+    run_id: strawberry.ID | None = strawberry.field(description="Global ID of the run; null when no run has the given ID.")
+    already_retracted: bool = strawberry.field(
+        description="True when the run had been retracted before this call; the earlier retraction stands."
+    )
+    retracted_at: datetime | None = strawberry.field(description="When the run was retracted (UTC); null when it is not.")
+    reason: str | None = strawberry.field(description="The retraction reason on record.")
+    error: str | None = strawberry.field(description="Why nothing changed; null when ok.")
+
+
+def _authorization(info: strawberry.Info) -> str | None:
+    request = info.context.request
+    return request.headers.get("authorization") if request is not None else None
+
+
+def _path(parts: list[Any]) -> str | None:
+    return ".".join(str(p) for p in parts) if parts else None
+
+
+def _transport_problems(value: Any, parts: list[Any] | None = None) -> list[tuple[str | None, str]]:
+    """What JSON in a GraphQL request may carry but PostgreSQL cannot store, or the run-record checks let
+    through: non-finite numbers (Python's JSON parser accepts NaN and Infinity), NUL characters and
+    unpaired surrogates in strings."""
+    parts = parts or []
+    out: list[tuple[str | None, str]] = []
+    stack: list[tuple[Any, list[Any]]] = [(value, parts)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            out.append((_path(where), f"must be a finite number, got {item!r}"))
+        elif isinstance(item, str):
+            problem = _text_problem(item)
+            if problem:
+                out.append((_path(where), problem))
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                problem = _text_problem(k) if isinstance(k, str) else None
+                if problem:
+                    out.append((_path(where + [repr(k)[:40]]), f"key {problem}"))
+                    continue
+                stack.append((v, where + [k]))
+        elif isinstance(item, list):
+            for i, v in enumerate(item):
+                stack.append((v, where + [i]))
+    return sorted(out, key=lambda p: p[0] or "")
+
+
+_INT32_MAX = 2**31 - 1
+# Record fields stored in (or shown through) 32-bit integer columns and GraphQL Int fields.
+_INT32_FIELDS = (
+    ("workload", "level"), ("workload", "problem"), ("protocol", "warmup"), ("protocol", "trials"),
+    ("statistics", "num_trials"),
+)
+
+
+def _range_problems(data: Any) -> list[tuple[str | None, str]]:
+    """Integers too large for the columns they land in (the JSON Schema sets no upper bound)."""
+    if not isinstance(data, dict):
+        return []
+    found: list[tuple[str, Any]] = []
+    for section, key in _INT32_FIELDS:
+        part = data.get(section)
+        if isinstance(part, dict) and key in part:
+            found.append((f"{section}.{key}", part[key]))
+    config = data.get("configuration")
+    bindings = config.get("bindings") if isinstance(config, dict) else None
+    if isinstance(bindings, dict):
+        found.extend((f"configuration.bindings.{axis}", value) for axis, value in bindings.items())
+    return [
+        (path, f"{value} is out of range: the most is {_INT32_MAX:,}")
+        for path, value in found
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _INT32_MAX
+    ]
+
+
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "must not contain NUL (\\u0000) characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode text (unpaired surrogate)"
+    return None
+
+
+def _run_database_id(raw: str) -> int | None:
+    """The database id a run ID names: a global ID this API returned, or a plain database id."""
+    raw = raw.strip()
+    if raw.isascii() and raw.isdigit() and len(raw) <= 19:
+        value = int(raw)
+    else:
+        if len(raw) > 200:
+            return None
+        try:
+            type_name, value = from_global_id(raw)
+        except GraphQLError:
+            return None
+        if type_name != "Run":
+            return None
+    return value if 1 <= value <= _MAX_BIGINT else None
+
+
+def _check_reason(reason: str) -> str:
+    if not reason.strip():
+        raise InvalidInputError("a retraction needs a reason: say why the run should not count")
+    if len(reason) > MAX_REASON_LENGTH:
+        raise InvalidInputError(
+            f"the reason is {len(reason):,} characters; the most is {MAX_REASON_LENGTH:,}"
+        )
+    problem = _text_problem(reason)
+    if problem:
+        raise InvalidInputError(f"the reason {problem}")
+    return reason
+
+
+def _short(raw: str) -> str:
+    return repr(raw[:40] + ("…" if len(raw) > 40 else ""))
+
+
+@strawberry.type(
+    description="Writes. Each needs an API token with the right scope, sent as the header 'Authorization: Bearer ki_…' "
+    "(create one with `kernelindex token create`)."
+)
+class Mutation:
+    @strawberry.mutation(
+        description="Submit run records in the ingest format (schemas/run-record.schema.json, 'kernelindex.run/1'); "
+        "at most 1,000 per call, passed as a variable. Needs the runs:write scope. Every record is checked first: "
+        "with any problem nothing is written and the result lists the problems. Otherwise the runs are stored "
+        "(idempotent: an identical record is 'unchanged', a changed figure for the same natural key supersedes the old run)."
+    )
+    async def submit_runs(
+        self,
+        info: strawberry.Info,
+        records: Annotated[
+            list[JSON],
+            strawberry.argument(description="Run records, one JSON object each, in the format of schemas/run-record.schema.json."),
+        ],
+    ) -> SubmitRunsResult:
+        ctx = info.context
+        session = ctx.session
+        token = await authenticate(session, _authorization(info), now=ctx.now)
+        require_scope(token, SCOPE_RUNS_WRITE)
+        if len(records) > MAX_RECORDS_PER_CALL:
+            raise InvalidInputError(
+                f"{len(records):,} records in one call; the most is {MAX_RECORDS_PER_CALL:,}: split them into several calls"
+            )
+
+        problems: list[RecordProblem] = []
+        for index, data in enumerate(records):
+            found = (_transport_problems(data) + _range_problems(data)) or check_record(data)
+            problems.extend(RecordProblem(index=index, key=key, reason=reason) for key, reason in found)
+        if problems:
+            return _refused(problems)
+
+        run_records = [RunRecord(data, _SUBMIT_SOURCE, str(index)) for index, data in enumerate(records)]
+        savepoint = await session.begin_nested()
+        try:
+            summary = await RunWriter(session, now=ctx.now).write(run_records)
+        except BaseException:
+            await savepoint.rollback()
+            raise
+        if summary.problems:
+            await savepoint.rollback()
+            return _refused(
+                [RecordProblem(index=int(p.where), key=p.key, reason=p.reason) for p in summary.problems],
+                warnings=summary.warnings,
+            )
+        await savepoint.commit()
+        ids = summary.inserted_run_ids
+        return SubmitRunsResult(
+            ok=True,
+            inserted=summary.inserted,
+            unchanged=summary.unchanged,
+            superseded=summary.superseded,
+            run_ids=[to_global_id("Run", i) for i in ids],
+            run_database_ids=ids,
+            problems=[],
+            warnings=summary.warnings,
+        )
+
+    @strawberry.mutation(
+        description="Retract a run: it stays stored, with the reason, but no longer counts toward records, rankings or "
+        "headroom. Needs the runs:retract scope. A run that does not exist, or was already retracted, is reported in "
+        "the result and nothing changes."
+    )
+    async def retract_run(
+        self,
+        info: strawberry.Info,
+        id: Annotated[strawberry.ID, strawberry.argument(description="The run's global ID (Run.id) or its database id.")],
+        reason: Annotated[str, strawberry.argument(description="Why the run should not count; 1 to 2,000 characters.")],
+    ) -> RetractRunResult:
+        ctx = info.context
+        session = ctx.session
+        token = await authenticate(session, _authorization(info), now=ctx.now)
+        require_scope(token, SCOPE_RUNS_RETRACT)
+        reason = _check_reason(reason)
+
+        run_id = _run_database_id(id)
+        if run_id is None:
+            return _not_found(id)
+        retracted = (
+            await session.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id, RunRow.retracted_at.is_(None))
+                .values(retracted_at=ctx.now, retraction_reason=reason)
+                .returning(RunRow.retracted_at, RunRow.retraction_reason)
+            )
+        ).one_or_none()
+        if retracted is not None:
+            return RetractRunResult(
+                ok=True, run_id=to_global_id("Run", run_id), already_retracted=False,
+                retracted_at=retracted[0], reason=retracted[1], error=None,
+            )
+        earlier = (
+            await session.execute(select(RunRow.retracted_at, RunRow.retraction_reason).where(RunRow.id == run_id))
+        ).one_or_none()
+        if earlier is None:
+            return _not_found(id)
+        return RetractRunResult(
+            ok=False, run_id=to_global_id("Run", run_id), already_retracted=True,
+            retracted_at=earlier[0], reason=earlier[1],
+            error=f"run {_short(id)} was already retracted at {earlier[0].isoformat()}; nothing changed",
+        )
+
+
+def _refused(problems: list[RecordProblem], warnings: list[str] | None = None) -> SubmitRunsResult:
+    problems.sort(key=lambda p: p.index)
+    return SubmitRunsResult(
+        ok=False, inserted=0, unchanged=0, superseded=0, run_ids=[], run_database_ids=[],
+        problems=problems[:MAX_PROBLEMS_REPORTED], warnings=warnings or [],
+    )
+
+
+def _not_found(raw: str) -> RetractRunResult:
+    return RetractRunResult(
+        ok=False, run_id=None, already_retracted=False, retracted_at=None, reason=None,
+        error=f"no run with id {_short(raw)}: nothing retracted",
+    )

@@ -1,0 +1,1 @@
+"""Root query fields, one module per area, merged into the schema's Query."""

@@ -1,0 +1,60 @@
+"""Current records on one piece of hardware, across workloads."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import strawberry
+from sqlalchemy import select
+
+from kernelindex.db.models import Workload as WorkloadRow
+from kernelindex.graphql.pagination import Connection, keyset_page
+from kernelindex.graphql.queries.workloads import measured_on
+from kernelindex.graphql.types.page import EnvironmentRecord
+from kernelindex.graphql.types.workload import Workload
+
+
+@strawberry.type(description="A workload's current records on the hardware asked for.")
+class WorkloadRecords:
+    workload_row: strawberry.Private[object]
+    hardware: strawberry.Private[str]
+
+    @strawberry.field(description="The workload.")
+    def workload(self) -> Workload:
+        return Workload(row=self.workload_row)
+
+    @strawberry.field(description="Its records (one per environment) on that hardware, fastest first.")
+    async def records(self, info: strawberry.Info) -> list[EnvironmentRecord]:
+        evidence = await info.context.loaders.evidence_by_workload_id.load(self.workload_row.id)
+        wanted = self.hardware.lower()
+        return [
+            EnvironmentRecord(record=r)
+            for r in evidence.records
+            if wanted in (r.run.environment.hardware.sku.lower(), r.run.environment.hardware.family.lower())
+        ]
+
+
+@strawberry.type
+class RecordQueries:
+    @strawberry.field(description="Current records on a hardware SKU or family, workload by workload.")
+    async def records(
+        self,
+        info: strawberry.Info,
+        hardware: Annotated[str, strawberry.argument(description="Hardware SKU or family, e.g. 'NVIDIA H100'.")],
+        first: int = 20,
+        after: str | None = None,
+    ) -> Connection[WorkloadRecords]:
+        statement = select(WorkloadRow).where(measured_on(hardware))
+        loaders = info.context.loaders
+
+        def make_node(row):
+            loaders.workload_by_id.prime(row[0].id, row[0])
+            return WorkloadRecords(workload_row=row[0], hardware=hardware)
+
+        return await keyset_page(
+            info.context.session, statement, kind="records",
+            order=(WorkloadRow.suite, WorkloadRow.level, WorkloadRow.problem_number, WorkloadRow.id),
+            key_of=lambda row: (row[0].suite, row[0].level, row[0].problem_number, row[0].id),
+            make_node=make_node, first=first, after=after,
+            max_page_size=info.context.settings.max_page_size, count_from=statement,
+        )

@@ -1,0 +1,110 @@
+"""Run lists: filtered by workload, implementation, hardware, environment, evidence, licence,
+staleness and observation date."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated
+
+import strawberry
+from sqlalchemy import and_, extract, func, literal, select
+
+from kernelindex.db.models import Environment as EnvironmentRow
+from kernelindex.db.models import Hardware as HardwareRow
+from kernelindex.db.models import Implementation as ImplementationRow
+from kernelindex.db.models import Run as RunRow
+from kernelindex.db.models import Workload as WorkloadRow
+from kernelindex.graphql.enums import Evidence, RunOrder, RunStatus
+from kernelindex.graphql.node import from_global_id
+from kernelindex.graphql.errors import UserInputError
+from kernelindex.graphql.pagination import Connection, keyset_page
+from kernelindex.graphql.queries.workloads import hardware_matches
+from kernelindex.graphql.types.run import Run
+from kernelindex.rules.trust import STALE_AFTER_DAYS
+from kernelindex.services.eligibility import eligible_run_clause
+from kernelindex.services.evidence import FactsBuilder, run_rows_statement
+
+ORDERS = {
+    RunOrder.NEWEST: lambda: (-RunRow.id,),
+    RunOrder.FASTEST: lambda: (func.coalesce(RunRow.mean_ms, float("inf")), RunRow.id),
+    RunOrder.RECENTLY_OBSERVED: lambda: (-extract("epoch", RunRow.observed_at), -RunRow.id),
+}
+KEYS = {
+    RunOrder.NEWEST: lambda r: (-r.id,),
+    RunOrder.FASTEST: lambda r: (r.mean_ms if r.mean_ms is not None else float("inf"), r.id),
+    RunOrder.RECENTLY_OBSERVED: lambda r: (-r.observed_at.timestamp(), -r.id),
+}
+
+
+@strawberry.type
+class RunQueries:
+    @strawberry.field(description="Runs, filtered and ordered. Superseded runs are left out unless asked for.")
+    async def runs(
+        self,
+        info: strawberry.Info,
+        first: int = 20,
+        after: str | None = None,
+        workload: Annotated[str | None, strawberry.argument(description="Workload slug.")] = None,
+        implementation: Annotated[str | None, strawberry.argument(description="Implementation slug.")] = None,
+        hardware: Annotated[str | None, strawberry.argument(description="Hardware SKU or family, e.g. 'NVIDIA H100'.")] = None,
+        environment: Annotated[strawberry.ID | None, strawberry.argument(description="Environment ID.")] = None,
+        evidence: Annotated[Evidence | None, strawberry.argument(description="Reported or measured.")] = None,
+        licence: Annotated[str | None, strawberry.argument(description="SPDX licence of the implementation.")] = None,
+        status: Annotated[RunStatus | None, strawberry.argument(description="Passed or failed.")] = None,
+        stale: Annotated[bool | None, strawberry.argument(description="Observed more than 180 days ago (true) or not (false).")] = None,
+        observed_since: Annotated[datetime | None, strawberry.argument(description="Observed at or after this time.")] = None,
+        eligible_only: Annotated[bool, strawberry.argument(description="Only runs that count towards records.")] = False,
+        include_superseded: Annotated[bool, strawberry.argument(description="Also superseded runs (history).")] = False,
+        order_by: Annotated[RunOrder, strawberry.argument(description="Sort order.")] = RunOrder.NEWEST,
+    ) -> Connection[Run]:
+        conditions = []
+        if not include_superseded:
+            conditions.append(RunRow.superseded_at.is_(None))
+        if workload is not None:
+            conditions.append(RunRow.workload_id.in_(select(WorkloadRow.id).where(WorkloadRow.slug == workload)))
+        if implementation is not None:
+            conditions.append(ImplementationRow.slug == implementation)
+        if hardware is not None:
+            conditions.append(hardware_matches(hardware))
+        if environment is not None:
+            type_name, env_id = from_global_id(environment)
+            if type_name != "Environment":
+                raise UserInputError(f"environment expects an Environment ID, got a {type_name} ID")
+            conditions.append(RunRow.environment_id == env_id)
+        if evidence is not None:
+            conditions.append(RunRow.evidence == evidence.value)
+        if licence is not None:
+            conditions.append(func.lower(ImplementationRow.licence) == licence.lower())
+        if status is not None:
+            conditions.append(RunRow.status == status.value)
+        if stale is not None:
+            cutoff = info.context.now - timedelta(days=STALE_AFTER_DAYS)
+            conditions.append(RunRow.observed_at < cutoff if stale else RunRow.observed_at >= cutoff)
+        if observed_since is not None:
+            if observed_since.tzinfo is None:
+                raise UserInputError("observedSince needs a time zone, e.g. 2026-03-05T00:00:00Z")
+            conditions.append(RunRow.observed_at >= observed_since)
+        if eligible_only:
+            conditions.append(eligible_run_clause())
+        where = and_(literal(True), *conditions)
+        statement = run_rows_statement().where(where)
+        count_from = (
+            select(RunRow.id)
+            .join(ImplementationRow, RunRow.implementation_id == ImplementationRow.id)
+            .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+            .join(HardwareRow, EnvironmentRow.hardware_id == HardwareRow.id)
+            .where(where)
+        )
+        builder = FactsBuilder()
+        return await keyset_page(
+            info.context.session,
+            statement,
+            kind=f"run:{order_by.value}",
+            order=ORDERS[order_by](),
+            key_of=lambda row: KEYS[order_by](row[0]),
+            make_node=lambda row: Run(facts=builder.run(*row)),
+            first=first,
+            after=after,
+            max_page_size=info.context.settings.max_page_size,
+            count_from=count_from,
+        )

@@ -1,0 +1,109 @@
+"""Workload look-ups: one by slug, and a filtered, paginated list."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import strawberry
+from sqlalchemy import and_, func, literal, or_, select
+
+from kernelindex.db.models import Environment as EnvironmentRow
+from kernelindex.db.models import Hardware as HardwareRow
+from kernelindex.db.models import Run as RunRow
+from kernelindex.db.models import Workload as WorkloadRow
+from kernelindex.graphql.enums import WorkloadKind, WorkloadOrder
+from kernelindex.graphql.pagination import Connection, keyset_page
+from kernelindex.graphql.types.workload import Workload
+from kernelindex.services.eligibility import eligible_run_clause
+
+
+def like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def hardware_matches(name: str):
+    """A hardware row matching a SKU or a family, case-insensitively."""
+    lowered = name.lower()
+    return or_(func.lower(HardwareRow.sku) == lowered, func.lower(HardwareRow.family) == lowered)
+
+
+def measured_on(name: str):
+    """Workloads with at least one eligible run on hardware matching `name` (SKU or family)."""
+    return (
+        select(RunRow.id)
+        .join(EnvironmentRow, EnvironmentRow.id == RunRow.environment_id)
+        .join(HardwareRow, HardwareRow.id == EnvironmentRow.hardware_id)
+        .where(RunRow.workload_id == WorkloadRow.id, eligible_run_clause(), hardware_matches(name))
+        .exists()
+    )
+
+
+ORDERS = {
+    WorkloadOrder.SUITE_LEVEL_PROBLEM: lambda: (WorkloadRow.suite, WorkloadRow.level, WorkloadRow.problem_number, WorkloadRow.id),
+    WorkloadOrder.NAME: lambda: (func.lower(WorkloadRow.name), WorkloadRow.id),
+    WorkloadOrder.SLUG: lambda: (WorkloadRow.slug, WorkloadRow.id),
+}
+KEYS = {
+    WorkloadOrder.SUITE_LEVEL_PROBLEM: lambda w: (w.suite, w.level, w.problem_number, w.id),
+    WorkloadOrder.NAME: lambda w: (w.name.lower(), w.id),
+    WorkloadOrder.SLUG: lambda w: (w.slug, w.id),
+}
+
+
+@strawberry.type
+class WorkloadQueries:
+    @strawberry.field(description="One workload by slug; null when there is none.")
+    async def workload(self, info: strawberry.Info, slug: str) -> Workload | None:
+        row = await info.context.loaders.workload_by_slug.load(slug)
+        return Workload(row=row) if row else None
+
+    @strawberry.field(description="Workloads, filtered and ordered; `first` at most the server's page size (100).")
+    async def workloads(
+        self,
+        info: strawberry.Info,
+        first: int = 20,
+        after: str | None = None,
+        suite: Annotated[str | None, strawberry.argument(description="Suite, e.g. 'kernelbench'.")] = None,
+        level: Annotated[int | None, strawberry.argument(description="Level within the suite.")] = None,
+        kind: Annotated[WorkloadKind | None, strawberry.argument(description="Model, operator or fusion.")] = None,
+        name_contains: Annotated[str | None, strawberry.argument(description="Case-insensitive substring of the name or slug.")] = None,
+        name_prefix: Annotated[str | None, strawberry.argument(description="Case-insensitive prefix of the name.")] = None,
+        measured_on: Annotated[str | None, strawberry.argument(description="Only workloads with an eligible run on this hardware SKU or family.")] = None,
+        not_measured_on: Annotated[str | None, strawberry.argument(description="Only workloads with no eligible run on this hardware SKU or family.")] = None,
+        order_by: Annotated[WorkloadOrder, strawberry.argument(description="Sort order.")] = WorkloadOrder.SUITE_LEVEL_PROBLEM,
+    ) -> Connection[Workload]:
+        conditions = []
+        if suite is not None:
+            conditions.append(WorkloadRow.suite == suite)
+        if level is not None:
+            conditions.append(WorkloadRow.level == level)
+        if kind is not None:
+            conditions.append(WorkloadRow.kind == kind.value)
+        if name_contains:
+            pattern = f"%{like_escape(name_contains.lower())}%"
+            conditions.append(or_(func.lower(WorkloadRow.name).like(pattern), WorkloadRow.slug.like(pattern)))
+        if name_prefix:
+            conditions.append(func.lower(WorkloadRow.name).like(f"{like_escape(name_prefix.lower())}%"))
+        if measured_on:
+            conditions.append(globals()["measured_on"](measured_on))
+        if not_measured_on:
+            conditions.append(~globals()["measured_on"](not_measured_on))
+        statement = select(WorkloadRow).where(and_(literal(True), *conditions))
+        loaders = info.context.loaders
+
+        def make_node(row):
+            loaders.workload_by_id.prime(row[0].id, row[0])
+            return Workload(row=row[0])
+
+        return await keyset_page(
+            info.context.session,
+            statement,
+            kind=f"workload:{order_by.value}",
+            order=ORDERS[order_by](),
+            key_of=lambda row: KEYS[order_by](row[0]),
+            make_node=make_node,
+            first=first,
+            after=after,
+            max_page_size=info.context.settings.max_page_size,
+            count_from=statement,
+        )

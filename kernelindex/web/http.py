@@ -1,0 +1,187 @@
+"""HTTP protections and caching: request ids, body size limit, per-request timeout, ETag/304."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import uuid
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("kernelindex.web")
+
+
+def _json_response(status: int, payload: dict, request_id: str) -> list[Message]:
+    body = json.dumps(payload).encode()
+    return [
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                        (b"x-request-id", request_id.encode())],
+        },
+        {"type": "http.response.body", "body": body},
+    ]
+
+
+class RequestIdMiddleware:
+    """Every request gets an id (or keeps a sane one it brought); every response says it."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = Headers(scope=scope).get("x-request-id", "")
+        request_id = incoming if 8 <= len(incoming) <= 64 and incoming.replace("-", "").isalnum() else uuid.uuid4().hex[:16]
+        scope.setdefault("state", {})["request_id"] = request_id
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)["x-request-id"] = request_id
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+class BodySizeLimitMiddleware:
+    """Refuse request bodies over the limit with 413, before the application reads them whole."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = scope.get("state", {}).get("request_id", "")
+        declared = Headers(scope=scope).get("content-length")
+        too_big = {"error": f"request body over the limit of {self.max_bytes} bytes", "request_id": request_id}
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            for message in _json_response(413, too_big, request_id):
+                await send(message)
+            return
+        received = 0
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _BodyTooLarge()
+            return message
+
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _BodyTooLarge:
+            if not started:
+                for message in _json_response(413, too_big, request_id):
+                    await send(message)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class TimeoutMiddleware:
+    """A request that has not started its response within the limit gets 504."""
+
+    def __init__(self, app: ASGIApp, timeout_s: float, exempt_prefixes: tuple[str, ...] = ("/exports/",)):
+        self.app = app
+        self.timeout_s = timeout_s
+        self.exempt_prefixes = exempt_prefixes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(self.exempt_prefixes):
+            await self.app(scope, receive, send)
+            return
+        started = asyncio.Event()
+
+        async def tracking_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started.set()
+            await send(message)
+
+        task = asyncio.ensure_future(self.app(scope, receive, tracking_send))
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout=self.timeout_s)
+        except asyncio.TimeoutError:
+            if started.is_set():
+                await task  # the response is on its way; let it finish
+                return
+            task.cancel()
+            request_id = scope.get("state", {}).get("request_id", "")
+            log.warning("request %s timed out after %ss: %s", request_id, self.timeout_s, scope["path"])
+            payload = {"error": f"the request took longer than {self.timeout_s:g} s", "request_id": request_id}
+            for message in _json_response(504, payload, request_id):
+                await send(message)
+
+
+class ConditionalGetMiddleware:
+    """ETag and Cache-Control on successful GET responses, and 304 for a matching If-None-Match."""
+
+    def __init__(self, app: ASGIApp, max_age_s: int = 30, exempt_prefixes: tuple[str, ...] = ("/exports/", "/healthz")):
+        self.app = app
+        self.max_age_s = max_age_s
+        self.exempt_prefixes = exempt_prefixes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD") or scope["path"].startswith(self.exempt_prefixes):
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def buffering_send(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            if message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+                if message.get("more_body"):
+                    return
+                await self._finish(scope, start, b"".join(chunks), send)
+                return
+            await send(message)
+
+        await self.app(scope, receive, buffering_send)
+
+    async def _finish(self, scope: Scope, start: Message, body: bytes, send: Send) -> None:
+        headers = MutableHeaders(scope=start)
+        if start["status"] != 200:
+            await send(start)
+            await send({"type": "http.response.body", "body": body})
+            return
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        headers["etag"] = etag
+        headers["cache-control"] = f"public, max-age={self.max_age_s}"
+        headers.append("vary", "Accept, Origin")
+        wanted = Headers(scope=scope).get("if-none-match", "")
+        if etag in [t.strip().removeprefix("W/") for t in wanted.split(",")] or wanted.strip() == "*":
+            not_modified = {"type": "http.response.start", "status": 304, "headers": []}
+            out = MutableHeaders(scope=not_modified)
+            for name in ("etag", "cache-control", "vary", "x-request-id"):
+                if name in headers:
+                    out[name] = headers[name]
+            await send(not_modified)
+            await send({"type": "http.response.body", "body": b""})
+            return
+        headers["content-length"] = str(len(body))
+        await send(start)
+        await send({"type": "http.response.body", "body": body})
