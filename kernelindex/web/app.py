@@ -24,6 +24,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from kernelindex.web.http import BodySizeLimitMiddleware, ConditionalGetMiddleware, RequestIdMiddleware, TimeoutMiddleware
 from kernelindex.web.middleware import DatabaseSessionMiddleware
+from kernelindex.web.exports import catalog_jsonl, runs_csv
 from kernelindex.web.twins import workload_twin
 
 log = logging.getLogger("kernelindex.web")
@@ -98,6 +99,8 @@ def create_app(
             Route("/healthz", healthz),
             Route("/workloads/{slug}.json", workload_json),
             Route("/policy", policy),
+            Route("/exports/runs.csv", runs_csv),
+            Route("/exports/catalog.jsonl", catalog_jsonl),
             Route("/graphql", graphql_app, methods=["GET", "POST"]),
         ],
         lifespan=lifespan,

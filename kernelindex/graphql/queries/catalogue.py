@@ -17,6 +17,7 @@ from kernelindex.graphql.types.catalogue import Environment, Hardware, Implement
 from kernelindex.graphql.types.page import Policy
 from kernelindex.graphql.types.run import Run
 from kernelindex.graphql.types.workload import Workload
+from kernelindex.services.run_filters import hardware_matches
 from kernelindex.services.evidence import FactsBuilder, environment_facts, implementation_facts, run_rows_statement
 
 
@@ -68,8 +69,6 @@ class CatalogueQueries:
         after: str | None = None,
         hardware: Annotated[str | None, strawberry.argument(description="Hardware SKU or family.")] = None,
     ) -> Connection[Environment]:
-        from kernelindex.graphql.queries.workloads import hardware_matches
-
         statement = select(EnvironmentRow, HardwareRow).join(HardwareRow, HardwareRow.id == EnvironmentRow.hardware_id)
         if hardware is not None:
             statement = statement.where(hardware_matches(hardware))

@@ -3,7 +3,7 @@ staleness and observation date."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Annotated
 
 import strawberry
@@ -18,10 +18,8 @@ from kernelindex.graphql.enums import Evidence, RunOrder, RunStatus
 from kernelindex.graphql.node import from_global_id
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.pagination import Connection, keyset_page
-from kernelindex.graphql.queries.workloads import hardware_matches
 from kernelindex.graphql.types.run import Run
-from kernelindex.rules.trust import STALE_AFTER_DAYS
-from kernelindex.services.eligibility import eligible_run_clause
+from kernelindex.services.run_filters import FilterError, RunFilters
 from kernelindex.services.evidence import FactsBuilder, run_rows_statement
 
 ORDERS = {
@@ -57,35 +55,20 @@ class RunQueries:
         include_superseded: Annotated[bool, strawberry.argument(description="Also superseded runs (history).")] = False,
         order_by: Annotated[RunOrder, strawberry.argument(description="Sort order.")] = RunOrder.NEWEST,
     ) -> Connection[Run]:
-        conditions = []
-        if not include_superseded:
-            conditions.append(RunRow.superseded_at.is_(None))
-        if workload is not None:
-            conditions.append(RunRow.workload_id.in_(select(WorkloadRow.id).where(WorkloadRow.slug == workload)))
-        if implementation is not None:
-            conditions.append(ImplementationRow.slug == implementation)
-        if hardware is not None:
-            conditions.append(hardware_matches(hardware))
+        environment_id = None
         if environment is not None:
-            type_name, env_id = from_global_id(environment)
+            type_name, environment_id = from_global_id(environment)
             if type_name != "Environment":
                 raise UserInputError(f"environment expects an Environment ID, got a {type_name} ID")
-            conditions.append(RunRow.environment_id == env_id)
-        if evidence is not None:
-            conditions.append(RunRow.evidence == evidence.value)
-        if licence is not None:
-            conditions.append(func.lower(ImplementationRow.licence) == licence.lower())
-        if status is not None:
-            conditions.append(RunRow.status == status.value)
-        if stale is not None:
-            cutoff = info.context.now - timedelta(days=STALE_AFTER_DAYS)
-            conditions.append(RunRow.observed_at < cutoff if stale else RunRow.observed_at >= cutoff)
-        if observed_since is not None:
-            if observed_since.tzinfo is None:
-                raise UserInputError("observedSince needs a time zone, e.g. 2026-03-05T00:00:00Z")
-            conditions.append(RunRow.observed_at >= observed_since)
-        if eligible_only:
-            conditions.append(eligible_run_clause())
+        filters = RunFilters(
+            workload=workload, implementation=implementation, hardware=hardware, environment_id=environment_id,
+            evidence=evidence.value if evidence else None, licence=licence, status=status.value if status else None,
+            stale=stale, observed_since=observed_since, eligible_only=eligible_only, include_superseded=include_superseded,
+        )
+        try:
+            conditions = filters.conditions(info.context.now)
+        except FilterError as exc:
+            raise UserInputError(str(exc)) from exc
         where = and_(literal(True), *conditions)
         statement = run_rows_statement().where(where)
         count_from = (

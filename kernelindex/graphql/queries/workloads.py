@@ -15,16 +15,11 @@ from kernelindex.graphql.enums import WorkloadKind, WorkloadOrder
 from kernelindex.graphql.pagination import Connection, keyset_page
 from kernelindex.graphql.types.workload import Workload
 from kernelindex.services.eligibility import eligible_run_clause
+from kernelindex.services.run_filters import hardware_matches
 
 
 def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def hardware_matches(name: str):
-    """A hardware row matching a SKU or a family, case-insensitively."""
-    lowered = name.lower()
-    return or_(func.lower(HardwareRow.sku) == lowered, func.lower(HardwareRow.family) == lowered)
 
 
 def measured_on(name: str):

@@ -1,0 +1,148 @@
+"""Streamed exports: /exports/runs.csv and /exports/catalog.jsonl, filtered like the runs query."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import datetime
+from typing import AsyncIterator
+
+from sqlalchemy import select
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from kernelindex.db.models import Hardware, Run, Workload, WorkloadRevision
+from kernelindex.rules import stats, trust
+from kernelindex.services.evidence import run_rows_statement
+from kernelindex.services.export import hardware_line, run_record, workload_line
+from kernelindex.services.run_filters import FilterError, RunFilters
+
+BATCH = 1000
+CSV_COLUMNS = (
+    "run_id", "workload", "workload_source_sha256", "bindings", "dtype", "implementation", "hardware_sku",
+    "hardware_family", "provider", "environment_fingerprint", "protocol", "protocol_version", "status",
+    "failure_reason", "mean_ms", "std_ms", "min_ms", "max_ms", "median_ms", "p5_ms", "p95_ms", "num_trials",
+    "ci95_half_width_ms", "compile_time_ms", "observed_at", "evidence", "source", "source_revision", "licence",
+    "trust_label", "stale", "superseded", "retracted",
+)
+BOOLEAN = {"true": True, "1": True, "false": False, "0": False}
+
+
+def filters_from_query(request: Request) -> RunFilters:
+    q = request.query_params
+    known = {"workload", "implementation", "hardware", "evidence", "licence", "status", "stale", "observed_since",
+             "eligible_only", "include_superseded"}
+    unknown = sorted(set(q) - known)
+    if unknown:
+        raise FilterError(f"unknown filter(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+
+    def boolean(name: str) -> bool | None:
+        if name not in q:
+            return None
+        if q[name].lower() not in BOOLEAN:
+            raise FilterError(f"{name} must be true or false, got {q[name]!r}")
+        return BOOLEAN[q[name].lower()]
+
+    observed_since = None
+    if "observed_since" in q:
+        try:
+            observed_since = datetime.fromisoformat(q["observed_since"].replace("Z", "+00:00"))
+        except ValueError:
+            raise FilterError(f"observed_since must be an ISO 8601 time, got {q['observed_since']!r}")
+    return RunFilters(
+        workload=q.get("workload"), implementation=q.get("implementation"), hardware=q.get("hardware"),
+        evidence=q.get("evidence"), licence=q.get("licence"), status=q.get("status"), stale=boolean("stale"),
+        observed_since=observed_since, eligible_only=bool(boolean("eligible_only")),
+        include_superseded=bool(boolean("include_superseded")),
+    )
+
+
+def _statement(request: Request, filters: RunFilters):
+    now = request.app.state.clock()
+    return (
+        run_rows_statement()
+        .add_columns(Workload.slug, WorkloadRevision.source_sha256)
+        .join(Workload, Workload.id == Run.workload_id)
+        .join(WorkloadRevision, WorkloadRevision.id == Run.workload_revision_id)
+        .where(*filters.conditions(now))
+        .order_by(Run.id)
+        .execution_options(yield_per=BATCH)
+    )
+
+
+async def runs_csv(request: Request) -> Response:
+    try:
+        filters = filters_from_query(request)
+        statement = _statement(request, filters)
+    except FilterError as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    session = request.state.session
+    now = request.app.state.clock()
+
+    async def rows() -> AsyncIterator[str]:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(CSV_COLUMNS)
+        result = await session.stream(statement)
+        count = 0
+        async for run, impl, env, hw, protocol, snapshot, source, slug, sha in result:
+            half = stats.ci95_half_width(run.std_ms, run.num_trials)
+            writer.writerow(
+                (run.id, slug, sha, json.dumps(run.bindings, sort_keys=True), run.dtype, impl.slug, hw.sku, hw.family,
+                 env.provider or "", env.fingerprint, protocol.name, protocol.version, run.status, run.failure_reason or "",
+                 run.mean_ms, run.std_ms, run.min_ms, run.max_ms, run.median_ms, run.p5_ms, run.p95_ms, run.num_trials,
+                 half, run.compile_time_ms, run.observed_at.isoformat(), run.evidence, source.name,
+                 snapshot.revision or "", impl.licence or "", trust.trust_label(run.evidence, _impl_facts(impl)),
+                 trust.is_stale(run.observed_at, now), run.superseded_at is not None, run.retracted_at is not None)
+            )
+            count += 1
+            if count % BATCH == 0:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
+        yield buffer.getvalue()
+
+    return StreamingResponse(rows(), media_type="text/csv; charset=utf-8",
+                             headers={"content-disposition": 'attachment; filename="runs.csv"'})
+
+
+def _impl_facts(impl):
+    from kernelindex.services.evidence import implementation_facts
+
+    return implementation_facts(impl)
+
+
+async def catalog_jsonl(request: Request) -> Response:
+    """Hardware, then every workload revision the runs need, then the runs: `kernelindex ingest runs`
+    reads it back into an empty database."""
+    try:
+        filters = filters_from_query(request)
+        statement = _statement(request, filters)
+    except FilterError as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    if not filters.include_superseded:
+        statement = statement.where(Run.retracted_at.is_(None))
+    session = request.state.session
+
+    async def lines() -> AsyncIterator[str]:
+        for h in (await session.scalars(select(Hardware).order_by(Hardware.id))).all():
+            yield json.dumps(hardware_line(h), sort_keys=True) + "\n"
+        revisions = await session.execute(
+            select(Workload, WorkloadRevision)
+            .join(WorkloadRevision, WorkloadRevision.workload_id == Workload.id)
+            .order_by(Workload.id, (WorkloadRevision.id == Workload.current_revision_id), WorkloadRevision.id)
+        )
+        for w, rev in revisions:
+            yield json.dumps(workload_line(w, rev), sort_keys=True) + "\n"
+        chunk: list[str] = []
+        result = await session.stream(statement)
+        async for run, impl, env, hw, protocol, snapshot, source, slug, sha in result:
+            chunk.append(json.dumps(run_record(run, impl, env, hw, protocol, snapshot, source, slug, sha), sort_keys=True) + "\n")
+            if len(chunk) >= BATCH:
+                yield "".join(chunk)
+                chunk = []
+        yield "".join(chunk)
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson; charset=utf-8",
+                             headers={"content-disposition": 'attachment; filename="catalog.jsonl"'})
