@@ -174,3 +174,31 @@ def count_statements():
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_KERNELBENCH = REPO_ROOT.parent / "shared" / "kernelbench"
+
+
+@pytest.fixture
+def live_server(db_url):
+    """The app served by uvicorn on a free loopback port, in a thread; yields its base URL."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from kernelindex.settings import Settings
+    from kernelindex.web.app import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app(Settings(), database_url=db_url, clock=lambda: FIXED_NOW)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
