@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_ingest_commands(sub)
     add_token_commands(sub)
+    from kernelindex.bench_cli import add_bench_command
+
+    add_bench_command(sub)
     return parser
 
 

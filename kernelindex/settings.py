@@ -29,7 +29,7 @@ class Settings(BaseSettings):
     max_query_tokens: int = 2000
     max_page_size: int = 100
     introspection: bool | None = None  # None: on in development, off in production
-    max_body_bytes: int = 1_000_000
+    max_body_bytes: int = 2_000_000  # a full submitRuns call (1,000 records) fits
     request_timeout_s: float = 10.0
     cors_allowed_origins: list[str] = []  # JSON list in the environment; empty: same origin only
     cache_max_age_s: int = 30

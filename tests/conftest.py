@@ -202,3 +202,19 @@ def live_server(db_url):
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture
+def cli(db_url, monkeypatch):
+    """Run `kernelindex …` in-process against this test's database; returns (exit status, stdout, stderr)."""
+    from kernelindex.cli import main
+    from kernelindex.settings import get_settings
+
+    monkeypatch.setenv("KERNELINDEX_DATABASE_URL", db_url)
+    get_settings.cache_clear()
+
+    def run(*args: str, capsys=None) -> int:
+        return main(list(args))
+
+    yield run
+    get_settings.cache_clear()

@@ -187,7 +187,7 @@ async def test_cors_allowed_origin(db_url):
 
 
 async def test_body_size_limit(client):
-    big = json.dumps({"query": "{ policy { version } }", "padding": "x" * 1_100_000})
+    big = json.dumps({"query": "{ policy { version } }", "padding": "x" * 2_100_000})
     response = await client.post("/graphql", content=big, headers={"content-type": "application/json"})
     assert response.status_code == 413
     assert "over the limit" in response.json()["error"]

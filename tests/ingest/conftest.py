@@ -17,22 +17,6 @@ SHARED_TIMING = Path(__file__).resolve().parents[3] / "shared" / "kernelbench" /
 TABLES = ("workloads", "workload_revisions", "implementations", "hardware", "environments", "protocols", "sources", "source_snapshots", "runs")
 
 
-@pytest.fixture
-def cli(db_url, monkeypatch):
-    """Run `kernelindex …` in-process against this test's database; returns (exit status, stdout, stderr)."""
-    from kernelindex.cli import main
-    from kernelindex.settings import get_settings
-
-    monkeypatch.setenv("KERNELINDEX_DATABASE_URL", db_url)
-    get_settings.cache_clear()
-
-    def run(*args: str, capsys=None) -> int:
-        return main(list(args))
-
-    yield run
-    get_settings.cache_clear()
-
-
 def snapshot(db_url: str) -> dict[str, list]:
     """Every row of every table (minus timestamps), to compare two database states."""
 

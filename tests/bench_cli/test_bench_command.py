@@ -1,0 +1,66 @@
+"""`kernelindex bench` on the CPU: measure a workload from the database and ingest the runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench_checkout" / "KernelBench" / "level1" / "2_ReLU.py"
+
+
+@pytest.fixture
+def relu_workload(db_url):
+    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
+    from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload
+
+    async def add():
+        engine = make_engine(db_url, pool_size=1, max_overflow=0)
+        async with transaction(make_sessionmaker(engine)) as session:
+            await upsert_workload(session, WorkloadSpec(
+                suite="kernelbench", level=1, problem_number=2, name="ReLU", reference_source=FIXTURE.read_text(),
+                canonical_bindings={"batch_size": 16, "dim": 128}, canonical_dtype="fp32",
+                semantics={"inputs": [{"name": "input_1", "dtype": "fp32", "shape": ["batch_size", "dim"]}],
+                           "outputs": [{"name": "out", "dtype": "fp32", "shape": ["batch_size", "dim"]}],
+                           "axes": [], "determinism": "deterministic", "constraints": []},
+            ))
+        await engine.dispose()
+
+    asyncio.run(add())
+    return "kernelbench-l1-p2-relu"
+
+
+def _page(db_url, slug):
+    from tests.ingest.test_kernelbench_import import _page as page
+
+    return page(db_url, slug)
+
+
+def test_bench_ingests_measured_runs(cli, db_url, relu_workload, tmp_path, capsys):
+    out = tmp_path / "runs.jsonl"
+    status = cli("bench", "--workload", relu_workload, "--impl", "torch_eager", "--device", "cpu",
+                 "--trials", "5", "--warmup", "1", "--out", str(out), "--ingest")
+    assert status == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 1 and records[0]["evidence"] == "measured" and records[0]["status"] == "passed"
+    assert records[0]["configuration"] == {"bindings": {"batch_size": 16, "dim": 128}, "dtype": "fp32"}
+    assert "runs inserted" in capsys.readouterr().out
+    page = _page(db_url, relu_workload)
+    assert page["eligibleRunCount"] == 1
+    assert page["headline"]["run"]["evidence"] == "measured"
+    assert page["headline"]["run"]["protocol"]["name"] == "kernelindex-cpu-perf-counter"
+
+
+def test_bench_other_configuration_is_not_canonical(cli, db_url, relu_workload, tmp_path):
+    status = cli("bench", "--workload", relu_workload, "--impl", "torch_eager", "--device", "cpu", "--trials", "3",
+                 "--warmup", "0", "--set", "batch_size=4", "--ingest")
+    assert status == 0
+    page = _page(db_url, relu_workload)
+    assert page["eligibleRunCount"] == 0  # measured at batch_size = 4: stored, never mistaken for the canonical one
+
+
+def test_bench_unknown_workload(cli, capsys):
+    assert cli("bench", "--workload", "no-such-workload", "--device", "cpu") == 2
+    assert "unknown workload(s): no-such-workload" in capsys.readouterr().err
