@@ -310,6 +310,7 @@ class Run(Base):
         Index("ix_runs_environment", "environment_id"),
         Index("ix_runs_implementation", "implementation_id"),
         Index("ix_runs_observed_at", "observed_at"),
+        Index("ix_runs_cohort", "workload_revision_id", "configuration_key", "protocol_id", "environment_id"),
         Index(
             "ix_runs_eligible_lookup",
             "workload_revision_id",
@@ -388,3 +389,34 @@ class ApiToken(Base):
     created_at: Mapped[datetime] = _created_at()
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class CohortBest(Base):
+    """Precomputed: per eligible cohort and implementation, its fastest eligible run and how many.
+
+    Kept current by kernelindex.services.records in the same transaction as every write, so the
+    API reads records without scanning runs. Derived data: rebuildable from runs at any time.
+    """
+
+    __tablename__ = "cohort_bests"
+
+    workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id", ondelete="CASCADE"), primary_key=True)
+    configuration_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    protocol_id: Mapped[int] = mapped_column(ForeignKey("protocols.id"), primary_key=True)
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"), primary_key=True)
+    implementation_id: Mapped[int] = mapped_column(ForeignKey("implementations.id"), primary_key=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"))
+    hardware_id: Mapped[int] = mapped_column(ForeignKey("hardware.id"))
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    mean_ms: Mapped[float] = mapped_column(Double)
+    observed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    run_count: Mapped[int] = mapped_column(Integer)
+    last_observed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    evidence_kinds: Mapped[list[str]] = mapped_column(ARRAY(Text))
+    source_snapshot_ids: Mapped[list[int]] = mapped_column(ARRAY(BigInteger))
+
+    __table_args__ = (
+        Index("ix_cohort_bests_workload", "workload_id"),
+        Index("ix_cohort_bests_hardware", "hardware_id"),
+        Index("ix_cohort_bests_run", "run_id"),
+    )

@@ -115,6 +115,8 @@ class RunFacts:
     compile_time_ms: float | None = None
     failure_reason: str | None = None
     workload_id: int = 0
+    # Flagged by plausibility-v1 and not approved by a review: kept out of records.
+    held_for_review: bool = False
 
     @property
     def cohort_key(self) -> tuple[int, str, int, int]:

@@ -2,7 +2,7 @@
 
 ranking-v1, as the reference pages define it:
 - eligible: a passed, live (not superseded, not retracted) run of the workload's current revision,
-  measured at the workload's canonical configuration;
+  measured at the workload's canonical configuration, and not held for review (plausibility-v1);
 - cohort: eligible runs with the same configuration, protocol and environment; only runs of one
   cohort are compared with each other;
 - order inside a cohort: by the protocol's statistic (mean latency), ties broken by the earlier
@@ -35,6 +35,8 @@ def ineligibility_reason(run: RunFacts, workload: WorkloadFacts) -> str | None:
         return "older workload revision"
     if run.configuration_key != workload.canonical_configuration_key:
         return "not the canonical configuration"
+    if run.held_for_review:
+        return "held for review"
     return None
 
 

@@ -1,0 +1,112 @@
+"""The history of a cohort's record: events appended as runs arrive, are retracted or superseded.
+
+history-v1:
+- the standing record holder is the run of the last event (None before the first event, or after
+  a "restored" event that left the cohort empty);
+- when the fastest eligible run (ranking-v1 order) is strictly faster than the standing record, a
+  "new_record" event: run_id the new holder, previous_run_id the old one (None for a cohort's first
+  record), improvement_percent = (previous − new) / previous × 100 (None for a first record);
+- when the standing holder is no longer eligible (retracted, superseded, held for review) and no
+  remaining run beats it, a "restored" event: run_id the fastest remaining run (None when the cohort
+  is empty), previous_run_id the removed holder, improvement_percent negative or zero (the record got
+  slower) or None (cohort empty). A remaining run faster than the removed holder is a "new_record";
+- an equal time never takes the record: the standing holder keeps it;
+- events are only ever appended, never edited or deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from kernelindex.rules.display import format_latency
+from kernelindex.rules.facts import RunFacts
+from kernelindex.rules.ranking import order_key
+
+HISTORY_VERSION = "history-v1"
+
+NEW_RECORD = "new_record"
+RESTORED = "restored"
+
+
+@dataclass(frozen=True)
+class EventDraft:
+    kind: str  # "new_record" or "restored"
+    run_id: int | None  # the holder after the event; None when the cohort became empty
+    previous_run_id: int | None
+    improvement_percent: float | None  # (previous − new) / previous × 100
+    mean_ms: float | None = None
+    previous_mean_ms: float | None = None
+
+    @property
+    def words(self) -> str:
+        """'New record: 1.39 ms, 4.1% faster than the previous record (1.45 ms).' and the like."""
+        if self.kind == NEW_RECORD:
+            if self.previous_run_id is None or self.improvement_percent is None:
+                return f"Record set: {format_latency(self.mean_ms)}." if self.mean_ms is not None else "Record set."
+            return (
+                f"New record: {format_latency(self.mean_ms)}, {self.improvement_percent:.1f}% faster than the "
+                f"previous record ({format_latency(self.previous_mean_ms)})."
+            )
+        if self.run_id is None:
+            return "Record holder withdrawn; no eligible run remains."
+        text = f"Record holder withdrawn; record restored to {format_latency(self.mean_ms)}"
+        if self.improvement_percent is not None:
+            text += f" ({-self.improvement_percent:.1f}% slower)"
+        return text + "."
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "previous_run_id": self.previous_run_id,
+            "improvement_percent": self.improvement_percent,
+        }
+
+
+def improvement_percent(previous_ms: float | None, new_ms: float | None) -> float | None:
+    if previous_ms is None or new_ms is None or previous_ms == 0:
+        return None
+    return (previous_ms - new_ms) / previous_ms * 100
+
+
+def current_holder_id(events: Sequence[Any]) -> int | None:
+    """The standing holder after the events so far: the run of the last one (dicts or EventDrafts)."""
+    if not events:
+        return None
+    last = events[-1]
+    return last["run_id"] if isinstance(last, dict) else last.run_id
+
+
+def next_events(
+    current_holder_id: int | None,
+    current_holder_mean: float | None,
+    eligible_runs_sorted: Iterable[RunFacts],
+) -> list[EventDraft]:
+    """The events to append, given the standing holder and the cohort's eligible runs now.
+
+    ``eligible_runs_sorted`` should already be in ranking-v1 order; the fastest is taken by that order
+    either way. At most one event is returned: the state is compared, not the path to it.
+    """
+    eligible = [r for r in eligible_runs_sorted if r.mean_ms is not None]
+    top = min(eligible, key=order_key) if eligible else None
+    if current_holder_id is None:
+        if top is None:
+            return []
+        return [EventDraft(NEW_RECORD, top.id, None, None, top.mean_ms, None)]
+
+    holder_present = any(r.id == current_holder_id for r in eligible)
+    if top is None:
+        # The holder cannot be present in an empty cohort: it was removed and nothing remains.
+        return [EventDraft(RESTORED, None, current_holder_id, None, None, current_holder_mean)]
+    if top.id == current_holder_id:
+        return []
+    # Without the standing time nothing can be said to beat it.
+    beats = current_holder_mean is not None and top.mean_ms < current_holder_mean
+    if beats:
+        return [EventDraft(NEW_RECORD, top.id, current_holder_id, improvement_percent(current_holder_mean, top.mean_ms),
+                           top.mean_ms, current_holder_mean)]
+    if holder_present:
+        return []  # an equal (or, out of order, slower) top run does not take the record
+    return [EventDraft(RESTORED, top.id, current_holder_id, improvement_percent(current_holder_mean, top.mean_ms),
+                       top.mean_ms, current_holder_mean)]

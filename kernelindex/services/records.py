@@ -1,0 +1,243 @@
+"""Keeping the precomputed records (cohort_bests), plausibility flags and record history current.
+
+Every write path (ingest batches, seed, KernelBench import, submitRuns, retractRun, reviews) calls
+`refresh_cohorts` or `refresh_workloads` inside its own transaction, so a reader sees a batch's runs
+and its records together or not at all. The judgement itself stays in kernelindex.rules:
+plausibility decides the flags, ranking decides eligibility and order, history decides events.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterable
+
+from sqlalchemy import and_, delete, func, or_, select, tuple_
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kernelindex.db.models import (
+    CohortBest,
+    RecordEvent,
+    Run,
+    RunFlag,
+    RunReview,
+    Workload,
+    WorkloadRevision,
+)
+from kernelindex.rules import headroom, plausibility, ranking
+from kernelindex.rules.facts import RunFacts, WorkloadFacts
+from kernelindex.rules.history import HISTORY_VERSION, next_events
+from kernelindex.rules.identity import configuration_key
+from kernelindex.rules.roofline import roofline_floor
+from kernelindex.services.evidence import FactsBuilder, load_catalogue, run_rows_statement
+
+CohortKey = tuple[int, str, int, int]  # workload revision, configuration key, protocol, environment
+
+
+@dataclass
+class RefreshSummary:
+    cohorts: int = 0
+    flagged_runs: list[int] = field(default_factory=list)
+    events: int = 0
+
+
+def _cohort_of(run: Run) -> CohortKey:
+    return (run.workload_revision_id, run.configuration_key, run.protocol_id, run.environment_id)
+
+
+async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], now: datetime | None = None) -> RefreshSummary:
+    """Recompute every cohort of these workloads (after a new revision, or to rebuild)."""
+    ids = sorted(set(workload_ids))
+    if not ids:
+        return RefreshSummary()
+    await session.execute(delete(CohortBest).where(CohortBest.workload_id.in_(ids)))
+    rows = (
+        await session.execute(
+            select(Run.workload_revision_id, Run.configuration_key, Run.protocol_id, Run.environment_id)
+            .join(Workload, Workload.id == Run.workload_id)
+            .join(WorkloadRevision, WorkloadRevision.id == Workload.current_revision_id)
+            .where(
+                Run.workload_id.in_(ids),
+                Run.workload_revision_id == Workload.current_revision_id,
+                Run.configuration_key == WorkloadRevision.canonical_configuration_key,
+                Run.superseded_at.is_(None),
+            )
+            .distinct()
+        )
+    ).all()
+    return await refresh_cohorts(session, [tuple(r) for r in rows], now=now)
+
+
+async def refresh_all_records(session: AsyncSession, now: datetime | None = None) -> RefreshSummary:
+    ids = (await session.scalars(select(Workload.id))).all()
+    summary = RefreshSummary()
+    for start in range(0, len(ids), 50):
+        part = await refresh_workloads(session, ids[start:start + 50], now=now)
+        summary.cohorts += part.cohorts
+        summary.flagged_runs += part.flagged_runs
+        summary.events += part.events
+    return summary
+
+
+async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], now: datetime | None = None) -> RefreshSummary:
+    """Recompute these cohorts: flags, cohort_bests rows and record events."""
+    now = now or datetime.now(timezone.utc)
+    keys = sorted(set(cohorts))
+    summary = RefreshSummary(cohorts=len(keys))
+    if not keys:
+        return summary
+    revision_ids = sorted({k[0] for k in keys})
+    revisions = {
+        r.id: r for r in (await session.scalars(select(WorkloadRevision).where(WorkloadRevision.id.in_(revision_ids)))).all()
+    }
+    workloads = {
+        w.id: w
+        for w in (
+            await session.scalars(select(Workload).where(Workload.id.in_({r.workload_id for r in revisions.values()})))
+        ).all()
+    }
+    builder = FactsBuilder()
+    catalogue = [builder.hardware(h) for h in await load_catalogue(session)]
+    rows = (
+        await session.execute(
+            run_rows_statement().where(
+                tuple_(Run.workload_revision_id, Run.configuration_key, Run.protocol_id, Run.environment_id).in_(keys),
+                Run.superseded_at.is_(None),
+                Run.retracted_at.is_(None),
+                Run.status == "passed",
+            )
+        )
+    ).all()
+    by_cohort: dict[CohortKey, list[RunFacts]] = defaultdict(list)
+    snapshot_of: dict[int, int] = {}
+    for row in rows:
+        facts = builder.run(*row)
+        by_cohort[_cohort_of(row[0])].append(facts)
+        snapshot_of[facts.id] = row[0].source_snapshot_id
+    run_ids = [r.id for runs in by_cohort.values() for r in runs]
+    flags = await _flags_by_run(session, run_ids)
+    reviews = await _reviews_by_run(session, run_ids)
+
+    new_flags: list[dict] = []
+    bests: list[dict] = []
+    latest = await _latest_events(session, keys)
+    events: list[dict] = []
+    for key in keys:
+        revision = revisions.get(key[0])
+        if revision is None:
+            continue
+        workload = workloads[revision.workload_id]
+        facts = WorkloadFacts(
+            id=workload.id, slug=workload.slug, current_revision_id=workload.current_revision_id,
+            canonical_bindings=revision.canonical_bindings, canonical_dtype=revision.canonical_dtype,
+            canonical_configuration_key=configuration_key(revision.canonical_bindings, revision.canonical_dtype),
+        )
+        runs = by_cohort.get(key, [])
+        baseline = next((r for r in sorted(runs, key=ranking.order_key) if r.implementation.is_baseline), None)
+        judged: list[RunFacts] = []
+        for run in runs:
+            found = list(flags.get(run.id, []))
+            floor_ns = _floor_for(run, revision, catalogue)
+            for flag in plausibility.flags_for(run, baseline, floor_ns):
+                if flag.code not in {f.code for f in found}:
+                    found.append(flag)
+                    new_flags.append({"run_id": run.id, "code": flag.code, "reason": flag.reason,
+                                      "rule_version": plausibility.PLAUSIBILITY_VERSION})
+                    summary.flagged_runs.append(run.id)
+            held = plausibility.is_held_for_review(found, reviews.get(run.id, []))
+            judged.append(_with_hold(run, held))
+        eligible = ranking.eligible_runs(judged, facts)
+        _append_bests(bests, key, workload.id, eligible, snapshot_of)
+        holder = latest.get(key)
+        for draft in next_events(holder[0] if holder else None, holder[1] if holder else None,
+                                 sorted(eligible, key=ranking.order_key)):
+            events.append({
+                "workload_id": workload.id, "workload_revision_id": key[0], "configuration_key": key[1],
+                "protocol_id": key[2], "environment_id": key[3], "kind": draft.kind, "run_id": draft.run_id,
+                "previous_run_id": draft.previous_run_id, "improvement_percent": draft.improvement_percent,
+                "rule_version": HISTORY_VERSION, "created_at": now,
+            })
+    if new_flags:
+        await session.execute(pg_insert(RunFlag).values(new_flags).on_conflict_do_nothing(index_elements=["run_id", "code"]))
+    await session.execute(
+        delete(CohortBest).where(
+            tuple_(CohortBest.workload_revision_id, CohortBest.configuration_key, CohortBest.protocol_id,
+                   CohortBest.environment_id).in_(keys)
+        )
+    )
+    for start in range(0, len(bests), 2000):
+        await session.execute(pg_insert(CohortBest).values(bests[start:start + 2000]))
+    if events:
+        await session.execute(pg_insert(RecordEvent).values(events))
+    summary.events = len(events)
+    return summary
+
+
+def _with_hold(run: RunFacts, held: bool) -> RunFacts:
+    if run.held_for_review == held:
+        return run
+    from dataclasses import replace
+
+    return replace(run, held_for_review=held)
+
+
+def _floor_for(run: RunFacts, revision: WorkloadRevision, catalogue) -> float | None:
+    """The floor a run is judged against: headroom-v2 on its SKU when traced, else headroom-v1."""
+    v2 = roofline_floor(revision.analysis, run.environment.hardware).floor_ns if revision.analysis else None
+    v1 = headroom.headroom_v1(revision.semantics, revision.canonical_bindings, run.environment.hardware.family,
+                              catalogue, None).floor_ns
+    floor, _ = plausibility.floor_for_run(v2, v1)
+    return floor
+
+
+def _append_bests(out: list[dict], key: CohortKey, workload_id: int, eligible: list[RunFacts], snapshot_of: dict[int, int]) -> None:
+    by_impl: dict[int, list[RunFacts]] = defaultdict(list)
+    for run in eligible:
+        by_impl[run.implementation.id].append(run)
+    for impl_id, runs in by_impl.items():
+        best = min(runs, key=ranking.order_key)
+        out.append({
+            "workload_revision_id": key[0], "configuration_key": key[1], "protocol_id": key[2],
+            "environment_id": key[3], "implementation_id": impl_id, "workload_id": workload_id,
+            "hardware_id": best.environment.hardware.id, "run_id": best.id, "mean_ms": best.mean_ms,
+            "observed_at": best.observed_at, "run_count": len(runs),
+            "last_observed_at": max(r.observed_at for r in runs),
+            "evidence_kinds": sorted({r.evidence for r in runs}),
+            "source_snapshot_ids": sorted({snapshot_of[r.id] for r in runs}),
+        })
+
+
+async def _flags_by_run(session: AsyncSession, run_ids: list[int]) -> dict[int, list[plausibility.Flag]]:
+    out: dict[int, list[plausibility.Flag]] = defaultdict(list)
+    if not run_ids:
+        return out
+    for f in (await session.scalars(select(RunFlag).where(RunFlag.run_id.in_(run_ids)))).all():
+        out[f.run_id].append(plausibility.Flag(f.run_id, f.code, plausibility.FLAG_WORDS.get(f.code, f.code), f.reason))
+    return out
+
+
+async def _reviews_by_run(session: AsyncSession, run_ids: list[int]) -> dict[int, list[plausibility.Review]]:
+    out: dict[int, list[plausibility.Review]] = defaultdict(list)
+    if not run_ids:
+        return out
+    for r in (await session.scalars(select(RunReview).where(RunReview.run_id.in_(run_ids)).order_by(RunReview.id))).all():
+        out[r.run_id].append(plausibility.Review(run_id=r.run_id, decision=r.decision, reviewer=r.reviewer, reviewed_at=r.created_at))
+    return out
+
+
+async def _latest_events(session: AsyncSession, keys: list[CohortKey]) -> dict[CohortKey, tuple[int | None, float | None]]:
+    """The standing holder of each cohort (run id and its mean) from the latest event."""
+    latest = (
+        select(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
+               RecordEvent.environment_id, RecordEvent.run_id)
+        .where(tuple_(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
+                      RecordEvent.environment_id).in_(keys))
+        .distinct(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id, RecordEvent.environment_id)
+        .order_by(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
+                  RecordEvent.environment_id, RecordEvent.id.desc())
+        .subquery()
+    )
+    rows = (await session.execute(select(latest, Run.mean_ms).outerjoin(Run, Run.id == latest.c.run_id))).all()
+    return {(r[0], r[1], r[2], r[3]): (r[4], r[5]) for r in rows}
