@@ -34,7 +34,9 @@ MAX_NAME_LENGTH = 200
 
 SCOPE_RUNS_WRITE = "runs:write"
 SCOPE_RUNS_RETRACT = "runs:retract"
+SCOPE_RUNS_REVIEW = "runs:review"
 KNOWN_SCOPES: dict[str, str] = {
+    SCOPE_RUNS_REVIEW: "review a run held as suspicious (reviewRun)",
     SCOPE_RUNS_WRITE: "submit run records (submitRuns)",
     SCOPE_RUNS_RETRACT: "retract a run (retractRun)",
 }

@@ -12,11 +12,14 @@ from pathlib import Path
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kernelindex.db.models import Hardware, Implementation
+from sqlalchemy import select
+
+from kernelindex.db.models import Hardware, Implementation, Workload
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.records import RunRecord, read_run_records
 from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload
 from kernelindex.ingest.writer import IngestSummary, RunWriter
+from kernelindex.services.records import refresh_workloads
 
 SEEDS_DIR = Path(__file__).resolve().parent.parent / "seeds"
 
@@ -107,4 +110,5 @@ async def load_seed(session: AsyncSession, seeds_dir: Path = SEEDS_DIR) -> SeedS
     runs = IngestSummary()
     for runs_file in sorted(seeds_dir.glob("runs*.jsonl")):
         runs.merge(await load_runs(session, runs_file))
+    await refresh_workloads(session, (await session.scalars(select(Workload.id))).all())
     return SeedSummary(hardware, implementations, workloads, runs)

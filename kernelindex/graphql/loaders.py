@@ -11,6 +11,7 @@ from strawberry.dataloader import DataLoader
 
 from kernelindex.db.models import Hardware, Workload
 from kernelindex.services.evidence import WorkloadEvidence, load_catalogue, load_evidence
+from kernelindex.services.pages import PageEvidence, load_page_evidence
 
 
 class Loaders:
@@ -20,7 +21,9 @@ class Loaders:
         self._catalogue: list[Hardware] | None = None
         self.workload_by_slug = DataLoader(self._workloads_by_slug)
         self.workload_by_id = DataLoader(self._workloads_by_id)
-        self.evidence_by_workload_id = DataLoader(self._evidence_by_workload_id)
+        self.evidence_by_workload_id = DataLoader(self._page_evidence_by_workload_id)
+        self.full_evidence_by_workload_id = DataLoader(self._evidence_by_workload_id)
+        self.review_state_by_run_id = DataLoader(self._review_state_by_run_id)
 
     async def catalogue(self) -> list[Hardware]:
         """The hardware catalogue, read once per request."""
@@ -40,7 +43,27 @@ class Loaders:
         by_id = {w.id: w for w in rows}
         return [by_id.get(i) for i in ids]
 
+    async def _page_evidence_by_workload_id(self, ids: Sequence[int]) -> list[PageEvidence]:
+        workloads = [w for w in await self.workload_by_id.load_many(list(ids)) if w is not None]
+        evidence = await load_page_evidence(self.session, workloads, await self.catalogue(), self.now)
+        return [evidence[i] for i in ids]
+
     async def _evidence_by_workload_id(self, ids: Sequence[int]) -> list[WorkloadEvidence]:
         workloads = [w for w in await self.workload_by_id.load_many(list(ids)) if w is not None]
         evidence = await load_evidence(self.session, workloads, await self.catalogue(), self.now)
         return [evidence[i] for i in ids]
+
+    async def _review_state_by_run_id(self, ids: Sequence[int]) -> list[tuple[list, list]]:
+        """(flags, reviews) of each run, as plausibility-v1 values."""
+        from kernelindex.db.models import RunFlag, RunReview
+        from kernelindex.rules import plausibility
+
+        flags = {i: [] for i in ids}
+        reviews = {i: [] for i in ids}
+        for f in (await self.session.scalars(select(RunFlag).where(RunFlag.run_id.in_(ids)).order_by(RunFlag.id))).all():
+            flags[f.run_id].append(plausibility.Flag(f.run_id, f.code, plausibility.FLAG_WORDS.get(f.code, f.code), f.reason))
+        for r in (await self.session.scalars(select(RunReview).where(RunReview.run_id.in_(ids)).order_by(RunReview.id))).all():
+            reviews[r.run_id].append(
+                plausibility.Review(run_id=r.run_id, decision=r.decision, reviewed_at=r.created_at, reviewer=r.reviewer, note=r.note)
+            )
+        return [(flags[i], reviews[i]) for i in ids]

@@ -16,12 +16,13 @@ from graphql import GraphQLError
 from sqlalchemy import select, update
 from strawberry.scalars import JSON
 
-from kernelindex.auth import SCOPE_RUNS_RETRACT, SCOPE_RUNS_WRITE, authenticate, require_scope
+from kernelindex.auth import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE, authenticate, require_scope
 from kernelindex.db.models import Run as RunRow
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import from_global_id, to_global_id
 from kernelindex.ingest.records import RunRecord, check_record
 from kernelindex.ingest.writer import RunWriter
+from kernelindex.services.records import refresh_cohorts_of_runs
 
 MAX_RECORDS_PER_CALL = 1000
 MAX_REASON_LENGTH = 2000
@@ -277,6 +278,7 @@ class Mutation:
             )
         ).one_or_none()
         if retracted is not None:
+            await refresh_cohorts_of_runs(session, [run_id], now=ctx.now)
             return RetractRunResult(
                 ok=True, run_id=to_global_id("Run", run_id), already_retracted=False,
                 retracted_at=retracted[0], reason=retracted[1], error=None,
@@ -291,6 +293,49 @@ class Mutation:
             retracted_at=earlier[0], reason=earlier[1],
             error=f"run {_short(id)} was already retracted at {earlier[0].isoformat()}; nothing changed",
         )
+
+
+@strawberry.type(description="What reviewRun did.")
+class ReviewRunResult:
+    ok: bool = strawberry.field(description="True when the review was stored.")
+    review_status: str | None = strawberry.field(description="The run's status after the review, e.g. 'approved after review'.")
+    error: str | None = strawberry.field(description="Why nothing changed, when nothing did.")
+
+
+@strawberry.type
+class ReviewMutations:
+    @strawberry.mutation(
+        description="Review a run that plausibility-v1 flagged: 'approved' lets it count towards records again, "
+        "'rejected' keeps it out. Reviews are kept; the latest decides. Needs the runs:review scope."
+    )
+    async def review_run(
+        self,
+        info: strawberry.Info,
+        id: Annotated[strawberry.ID, strawberry.argument(description="The run's global ID (Run.id) or its database id.")],
+        decision: Annotated[str, strawberry.argument(description="'approved' or 'rejected'.")],
+        note: Annotated[str | None, strawberry.argument(description="Why, in up to 2,000 characters.")] = None,
+    ) -> ReviewRunResult:
+        from kernelindex.db.models import RunFlag, RunReview
+        from kernelindex.rules.plausibility import DECISIONS
+
+        ctx = info.context
+        session = ctx.session
+        token = await authenticate(session, _authorization(info), now=ctx.now)
+        require_scope(token, SCOPE_RUNS_REVIEW)
+        if decision not in DECISIONS:
+            raise InvalidInputError(f"decision must be 'approved' or 'rejected', got {decision[:40]!r}")
+        if note is not None:
+            note = _check_reason(note)
+        run_id = _run_database_id(id)
+        if run_id is None or await session.get(RunRow, run_id) is None:
+            return ReviewRunResult(ok=False, review_status=None, error=f"no run with id {_short(id)}")
+        flagged = (await session.execute(select(RunFlag.id).where(RunFlag.run_id == run_id).limit(1))).first()
+        if flagged is None:
+            return ReviewRunResult(ok=False, review_status=None, error="the run is not flagged; there is nothing to review")
+        session.add(RunReview(run_id=run_id, decision=decision, reviewer=token.name, note=note, created_at=ctx.now))
+        await session.flush()
+        await refresh_cohorts_of_runs(session, [run_id], now=ctx.now)
+        return ReviewRunResult(ok=True, review_status=f"{decision} after review", error=None)
 
 
 def _refused(problems: list[RecordProblem], warnings: list[str] | None = None) -> SubmitRunsResult:

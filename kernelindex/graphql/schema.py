@@ -16,12 +16,13 @@ from strawberry.tools import merge_types
 
 from kernelindex.graphql.errors import ErrorPolicy
 from kernelindex.graphql.queries.catalogue import CatalogueQueries
+from kernelindex.graphql.queries.history import HistoryQueries
 from kernelindex.graphql.queries.records import RecordQueries
 from kernelindex.graphql.queries.runs import RunQueries
 from kernelindex.graphql.queries.workloads import WorkloadQueries
 from kernelindex.settings import Settings, get_settings
 
-Query = merge_types("Query", (WorkloadQueries, RunQueries, RecordQueries, CatalogueQueries))
+Query = merge_types("Query", (WorkloadQueries, RunQueries, RecordQueries, HistoryQueries, CatalogueQueries))
 Query.__strawberry_definition__.description = (
     "KernelIndex: the fastest known implementation of a workload on a GPU, and how far to trust that number."
 )
@@ -46,7 +47,11 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         lambda: ValidationCache(maxsize=CACHE_SIZE),
         ErrorPolicy,
     ]
-    from kernelindex.graphql.mutations import Mutation
+    from kernelindex.graphql.mutations import Mutation as WriteMutations
+    from kernelindex.graphql.mutations import ReviewMutations
+
+    Mutation = merge_types("Mutation", (WriteMutations, ReviewMutations))
+    Mutation.__strawberry_definition__.description = WriteMutations.__strawberry_definition__.description
 
     from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
     from kernelindex.graphql.types.run import Run

@@ -24,6 +24,7 @@ from kernelindex.ingest.progress import Progress, print_table
 from kernelindex.ingest.records import RunRecord, check_record
 from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload, workload_slug
 from kernelindex.ingest.writer import IngestSummary, RunWriter
+from kernelindex.services.records import refresh_workloads
 
 SOURCE_NAME = "KernelBench baseline timings"
 SOURCE_URL = "https://github.com/ScalingIntelligence/KernelBench"
@@ -309,8 +310,10 @@ async def import_kernelbench(
     try:
         async with sessionmaker() as session:
             try:
+                touched = []
                 for _, spec in specs:
                     outcome = await upsert_workload(session, spec)
+                    touched.append(outcome.workload_id)
                     if outcome.status == "inserted":
                         summary.workloads_inserted += 1
                     elif outcome.status == "new revision":
@@ -322,6 +325,8 @@ async def import_kernelbench(
                     summary.runs.merge(part)
                     await session.rollback()
                 else:
+                    # A new revision changes which runs are eligible: recompute those workloads' records.
+                    await refresh_workloads(session, touched)
                     await session.commit()
             except BaseException:
                 await session.rollback()

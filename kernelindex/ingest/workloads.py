@@ -81,6 +81,11 @@ async def upsert_workload(session: AsyncSession, spec: WorkloadSpec) -> Workload
     if existing is not None:
         status = "unchanged"
         revision_id = existing.id
+        if existing.analysis is None and spec.analysis is not None:
+            # Same source, first traced now: the analysis is derived data, not a new revision.
+            await session.execute(
+                update(WorkloadRevision).where(WorkloadRevision.id == existing.id).values(analysis=spec.analysis)
+            )
     else:
         revision_id = (
             await session.execute(

@@ -3,7 +3,7 @@ workloads and runs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from typing import Iterable, Sequence
@@ -170,6 +170,34 @@ class WorkloadEvidence:
     def implementation_bests(self) -> list[ranking.ImplementationBest]:
         return ranking.implementation_bests(self.eligible)
 
+    # The same questions PageEvidence answers from the precomputed cohort bests.
+    @property
+    def eligible_count(self) -> int:
+        return len(self.eligible)
+
+    @property
+    def last_observed(self):
+        return max((r.observed_at.date() for r in self.eligible), default=None)
+
+    @property
+    def sources(self) -> list[SourceFacts]:
+        seen = {r.source.id: r.source for r in self.eligible}
+        return sorted(seen.values(), key=lambda s: (s.name, s.revision or ""))
+
+    @property
+    def measured_hardware_ids(self) -> set[int]:
+        return {r.environment.hardware.id for r in self.eligible}
+
+    def evidence_kinds(self, implementation_id: int) -> set[str]:
+        return {r.evidence for r in self.eligible if r.implementation.id == implementation_id}
+
+    @property
+    def measured_runs(self) -> list[RunFacts]:
+        return [r for r in self.eligible if r.evidence == "measured"]
+
+    def runs_of_implementation(self, implementation_id: int) -> list[RunFacts]:
+        return [r for r in self.eligible if r.implementation.id == implementation_id]
+
 
 async def load_evidence(
     session: AsyncSession, workloads: Sequence[Workload], catalogue: Iterable[Hardware], now: datetime
@@ -190,8 +218,14 @@ async def load_evidence(
         rows = await session.execute(
             run_rows_statement().where(Run.workload_id.in_(ids), Run.superseded_at.is_(None))
         )
-        for row in rows:
+        all_rows = rows.all()
+        from kernelindex.services.pages import held_run_ids
+
+        held = await held_run_ids(session, [row[0].id for row in all_rows])
+        for row in all_rows:
             facts = builder.run(*row)
+            if facts.id in held:
+                facts = replace(facts, held_for_review=True)
             by_workload[row[0].workload_id].append(facts)
             orm_runs[row[0].workload_id][row[0].id] = row[0]
     return {

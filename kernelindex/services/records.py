@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Iterable
 
 from sqlalchemy import and_, delete, func, or_, select, tuple_
+from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -65,6 +66,19 @@ async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], 
                 Run.superseded_at.is_(None),
             )
             .distinct()
+        )
+    ).all()
+    return await refresh_cohorts(session, [tuple(r) for r in rows], now=now)
+
+
+async def refresh_cohorts_of_runs(session: AsyncSession, run_ids: Iterable[int], now: datetime | None = None) -> RefreshSummary:
+    """Recompute the cohorts these runs belong to (after a retraction or a review)."""
+    ids = list(run_ids)
+    if not ids:
+        return RefreshSummary()
+    rows = (
+        await session.execute(
+            select(Run.workload_revision_id, Run.configuration_key, Run.protocol_id, Run.environment_id).where(Run.id.in_(ids))
         )
     ).all()
     return await refresh_cohorts(session, [tuple(r) for r in rows], now=now)
@@ -234,7 +248,7 @@ async def _latest_events(session: AsyncSession, keys: list[CohortKey]) -> dict[C
                RecordEvent.environment_id, RecordEvent.run_id)
         .where(tuple_(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
                       RecordEvent.environment_id).in_(keys))
-        .distinct(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id, RecordEvent.environment_id)
+        .ext(distinct_on(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id, RecordEvent.environment_id))
         .order_by(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
                   RecordEvent.environment_id, RecordEvent.id.desc())
         .subquery()

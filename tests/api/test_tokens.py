@@ -398,7 +398,7 @@ async def test_a_problem_found_while_writing_rolls_back_the_whole_call(post, cli
     records[1]["workload"] = {"slug": "no-such-workload"}
     result = (await post(SUBMIT, {"records": records}, token=token))["data"]["submitRuns"]
     assert result["ok"] is False
-    assert [(p["index"], p["key"]) for p in result["problems"]] == [(1, "workload")]
+    assert [(p["index"], p["key"]) for p in result["problems"]] == [(1, "workload.slug")]
     assert "no-such-workload" in result["problems"][0]["reason"]
     assert await run_count(db_url) == before
     assert (await page(client))["eligibleRunCount"] == 4

@@ -15,6 +15,7 @@ from kernelindex.graphql.node import Node, from_global_id
 from kernelindex.graphql.pagination import Connection, keyset_page
 from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
 from kernelindex.graphql.types.page import Policy
+from kernelindex.graphql.types.judgement import RunComparison
 from kernelindex.graphql.types.run import Run
 from kernelindex.graphql.types.workload import Workload
 from kernelindex.services.run_filters import hardware_matches
@@ -83,6 +84,27 @@ class CatalogueQueries:
     @strawberry.field(description="The written policy that decides records.")
     def policy(self) -> Policy:
         return Policy()
+
+    @strawberry.field(description="Compare 2 to 8 runs field by field; a winner only when all are in one cohort.")
+    async def compare_runs(self, info: strawberry.Info, ids: list[strawberry.ID]) -> RunComparison:
+        from kernelindex.graphql.errors import UserInputError
+        from kernelindex.rules.compare import MAX_RUNS, MIN_RUNS, compare_runs
+
+        if not MIN_RUNS <= len(ids) <= MAX_RUNS:
+            raise UserInputError(f"compareRuns takes {MIN_RUNS} to {MAX_RUNS} run IDs, got {len(ids)}")
+        database_ids = []
+        for global_id in ids:
+            type_name, database_id = from_global_id(global_id)
+            if type_name != "Run":
+                raise UserInputError(f"compareRuns takes Run IDs; {global_id[:40]!r} is a {type_name} ID")
+            database_ids.append(database_id)
+        builder = FactsBuilder()
+        rows = (await info.context.session.execute(run_rows_statement().where(RunRow.id.in_(database_ids)))).all()
+        facts = {row[0].id: builder.run(*row) for row in rows}
+        missing = [g for g, d in zip(ids, database_ids) if d not in facts]
+        if missing:
+            raise UserInputError(f"no run with ID {missing[0][:40]!r}")
+        return RunComparison(result=compare_runs([facts[d] for d in database_ids]), runs_by_id=facts)
 
     @strawberry.field(description="Any object by its global ID; null when it does not exist.")
     async def node(self, info: strawberry.Info, id: strawberry.ID) -> Node | None:

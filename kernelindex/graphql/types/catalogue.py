@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import date
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.rules import trust
 from kernelindex.rules.display import format_date
+if TYPE_CHECKING:
+    from kernelindex.graphql.types.judgement import Deployability
 from kernelindex.rules.facts import EnvironmentFacts, HardwareFacts, ImplementationFacts, ProtocolFacts, SourceFacts
 
 
@@ -184,6 +187,13 @@ class Implementation(Node):
     @strawberry.field(description="'PyTorch · MIT · python'.")
     def implementation_line(self) -> str:
         return trust.implementation_line(self.facts)
+
+    @strawberry.field(description="deployability-v1: source, licence and install recipe, with the reasons when not deployable.")
+    def deployability(self) -> Annotated["Deployability", strawberry.lazy("kernelindex.graphql.types.judgement")]:
+        from kernelindex.graphql.types.judgement import Deployability
+        from kernelindex.rules.deployability import deployability
+
+        return Deployability(result=deployability(self.facts))
 
 
 @strawberry.type(description="Where runs were measured: a hardware SKU, a provider and a software stack. Same SKU with another stack is another environment.")

@@ -10,7 +10,8 @@ import strawberry
 from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation, Source
 from kernelindex.graphql.types.run import Configuration, Run
 from kernelindex.rules import headroom as headroom_rules
-from kernelindex.rules import ranking, stats, trust, verdicts
+from kernelindex.rules import evidence as evidence_rules
+from kernelindex.rules import ranking, stats, ties, trust, verdicts
 from kernelindex.rules.display import format_date, format_latency, format_plus_minus, format_ratio, plural
 from kernelindex.rules.facts import HardwareFacts, RunFacts
 from kernelindex.services.evidence import WorkloadEvidence
@@ -79,7 +80,7 @@ class Headline:
 
     @strawberry.field(description="'Reported evidence · last observed 2026-03-05.'")
     def evidence_line(self) -> str:
-        return verdicts.evidence_line(self.record.run.evidence, format_date(_latest(self.evidence.eligible)))
+        return verdicts.evidence_line(self.record.run.evidence, format_date(self.evidence.last_observed))
 
     @strawberry.field(description="Caveats on the record run.")
     def caveats(self) -> list[str]:
@@ -122,16 +123,50 @@ class EnvironmentRecord:
 @strawberry.type(description="One row of a comparison: a run ranked inside its cohort.")
 class ComparisonRow:
     row: strawberry.Private[ranking.RankedRun]
+    tied: strawberry.Private[ties.TiedRow]
     baseline: strawberry.Private[ranking.RankedRun | None]
     exact: strawberry.Private[bool]
+    context_runs: strawberry.Private[list[RunFacts]]
 
-    @strawberry.field(description="Rank inside the cohort, 1 = fastest.")
+    @strawberry.field(description="Rank inside the cohort (ranking-v2): rows whose 95% intervals overlap share a rank; dense.")
     def rank(self) -> int:
+        return self.tied.rank
+
+    @strawberry.field(description="'1', '2', or '2=' for a shared rank.")
+    def rank_display(self) -> str:
+        return self.tied.rank_display
+
+    @strawberry.field(description="Strict position by mean latency (ranking-v1), 1 = fastest.")
+    def position(self) -> int:
         return self.row.rank
 
-    @strawberry.field(description="'1', '2', …")
-    def rank_display(self) -> str:
-        return str(self.row.rank)
+    @strawberry.field(description="95% confidence interval of the mean latency, ms (from raw samples when stored).")
+    def interval_ms(self) -> list[float]:
+        return [self.tied.interval.low, self.tied.interval.high]
+
+    @strawberry.field(description="The verdict against the baseline with its own 95% interval; 'Indistinguishable from the baseline' when it contains 1.00.")
+    def verdict_with_interval(self) -> str | None:
+        if self.baseline is None or self.row.run.implementation.is_baseline:
+            return None
+        return ties.baseline_verdict(self.row.run, self.baseline.run).sentence
+
+    @strawberry.field(description="95% interval of baseline latency / this latency.")
+    def speedup_interval(self) -> list[float] | None:
+        if self.baseline is None or self.row.run.implementation.is_baseline:
+            return None
+        interval = ties.baseline_verdict(self.row.run, self.baseline.run).interval
+        return [interval.low, interval.high]
+
+    @strawberry.field(description="trust-v2 ladder: Replicated, Verified, Reproducible or Reported.")
+    def trust_level(self) -> str:
+        return evidence_rules.trust_level(self.row.run, self.context_runs).word
+
+    @strawberry.field(description="A KernelIndex measurement on the same SKU confirming (within 5%) or contradicting this reported figure.")
+    def cross_check(self) -> str | None:
+        if self.row.run.evidence != "reported":
+            return None
+        check = evidence_rules.cross_check(self.row.run, [r for r in self.context_runs if r.evidence == "measured"])
+        return check.sentence if check else None
 
     @strawberry.field(description="The run.")
     def run(self) -> Run:
@@ -270,8 +305,11 @@ class Comparison:
     def rows(self) -> list[ComparisonRow]:
         baseline = ranking.baseline_of(self.record.cohort)
         canonical = self.evidence.facts.canonical_configuration_key
+        tied = {t.run.id: t for t in ties.tied_ranks(r.run for r in self.record.cohort)}
+        context = list({r.id: r for r in [*self.evidence.measured_runs, *(row.run for row in self.record.cohort)]}.values())
         return [
-            ComparisonRow(row=row, baseline=baseline, exact=row.run.configuration_key == canonical)
+            ComparisonRow(row=row, tied=tied[row.run.id], baseline=baseline, exact=row.run.configuration_key == canonical,
+                          context_runs=context)
             for row in self.record.cohort
         ]
 
@@ -280,6 +318,7 @@ class Comparison:
 class ImplementationSummary:
     best: strawberry.Private[ranking.ImplementationBest]
     evidence_levels: strawberry.Private[list[str]]
+    runs: strawberry.Private[list[RunFacts]]
 
     @strawberry.field(description="The implementation.")
     def implementation(self) -> Implementation:
@@ -305,9 +344,14 @@ class ImplementationSummary:
     def vs_best_display(self) -> str:
         return format_ratio(self.best.vs_best)
 
-    @strawberry.field(description="Strongest evidence among its eligible runs: 'Measured' or 'Reported'.")
+    @strawberry.field(description="The strongest trust-v2 level among its runs: Replicated, Verified, Reproducible or Reported.")
     def evidence(self) -> str:
-        return trust.evidence_word("measured" if "measured" in self.evidence_levels else "reported")
+        level = evidence_rules.implementation_level(self.runs)
+        return level.word if level is not None else trust.evidence_word("reported")
+
+    @strawberry.field(description="Kinds of evidence among its eligible runs: 'reported', 'measured'.")
+    def evidence_kinds(self) -> list[str]:
+        return list(self.evidence_levels)
 
     @strawberry.field(description="'MIT · source'.")
     def availability(self) -> str:
@@ -421,10 +465,3 @@ class Policy:
     @strawberry.field(description="Where to read it (path on this server).")
     def url(self) -> str:
         return "/policy"
-
-
-def sources_of(runs: list[RunFacts]) -> list[Source]:
-    seen = {}
-    for r in runs:
-        seen.setdefault(r.source.id, r.source)
-    return [Source(facts=s) for s in sorted(seen.values(), key=lambda s: (s.name, s.revision or ""))]

@@ -37,6 +37,13 @@ class Configuration:
         return Configuration(bindings=[AxisBinding(axis=k, value=int(v)) for k, v in sorted(bindings.items())], dtype=dtype)
 
 
+@strawberry.type(description="A plausibility flag on a run: it is kept out of records until a review approves it.")
+class RunFlag:
+    code: str = strawberry.field(description="'below_floor' or 'implausible_speedup'.")
+    words: str = strawberry.field(description="The flag in words.")
+    reason: str = strawberry.field(description="The figures behind it.")
+
+
 @strawberry.type(description="One measurement of one implementation of one workload, under a protocol, in an environment, from a source.")
 class Run(Node):
     facts: strawberry.Private[RunFacts]
@@ -173,6 +180,18 @@ class Run(Node):
     @strawberry.field(description="Retracted by an operator.")
     def retracted(self) -> bool:
         return self.facts.retracted
+
+    @strawberry.field(description="plausibility-v1 flags (faster than its floor, >10× faster than the baseline) with their reasons.")
+    async def flags(self, info: strawberry.Info) -> list[RunFlag]:
+        flags, _ = await info.context.loaders.review_state_by_run_id.load(self.facts.id)
+        return [RunFlag(code=f.code, words=f.words, reason=f.detail) for f in flags]
+
+    @strawberry.field(description="'suspicious: needs review', 'approved after review', 'rejected after review', or null when unflagged.")
+    async def review_status(self, info: strawberry.Info) -> str | None:
+        from kernelindex.rules.plausibility import status_words
+
+        flags, reviews = await info.context.loaders.review_state_by_run_id.load(self.facts.id)
+        return status_words(flags, reviews)
 
     @strawberry.field(description="Fixed caveats: baseline, reported figure.")
     def caveats(self) -> list[str]:

@@ -17,9 +17,11 @@ from kernelindex.graphql.types.page import (
     Headroom,
     ImplementationSummary,
     Policy,
-    sources_of,
 )
+from kernelindex.graphql.pagination import Connection
+from kernelindex.graphql.types.judgement import RecordEvent, RooflineFloor
 from kernelindex.graphql.types.run import Configuration, Run
+from kernelindex.rules.roofline import floors_for_catalogue, roofline_floor
 from kernelindex.rules import headroom as headroom_rules
 from kernelindex.rules.display import format_date, plural
 from kernelindex.rules.identity import IDENTITY_VERSION, short_digest
@@ -156,13 +158,13 @@ class Workload(Node):
         ev = await self._evidence(info)
         return Identity(sha256=ev.revision.identity_sha256, version=IDENTITY_VERSION) if ev.revision else None
 
-    @strawberry.field(description="Passed live runs of the current revision at the canonical configuration.")
+    @strawberry.field(description="Passed live runs of the current revision at the canonical configuration, not held for review.")
     async def eligible_run_count(self, info: strawberry.Info) -> int:
-        return len((await self._evidence(info)).eligible)
+        return (await self._evidence(info)).eligible_count
 
     @strawberry.field(description="'4 eligible runs'.")
     async def eligible_run_count_display(self, info: strawberry.Info) -> str:
-        return plural(len((await self._evidence(info)).eligible), "eligible run")
+        return plural((await self._evidence(info)).eligible_count, "eligible run")
 
     @strawberry.field(description="Who holds the overall record; null with no eligible run.")
     async def headline(self, info: strawberry.Info) -> Headline | None:
@@ -180,21 +182,22 @@ class Workload(Node):
 
     @strawberry.field(description="Every environment's ranked cohort, in record order.")
     async def comparisons(self, info: strawberry.Info) -> list[Comparison]:
-        ev = await self._evidence(info)
+        ev = await info.context.loaders.full_evidence_by_workload_id.load(self.row.id)
         return [Comparison(record=r, evidence=ev) for r in ev.records]
 
     @strawberry.field(description="Each implementation's best latency over all environments and its ratio to the best.")
     async def implementations(self, info: strawberry.Info) -> list[ImplementationSummary]:
         ev = await self._evidence(info)
-        levels: dict[int, list[str]] = {}
-        for r in ev.eligible:
-            levels.setdefault(r.implementation.id, []).append(r.evidence)
-        return [ImplementationSummary(best=b, evidence_levels=levels[b.run.implementation.id]) for b in ev.implementation_bests]
+        return [
+            ImplementationSummary(best=b, evidence_levels=sorted(ev.evidence_kinds(b.run.implementation.id)),
+                                  runs=ev.runs_of_implementation(b.run.implementation.id))
+            for b in ev.implementation_bests
+        ]
 
     @strawberry.field(description="Priority hardware with no eligible run for this workload.")
     async def not_measured(self, info: strawberry.Info) -> list[HardwareGap]:
         ev = await self._evidence(info)
-        measured = {r.environment.hardware.id for r in ev.eligible}
+        measured = ev.measured_hardware_ids
         return [HardwareGap(hardware_facts=h) for h in ev.catalogue if h.priority and h.id not in measured]
 
     @strawberry.field(description="headroom-v1 floor for the overall record's hardware family.")
@@ -210,13 +213,41 @@ class Workload(Node):
         )
         return Headroom(result=result)
 
+    @strawberry.field(description="headroom-v2 on the overall record's exact SKU: a roofline floor from bytes and FLOPs counted on the meta device.")
+    async def roofline(self, info: strawberry.Info) -> RooflineFloor | None:
+        ev = await self._evidence(info)
+        record = ev.overall_record
+        if record is None or ev.revision is None:
+            return None
+        floor = roofline_floor(ev.revision.analysis, record.run.environment.hardware, record.run.mean_ms)
+        return RooflineFloor(floor=floor)
+
+    @strawberry.field(description="headroom-v2 on every catalogued SKU, with the record on that SKU where there is one: what each GPU could at best do.")
+    async def floors(self, info: strawberry.Info) -> list[RooflineFloor]:
+        ev = await self._evidence(info)
+        analysis = ev.revision.analysis if ev.revision else None
+        best_on: dict[int, float] = {}
+        for r in ev.records:
+            hw = r.run.environment.hardware.id
+            best_on[hw] = min(best_on.get(hw, r.run.mean_ms), r.run.mean_ms)
+        return [
+            RooflineFloor(floor=f.with_record(best_on.get(f.hardware.id)))
+            for f in floors_for_catalogue(analysis, ev.catalogue)
+        ]
+
+    @strawberry.field(description="Changes of record holder for this workload, newest first.")
+    async def record_history(self, info: strawberry.Info, first: int = 20, after: str | None = None) -> Connection[RecordEvent]:
+        from kernelindex.graphql.queries.history import record_events_page
+
+        return await record_events_page(info, first, after, workload_id=self.row.id)
+
     @strawberry.field(description="Sources of the eligible runs.")
     async def sources(self, info: strawberry.Info) -> list[Source]:
-        return sources_of((await self._evidence(info)).eligible)
+        return [Source(facts=s) for s in (await self._evidence(info)).sources]
 
     @strawberry.field(description="Latest observation among the eligible runs.")
     async def last_observed(self, info: strawberry.Info) -> date | None:
-        return max((r.observed_at.date() for r in (await self._evidence(info)).eligible), default=None)
+        return (await self._evidence(info)).last_observed
 
     @strawberry.field(description="'last observed 2026-03-05'.")
     async def last_observed_display(self, info: strawberry.Info) -> str | None:
@@ -225,7 +256,7 @@ class Workload(Node):
 
     @strawberry.field(description="Every live run of this workload (any revision, configuration or status), fastest first.")
     async def runs(self, info: strawberry.Info) -> list[Run]:
-        ev = await self._evidence(info)
+        ev = await info.context.loaders.full_evidence_by_workload_id.load(self.row.id)
         ordered = sorted(ev.runs, key=lambda r: (r.mean_ms is None, r.mean_ms or 0, r.id))
         return [Run(facts=r) for r in ordered]
 

@@ -1,0 +1,324 @@
+"""Measured speed of the API (not a test): requests/s at saturation, p50/p99 unloaded and at half
+the saturation rate, SQL statements per request, against a floor.
+
+    python -m benchmarks.api_speed [--runs 1000000] [--workloads 250] [--seconds 15] [--clients 16]
+
+What it does:
+1. Starts an embedded PostgreSQL in a temporary folder, migrates, seeds, adds `--workloads`
+   KernelBench-shaped workloads (levels 1–3, fixture sources) and `--runs` synthetic runs spread
+   over them (bulk SQL: many environments, implementations and source snapshots), then refreshes
+   the precomputed records.
+2. Starts the server as the README does (`kernelindex serve`) in a separate process, pointed at
+   that database, and a floor server: a plain Starlette endpoint that runs the same SQL with asyncpg
+   and returns the same JSON bytes.
+3. Drives each endpoint from this process with an asyncio HTTP client: one client in sequence
+   (unloaded p50/p99), `--clients` concurrent clients for `--seconds` (saturation requests/s), then
+   an open loop at half the saturation rate (p50/p99 at half load).
+Two queries: the workload page (everything on a reference page) and a list (first 100 workloads
+with their current records). Everything is on 127.0.0.1; the load stops by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "kernelbench_checkout" / "KernelBench"
+
+LIST_QUERY = """{ workloads(first: 100) { totalCount nodes { slug name level eligibleRunCount
+  headline { label latencyMs latencyDisplay implementation { slug title } }
+  records { label latencyMs runCount implementation { slug } } } } }"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
+    import asyncpg
+
+    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
+    from kernelindex.db.urls import to_libpq_url
+    from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload
+    from kernelindex.seed import load_seed
+
+    engine = make_engine(url, pool_size=1, max_overflow=0)
+    sources = sorted(FIXTURES.glob("level*/*.py"))
+    async with transaction(make_sessionmaker(engine)) as session:
+        await load_seed(session)
+        for i in range(n_workloads):
+            source = sources[i % len(sources)].read_text() + f"\n# synthetic variant {i}\n"
+            level = 1 + i % 3
+            await upsert_workload(session, WorkloadSpec(
+                suite="kernelbench", level=level, problem_number=100 + i, name=f"Synthetic_{i}",
+                reference_source=source, canonical_bindings={"batch_size": 16}, canonical_dtype="fp32",
+                semantics={"inputs": [{"name": "input_1", "dtype": "fp32", "shape": ["batch_size", 1024]}],
+                           "outputs": [{"name": "out", "dtype": "fp32", "shape": ["batch_size", 1024]}],
+                           "axes": [{"name": "batch_size", "behaviour": "variable"}],
+                           "determinism": "unspecified", "constraints": ["No mutation or aliasing"]},
+            ))
+    await engine.dispose()
+    conn = await asyncpg.connect(to_libpq_url(url))
+    try:
+        # Dimensions: 8 implementations, 100 environments on 5 SKUs, sources with several snapshots.
+        await conn.execute("""
+            INSERT INTO implementations (slug, title, framework, language, runtime_id, role, licence, source_availability)
+            SELECT 'synthetic_impl_' || g, 'Synthetic implementation ' || g, 'PyTorch', 'python', 'synthetic_' || g,
+                   'candidate', CASE WHEN g % 2 = 0 THEN 'MIT' ELSE 'Apache-2.0' END, 'upstream'
+            FROM generate_series(1, 7) g ON CONFLICT DO NOTHING;
+            INSERT INTO environments (hardware_id, provider, label, torch_version, fingerprint)
+            SELECT h.id, 'Synthetic Cloud', 'pool-' || g, '2.13.0', 'synthetic-env-' || g
+            FROM generate_series(1, 100) g
+            JOIN LATERAL (SELECT id FROM hardware WHERE has_datasheet ORDER BY id OFFSET (g % 5) LIMIT 1) h ON true
+            ON CONFLICT DO NOTHING;
+            INSERT INTO sources (name) VALUES ('Synthetic load source') ON CONFLICT DO NOTHING;
+            INSERT INTO source_snapshots (source_id, revision)
+            SELECT (SELECT id FROM sources WHERE name = 'Synthetic load source'), 'r' || g FROM generate_series(1, 100) g
+            ON CONFLICT DO NOTHING;
+        """)
+        per_snapshot = 8 * 100  # implementations × environments per workload
+        workloads = await conn.fetch(
+            "SELECT w.id, w.current_revision_id, r.canonical_configuration_key FROM workloads w "
+            "JOIN workload_revisions r ON r.id = w.current_revision_id WHERE w.name LIKE 'Synthetic_%' ORDER BY w.id"
+        )
+        runs_per_workload = max(1, n_runs // max(1, len(workloads)))
+        snapshots = max(1, -(-runs_per_workload // per_snapshot))
+        protocol = await conn.fetchval("SELECT id FROM protocols ORDER BY id LIMIT 1")
+        started = time.perf_counter()
+        for w in workloads:
+            await conn.execute(
+                """
+                INSERT INTO runs (workload_id, workload_revision_id, bindings, dtype, configuration_key, implementation_id,
+                  environment_id, protocol_id, source_snapshot_id, status, mean_ms, std_ms, min_ms, max_ms, num_trials,
+                  observed_at, evidence, content_sha256)
+                SELECT $1, $2, '{"batch_size": 16}'::jsonb, 'fp32', $3, i.id, e.id, $4, s.id, 'passed',
+                       m.mean, m.mean * 0.02, m.mean * 0.97, m.mean * 1.05, 100,
+                       timestamptz '2026-06-01' + (random() * interval '150 days'),
+                       CASE WHEN random() < 0.2 THEN 'measured' ELSE 'reported' END, md5(random()::text)
+                FROM (SELECT id FROM implementations ORDER BY id LIMIT 8) i
+                CROSS JOIN (SELECT id FROM environments WHERE fingerprint LIKE 'synthetic-env-%' ORDER BY id) e
+                CROSS JOIN (SELECT id FROM source_snapshots WHERE revision LIKE 'r%' ORDER BY id LIMIT $5) s
+                CROSS JOIN LATERAL (SELECT 0.05 + random() * 5 + 0 * i.id * e.id * s.id AS mean) m
+                LIMIT $6
+                """,
+                w["id"], w["current_revision_id"], w["canonical_configuration_key"], protocol, snapshots, runs_per_workload,
+            )
+        total = await conn.fetchval("SELECT count(*) FROM runs")
+        print(f"dataset: {len(workloads) + 2} workloads, {total:,} runs (inserted in {time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        await conn.execute("ANALYZE")
+    finally:
+        await conn.close()
+    from kernelindex.services.records import refresh_all_records
+
+    engine = make_engine(url, pool_size=1, max_overflow=0)
+    started = time.perf_counter()
+    async with transaction(make_sessionmaker(engine)) as session:
+        await refresh_all_records(session)
+    await engine.dispose()
+    print(f"records refreshed in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def floor_app_source() -> str:
+    return '''
+import json, os, asyncpg
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+SQL = json.loads(open(os.environ["FLOOR_SQL"]).read())
+BODIES = {k: open(v, "rb").read() for k, v in json.loads(os.environ["FLOOR_BODIES"]).items()}
+pool = None
+async def startup():
+    global pool
+    pool = await asyncpg.create_pool(os.environ["FLOOR_DSN"], min_size=4, max_size=10)
+async def handler(request):
+    name = request.path_params["name"]
+    async with pool.acquire() as conn:
+        async with conn.transaction():
+            for statement, args in SQL[name]:
+                await conn.fetch(statement, *args)
+    return Response(BODIES[name], media_type="application/json")
+app = Starlette(routes=[Route("/q/{name}", handler)], on_startup=[startup])
+'''
+
+
+async def capture_sql(url: str, queries: dict[str, tuple[str, dict]]) -> tuple[dict, dict, dict]:
+    """Run each query once through the app in-process; return its SQL (asyncpg form), body and statement count."""
+    import httpx
+    from sqlalchemy import event
+
+    from kernelindex.settings import Settings
+    from kernelindex.web.app import create_app
+
+    app = create_app(Settings(), database_url=url)
+    sql, bodies, counts = {}, {}, {}
+    async with app.router.lifespan_context(app):
+        engine = app.state.engine
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+            for name, (query, variables) in queries.items():
+                seen: list = []
+
+                def grab(conn, cursor, statement, parameters, context, executemany):
+                    seen.append((statement, list(parameters) if isinstance(parameters, (list, tuple)) else []))
+
+                event.listen(engine.sync_engine, "before_cursor_execute", grab)
+                response = await client.post("/graphql", json={"query": query, "variables": variables})
+                event.remove(engine.sync_engine, "before_cursor_execute", grab)
+                assert "errors" not in response.json(), response.json()
+                bodies[name] = response.content
+                counts[name] = len(seen)
+                sql[name] = [(s, [p if not hasattr(p, "isoformat") else p for p in params]) for s, params in seen]
+    return sql, bodies, counts
+
+
+async def drive(url_of, seconds: float, clients: int, rate: float | None = None) -> dict:
+    """Closed loop with `clients` workers, or an open loop at `rate` requests/s."""
+    import httpx
+
+    latencies: list[float] = []
+    errors = 0
+    limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
+    async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+        deadline = time.perf_counter() + seconds
+
+        async def one() -> None:
+            nonlocal errors
+            start = time.perf_counter()
+            try:
+                response = await url_of(client)
+                if response.status_code != 200 or b'"errors"' in response.content[:200]:
+                    errors += 1
+            except httpx.HTTPError:
+                errors += 1
+            latencies.append(time.perf_counter() - start)
+
+        if rate is None:
+            async def worker():
+                while time.perf_counter() < deadline:
+                    await one()
+            await asyncio.gather(*(worker() for _ in range(clients)))
+        else:
+            tasks = []
+            interval = 1.0 / rate
+            next_at = time.perf_counter()
+            while next_at < deadline:
+                await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+                tasks.append(asyncio.create_task(one()))
+                next_at += interval
+            await asyncio.gather(*tasks)
+    latencies.sort()
+
+    def pct(p: float) -> float:
+        return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000 if latencies else float("nan")
+
+    return {"requests": len(latencies), "rps": len(latencies) / seconds, "p50_ms": pct(0.50), "p99_ms": pct(0.99), "errors": errors}
+
+
+def wait_for(url: str, timeout: float = 60) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise SystemExit(f"{url} did not come up")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1_000_000)
+    parser.add_argument("--workloads", type=int, default=250)
+    parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--out", help="write the figures as JSON here")
+    args = parser.parse_args()
+
+    from kernelindex.db.embedded import EmbeddedPostgres
+    from kernelindex.db.migrate import upgrade
+    from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
+
+    data_dir = Path(tempfile.mkdtemp(prefix="kernelindex-speed-"))
+    data_dir.chmod(0o755)
+    server = EmbeddedPostgres(data_dir, delete_on_stop=True)
+    procs: list[subprocess.Popen] = []
+    try:
+        upgrade(server.url)
+        asyncio.run(build_dataset(server.url, args.workloads, args.runs))
+        queries = {
+            "page": (WORKLOAD_PAGE_QUERY, {"slug": "kernelbench-l2-p101-synthetic-1"}),
+            "list": (LIST_QUERY, {}),
+        }
+        sql, bodies, counts = asyncio.run(capture_sql(server.url, queries))
+        tmp = Path(tempfile.mkdtemp(prefix="kernelindex-floor-"))
+        (tmp / "sql.json").write_text(json.dumps(sql, default=str))
+        body_files = {}
+        for name, body in bodies.items():
+            (tmp / f"{name}.json").write_bytes(body)
+            body_files[name] = str(tmp / f"{name}.json")
+        (tmp / "floor_app.py").write_text(floor_app_source())
+
+        api_port, floor_port = free_port(), free_port()
+        env = {**os.environ, "KERNELINDEX_DATABASE_URL": server.url, "KERNELINDEX_ENVIRONMENT": "production"}
+        procs.append(subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(api_port), "--log-level", "warning"], env=env))
+        floor_env = {**os.environ, "FLOOR_SQL": str(tmp / "sql.json"), "FLOOR_BODIES": json.dumps(body_files),
+                     "FLOOR_DSN": server.url.replace("postgresql+asyncpg", "postgresql")}
+        procs.append(subprocess.Popen([sys.executable, "-m", "uvicorn", "floor_app:app", "--port", str(floor_port),
+                                       "--log-level", "warning", "--app-dir", str(tmp)], env=floor_env))
+        wait_for(f"http://127.0.0.1:{api_port}/healthz")
+        wait_for(f"http://127.0.0.1:{floor_port}/q/page")
+
+        results = {"dataset": {"runs": args.runs, "workloads": args.workloads + 2}, "statements_per_request": counts}
+        for name, (query, variables) in queries.items():
+            payload = {"query": query, "variables": variables}
+
+            def api(client, payload=payload):
+                return client.post(f"http://127.0.0.1:{api_port}/graphql", json=payload)
+
+            def floor(client, name=name):
+                return client.get(f"http://127.0.0.1:{floor_port}/q/{name}")
+
+            for label, target in (("api", api), ("floor", floor)):
+                asyncio.run(drive(target, 2, 4))  # warm-up
+                unloaded = asyncio.run(drive(target, min(args.seconds, 10), 1))
+                saturated = asyncio.run(drive(target, args.seconds, args.clients))
+                half = asyncio.run(drive(target, args.seconds, args.clients, rate=saturated["rps"] / 2))
+                results[f"{name}/{label}"] = {"unloaded": unloaded, "saturation": saturated, "half_saturation": half}
+                print(f"{name:5} {label:5} saturation {saturated['rps']:7.0f} req/s | unloaded p50 {unloaded['p50_ms']:6.2f} ms "
+                      f"p99 {unloaded['p99_ms']:6.2f} ms | half load p50 {half['p50_ms']:6.2f} ms p99 {half['p99_ms']:6.2f} ms "
+                      f"| errors {saturated['errors'] + half['errors'] + unloaded['errors']}", flush=True)
+            ratio = results[f"{name}/floor"]["saturation"]["rps"] / max(1e-9, results[f"{name}/api"]["saturation"]["rps"])
+            print(f"{name:5} SQL statements per request: {counts[name]}; floor/api throughput ratio {ratio:.2f}", flush=True)
+        if args.out:
+            Path(args.out).write_text(json.dumps(results, indent=2))
+        shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGINT)
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        server.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
