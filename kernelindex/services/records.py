@@ -157,7 +157,7 @@ async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], n
             for flag in plausibility.flags_for(run, baseline, floor_ns):
                 if flag.code not in {f.code for f in found}:
                     found.append(flag)
-                    new_flags.append({"run_id": run.id, "code": flag.code, "reason": flag.reason,
+                    new_flags.append({"run_id": run.id, "code": flag.code, "reason": flag.detail,
                                       "rule_version": plausibility.PLAUSIBILITY_VERSION})
                     summary.flagged_runs.append(run.id)
             held = plausibility.is_held_for_review(found, reviews.get(run.id, []))

@@ -40,9 +40,13 @@ async def write_records(db_url: str, records: list[dict]):
     from kernelindex.ingest.records import RunRecord
     from kernelindex.ingest.writer import RunWriter
 
+    from kernelindex.services.records import refresh_all_records
+
     engine = make_engine(db_url, pool_size=1, max_overflow=0)
     try:
         async with transaction(make_sessionmaker(engine)) as session:
-            return await RunWriter(session).write([RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)])
+            summary = await RunWriter(session).write([RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)])
+            await refresh_all_records(session)
+            return summary
     finally:
         await engine.dispose()
