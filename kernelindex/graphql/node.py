@@ -10,6 +10,9 @@ import strawberry
 from kernelindex.graphql.errors import UserInputError
 
 NODE_TYPES = ("Workload", "Run", "Implementation", "Hardware", "Environment")
+# The id columns are integer, runs.id is bigint.
+_MAX_INTEGER = 2**31 - 1
+_MAX_DATABASE_ID = {"Run": 2**63 - 1}
 
 
 def to_global_id(type_name: str, database_id: int) -> strawberry.ID:
@@ -24,6 +27,9 @@ def from_global_id(global_id: str) -> tuple[str, int]:
         raise UserInputError(f"malformed ID {global_id[:40]!r}: pass an id this API returned")
     if type_name not in NODE_TYPES:
         raise UserInputError(f"ID {global_id[:40]!r} names no known type")
+    if not 1 <= database_id <= _MAX_DATABASE_ID.get(type_name, _MAX_INTEGER):
+        # Past the range of the id column: PostgreSQL would refuse the comparison outright.
+        raise UserInputError(f"malformed ID {global_id[:40]!r}: pass an id this API returned")
     return type_name, database_id
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from decimal import Decimal
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
 import strawberry
@@ -12,6 +13,7 @@ from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.graphql.errors import UserInputError
+from kernelindex.graphql.inputs import text_problem
 
 T = TypeVar("T")
 
@@ -24,16 +26,45 @@ def encode_cursor(kind: str, key: Sequence[Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps([kind, list(key)], separators=(",", ":")).encode()).decode()
 
 
-def decode_cursor(kind: str, cursor: str, length: int) -> list[Any]:
+_MAX_BIGINT = 2**63 - 1
+
+
+def decode_cursor(kind: str, cursor: str, length: int, expected: Sequence[type] | None = None) -> list[Any]:
+    """The key a cursor holds. `expected`: the Python type of each sort expression (str, int, float,
+    or object for unknown); a value of the wrong kind, or one PostgreSQL cannot take, is refused."""
     try:
         decoded_kind, key = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
-    except (binascii.Error, ValueError, UnicodeDecodeError, TypeError):
+    except (binascii.Error, ValueError, UnicodeDecodeError, TypeError, RecursionError):
         raise PaginationError(f"malformed cursor {cursor[:40]!r}: pass a cursor this API returned")
     if decoded_kind != kind or not isinstance(key, list) or len(key) != length:
         raise PaginationError(f"cursor {cursor[:40]!r} does not belong to this list and order")
-    if not all(isinstance(v, (str, int, float)) for v in key):
-        raise PaginationError(f"malformed cursor {cursor[:40]!r}")
+    for index, value in enumerate(key):
+        want = expected[index] if expected is not None else object
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            ok = False
+        elif isinstance(value, str):
+            ok = want in (str, object) and text_problem(value) is None
+        else:
+            ok = want is not str and (not isinstance(value, int) or -_MAX_BIGINT <= value <= _MAX_BIGINT)
+        if not ok:
+            raise PaginationError(f"malformed cursor {cursor[:40]!r}: pass a cursor this API returned")
     return key
+
+
+def _python_type(expression: Any) -> type:
+    try:
+        python_type = expression.type.python_type
+    except (AttributeError, NotImplementedError):
+        python_type = object
+    if python_type is object:
+        # An untyped function such as lower(name): judge by its first argument.
+        arguments = list(getattr(getattr(expression, "clauses", None), "clauses", ()))
+        return _python_type(arguments[0]) if arguments else object
+    if issubclass(python_type, str):
+        return str
+    if issubclass(python_type, (int, float, Decimal)):
+        return float
+    return object
 
 
 def check_first(first: int, max_page_size: int) -> int:
@@ -89,7 +120,7 @@ async def keyset_page(
     check_first(first, max_page_size)
     page_statement = statement
     if after:
-        key = decode_cursor(kind, after, len(order))
+        key = decode_cursor(kind, after, len(order), [_python_type(e) for e in order])
         page_statement = page_statement.where(tuple_(*order) > tuple_(*key))
     rows = (await session.execute(page_statement.order_by(*order).limit(first + 1))).all()
     total = (await session.execute(select(func.count()).select_from(count_from.subquery()))).scalar_one()

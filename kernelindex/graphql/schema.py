@@ -2,7 +2,8 @@
 
 The limit rules are built once here and handed to every request through AddValidationRules: a
 limiter constructed per request makes new rule classes each time, and the validation cache (keyed
-by the rule classes) would then never hit.
+by the rule classes) would then never hit. The depth and alias rules are ours (limits.py): strawberry's
+walk a fragment once per spread, which fragments spreading fragments make exponential.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from __future__ import annotations
 import strawberry
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import AddValidationRules, MaxTokensLimiter, ParserCache, ValidationCache
-from strawberry.extensions.max_aliases import create_validator as alias_limit_rule
-from strawberry.extensions.query_depth_limiter import create_validator as depth_limit_rule
 from strawberry.tools import merge_types
 
 from kernelindex.graphql.errors import ErrorPolicy
+from kernelindex.graphql.inputs import TextInputPolicy
+from kernelindex.graphql.limits import alias_limit_rule, depth_limit_rule
+from kernelindex.graphql.session import SessionConnection
 from kernelindex.graphql.queries.catalogue import CatalogueQueries
 from kernelindex.graphql.queries.history import HistoryQueries
 from kernelindex.graphql.queries.records import RecordQueries
@@ -31,7 +33,7 @@ CACHE_SIZE = 512
 
 
 def validation_rules(settings: Settings) -> list:
-    rules = [depth_limit_rule(settings.max_query_depth, None, None), alias_limit_rule(settings.max_aliases)]
+    rules = [depth_limit_rule(settings.max_query_depth), alias_limit_rule(settings.max_aliases)]
     if not settings.introspection_enabled:
         rules.append(NoSchemaIntrospectionCustomRule)
     return rules
@@ -45,6 +47,8 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         lambda: ParserCache(maxsize=CACHE_SIZE),
         lambda: AddValidationRules(rules),
         lambda: ValidationCache(maxsize=CACHE_SIZE),
+        TextInputPolicy,
+        SessionConnection,
         ErrorPolicy,
     ]
     from kernelindex.graphql.mutations import Mutation as WriteMutations

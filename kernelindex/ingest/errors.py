@@ -18,8 +18,13 @@ class InputProblem:
 
 
 class IngestAborted(Exception):
-    """--strict found problems: nothing was written."""
+    """--strict found problems: nothing was written. `total` counts problems beyond those kept."""
 
-    def __init__(self, problems: list[InputProblem]):
+    def __init__(self, problems: list[InputProblem], total: int | None = None):
         self.problems = problems
-        super().__init__(f"{len(problems)} problem(s) in the input; nothing written")
+        self.total = max(total or 0, len(problems))
+        super().__init__(f"{self.total:,} problem(s) in the input; nothing written")
+
+
+class IngestFatal(Exception):
+    """The ingest cannot go on at all (no such file, no database): exit status 2."""

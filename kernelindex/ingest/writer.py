@@ -4,15 +4,32 @@ One call of `RunWriter.write` is one batch; the caller owns the transaction, so 
 or not at all. Idempotent: a record whose natural key (workload revision, configuration,
 implementation, environment, protocol, source revision) is already live with the same content is
 "unchanged"; with other content it becomes a new run that supersedes the old one.
+
+A batch costs a fixed number of round trips whatever its size: the dimensions (environments,
+implementations, protocols, sources, snapshots) new to the writer are created with one
+INSERT … ON CONFLICT DO NOTHING (executemany) each and read back with one SELECT each; the live
+runs with the batch's natural keys come from one join against unnest(...) arrays; new runs go in
+with one INSERT … SELECT FROM unnest(...) RETURNING per 5,000. A writer keeps the dimension ids it
+has resolved, so one writer can serve several batches of one transaction (or several committed
+transactions: ids of committed rows stay good; call `forget()` after a rollback).
+
+After writing, the writer refreshes the precomputed records (kernelindex.services.records) of the
+cohorts that can hold records (current revision, canonical configuration) its new runs joined, in
+the same transaction, so readers see a batch's runs and its records together.
+
+With dry_run nothing is written at all: dimensions not in the database get placeholder ids (below
+zero), and a run with any of them is counted as inserted.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from typing import Any
+from typing import Any, Iterable, Sequence
 
-from sqlalchemy import and_, func, or_, select, text, tuple_, update
+from sqlalchemy import Table, or_, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -37,6 +54,9 @@ INGEST_LOCK_KEY = 7_311_001
 
 VOLATILE_ENVIRONMENT_DETAILS = ("clocks", "current_clocks", "fingerprint", "captured_at")
 
+KEYS_PER_LOOKUP = 5000
+COHORTS_PER_REFRESH = 500
+
 
 @dataclass
 class IngestSummary:
@@ -49,6 +69,8 @@ class IngestSummary:
     environments: set[int] = field(default_factory=set)
     created_hardware: list[str] = field(default_factory=list)
     problems: list[InputProblem] = field(default_factory=list)
+    # Problems counted but not kept in `problems` (a file of a million bad lines keeps the first ones).
+    problems_not_kept: int = 0
     warnings: list[str] = field(default_factory=list)
     inserted_run_ids: list[int] = field(default_factory=list)
 
@@ -62,8 +84,13 @@ class IngestSummary:
         self.environments |= other.environments
         self.created_hardware += other.created_hardware
         self.problems += other.problems
+        self.problems_not_kept += other.problems_not_kept
         self.warnings += other.warnings
         self.inserted_run_ids += other.inserted_run_ids
+
+    @property
+    def problem_count(self) -> int:
+        return len(self.problems) + self.problems_not_kept
 
     def table(self) -> list[tuple[str, int]]:
         return [
@@ -90,235 +117,358 @@ def content_digest(data: dict[str, Any]) -> str:
     return digest({k: data.get(k) for k in keys})
 
 
-class RunWriter:
-    """Resolves and writes run records inside the caller's transaction."""
+# -- resolving references (shared with the validation pass of `ingest runs`) ----------------------
 
-    def __init__(self, session: AsyncSession, *, now: datetime | None = None):
-        self.session = session
-        self.now = now or datetime.now(timezone.utc)
-        self._hardware: list[Hardware] | None = None
-        self._implementations: dict[str, Implementation] = {}
-        self._environments: dict[str, Environment] = {}
-        self._protocols: dict[tuple[str, str], Protocol] = {}
-        self._snapshots: dict[tuple[str, str], SourceSnapshot] = {}
 
-    # -- dimensions -------------------------------------------------------------------------
+class HardwareIndex:
+    """The hardware catalogue by lower-cased SKU and by SKU-or-driver-product-name; the first row (in
+    id order) wins, as a walk of the catalogue would find it."""
 
-    async def hardware_catalogue(self) -> list[Hardware]:
-        if self._hardware is None:
-            self._hardware = list((await self.session.scalars(select(Hardware))).all())
-        return self._hardware
+    def __init__(self, rows: Iterable[tuple[int | None, str, Sequence[str]]] = ()):
+        self.by_sku: dict[str, tuple[int | None, str]] = {}
+        self.by_name: dict[str, tuple[int | None, str]] = {}
+        for row in rows:
+            self.add(*row)
 
-    async def resolve_hardware(self, spec: dict[str, Any], summary: IngestSummary) -> Hardware | str:
-        """The catalogue row for a SKU or a driver product name; a new row for an unknown product."""
-        catalogue = await self.hardware_catalogue()
+    def add(self, hardware_id: int | None, sku: str, names: Sequence[str] = ()) -> None:
+        entry = (hardware_id, sku)
+        for index, key in ((self.by_sku, sku.lower()), *((self.by_name, n.lower()) for n in (sku, *names))):
+            current = index.get(key)
+            if current is None or (current[0] is None and current[1] == sku):
+                index[key] = entry
+
+    def match(self, spec: dict[str, Any]) -> tuple[int | None, str] | str:
+        """(id, sku) of the catalogue row; (None, product name) for a product to add; or why not."""
         sku = spec.get("sku")
         product = spec.get("product_name")
         if sku:
-            for h in catalogue:
-                if h.sku.lower() == sku.lower():
-                    return h
+            found = self.by_sku.get(sku.lower())
+            if found:
+                return found
             if not product:
                 return f"unknown hardware SKU {sku!r} (not in the hardware catalogue)"
-        wanted = product.lower()
-        for h in catalogue:
-            if h.sku.lower() == wanted or any(n.lower() == wanted for n in h.driver_product_names):
-                return h
-        stmt = (
-            pg_insert(Hardware)
-            .values(
-                sku=product, short_name=product, family=product, vendor=product.split()[0],
-                driver_product_names=[product], has_datasheet=False,
-            )
-            .on_conflict_do_nothing(index_elements=["sku"])
+        found = self.by_name.get(product.lower())
+        return found if found else (None, product)
+
+
+@dataclass
+class WorkloadRef:
+    id: int
+    slug: str
+    current_revision_id: int | None
+    revisions: dict[str, int] = field(default_factory=dict)  # source sha256 → revision id
+    canonical_keys: dict[int, str] = field(default_factory=dict)  # revision id → its canonical configuration key
+
+
+def resolve_workload_ref(
+    ref: dict[str, Any], by_slug: dict[str, WorkloadRef], by_triple: dict[tuple, WorkloadRef]
+) -> tuple[WorkloadRef, int] | tuple[str, str]:
+    """(workload, revision id) a record's workload reference names, or (key, why not)."""
+    if "slug" in ref:
+        w = by_slug.get(ref["slug"])
+        if w is None:
+            return "workload.slug", f"unknown workload {ref['slug']!r}"
+    else:
+        w = by_triple.get((ref["suite"], ref["level"], ref["problem"]))
+        if w is None:
+            return "workload", f"unknown workload {ref['suite']} level {ref['level']} problem {ref['problem']}"
+    sha = ref.get("source_sha256")
+    if sha:
+        revision_id = w.revisions.get(sha)
+        if revision_id is None:
+            return "workload.source_sha256", f"workload {w.slug!r} has no revision with source sha256 {sha[:12]}…"
+        return w, revision_id
+    if w.current_revision_id is None:
+        return "workload", f"workload {w.slug!r} has no reference source revision yet"
+    return w, w.current_revision_id
+
+
+async def load_workload_refs(
+    session: AsyncSession, slugs: Iterable[str] | None = None, triples: Iterable[tuple] | None = None
+) -> tuple[dict[str, WorkloadRef], dict[tuple, WorkloadRef]]:
+    """Workloads with their revisions: those named (slugs, triples), or every one when both are None."""
+    query = select(Workload.id, Workload.slug, Workload.suite, Workload.level, Workload.problem_number, Workload.current_revision_id)
+    if slugs is not None or triples is not None:
+        conditions = []
+        if slugs:
+            conditions.append(Workload.slug.in_(list(slugs)))
+        if triples:
+            conditions.append(tuple_(Workload.suite, Workload.level, Workload.problem_number).in_(list(triples)))
+        if not conditions:
+            return {}, {}
+        query = query.where(or_(*conditions))
+    rows = (await session.execute(query)).all()
+    by_id = {r.id: WorkloadRef(r.id, r.slug, r.current_revision_id) for r in rows}
+    if by_id:
+        revisions = select(
+            WorkloadRevision.id, WorkloadRevision.workload_id, WorkloadRevision.source_sha256,
+            WorkloadRevision.canonical_configuration_key,
         )
-        await self.session.execute(stmt)
-        row = (await self.session.scalars(select(Hardware).where(Hardware.sku == product))).one()
-        catalogue.append(row)
+        if slugs is not None or triples is not None:
+            revisions = revisions.where(WorkloadRevision.workload_id.in_(list(by_id)))
+        for rev_id, workload_id, sha, canonical_key in (await session.execute(revisions)).all():
+            if workload_id in by_id:
+                by_id[workload_id].revisions[sha] = rev_id
+                by_id[workload_id].canonical_keys[rev_id] = canonical_key
+    by_slug = {by_id[r.id].slug: by_id[r.id] for r in rows}
+    by_triple = {(r.suite, r.level, r.problem_number): by_id[r.id] for r in rows}
+    return by_slug, by_triple
+
+
+async def load_hardware_index(session: AsyncSession) -> HardwareIndex:
+    rows = (await session.execute(select(Hardware.id, Hardware.sku, Hardware.driver_product_names).order_by(Hardware.id))).all()
+    return HardwareIndex((r[0], r[1], r[2] or []) for r in rows)
+
+
+# -- the writer ---------------------------------------------------------------------------------
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# New runs, a chunk per statement: one array per column, unnested into rows (asyncpg sends the arrays
+# in binary; one statement whatever the number of rows). JSON and raw samples travel as text.
+_RUN_COLUMNS = (
+    ("workload_id", "int[]", None), ("workload_revision_id", "int[]", None), ("bindings", "text[]", "jsonb"),
+    ("dtype", "text[]", None), ("configuration_key", "text[]", None), ("implementation_id", "int[]", None),
+    ("environment_id", "int[]", None), ("protocol_id", "int[]", None), ("source_snapshot_id", "int[]", None),
+    ("status", "text[]", None), ("failure_reason", "text[]", None), ("mean_ms", "float8[]", None),
+    ("std_ms", "float8[]", None), ("min_ms", "float8[]", None), ("max_ms", "float8[]", None),
+    ("median_ms", "float8[]", None), ("p5_ms", "float8[]", None), ("p95_ms", "float8[]", None),
+    ("num_trials", "int[]", None), ("samples_ms", "text[]", "float8[]"), ("compile_time_ms", "float8[]", None),
+    ("correctness", "text[]", "jsonb"), ("observed_at", "timestamptz[]", None), ("evidence", "text[]", None),
+    ("content_sha256", "text[]", None),
+)
+_INSERT_RUNS = text(
+    f"INSERT INTO runs ({', '.join(name for name, _, _ in _RUN_COLUMNS)}) "
+    f"SELECT {', '.join(f'CAST(v.{name} AS {cast})' if cast else f'v.{name}' for name, _, cast in _RUN_COLUMNS)} "
+    f"FROM unnest({', '.join(f'CAST(:{name} AS {array})' for name, array, _ in _RUN_COLUMNS)}) "
+    f"AS v({', '.join(name for name, _, _ in _RUN_COLUMNS)}) "
+    "RETURNING id, workload_revision_id, configuration_key, implementation_id, environment_id, protocol_id, source_snapshot_id"
+)
+
+
+def _float_array_text(values: list[float] | None) -> str | None:
+    # repr() gives the shortest text that reads back as the same double.
+    return None if values is None else "{" + ",".join(repr(float(v)) for v in values) + "}"
+
+
+def _run_columns(rows: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+    columns: dict[str, list[Any]] = {name: [row[name] for row in rows] for name, _, _ in _RUN_COLUMNS}
+    columns["bindings"] = [json.dumps(v) for v in columns["bindings"]]
+    columns["correctness"] = [None if v is None else json.dumps(v) for v in columns["correctness"]]
+    columns["samples_ms"] = [_float_array_text(v) for v in columns["samples_ms"]]
+    return columns
+
+
+class RunWriter:
+    """Resolves and writes run records inside the caller's transaction."""
+
+    def __init__(self, session: AsyncSession, *, now: datetime | None = None, dry_run: bool = False):
+        self.session = session
+        self.now = now or datetime.now(timezone.utc)
+        self.dry_run = dry_run
+        self._placeholders = itertools.count(-1, -1)
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop every id this writer has resolved (after a rollback they may name rows that are gone)."""
+        self._hardware: HardwareIndex | None = None
+        self._environments: dict[str, int] = {}
+        self._implementations: dict[str, int] = {}
+        self._protocols: dict[tuple[str, str], int] = {}
+        self._sources: dict[str, int] = {}
+        self._snapshots: dict[tuple[str, str], int] = {}
+
+    # -- dimensions -------------------------------------------------------------------------
+
+    async def _ensure(
+        self,
+        table: Table,
+        cache: dict,
+        wanted: dict[Any, dict[str, Any]],
+        key_columns: Sequence[str],
+        dry_run: bool,
+    ) -> None:
+        """Make sure every wanted key (tuple or single value) has a row and its id is in cache: one
+        INSERT … ON CONFLICT DO NOTHING (executemany) and one SELECT per chunk of keys."""
+        missing = [k for k in wanted if k not in cache]
+        if not missing:
+            return
+        columns = [table.c[name] for name in key_columns]
+        single = len(columns) == 1
+        if not dry_run:
+            # executemany of one cached statement (a multi-row VALUES would be compiled anew each time).
+            await self.session.execute(
+                pg_insert(table).on_conflict_do_nothing(index_elements=list(key_columns)), [wanted[k] for k in missing]
+            )
+        for chunk in _chunks(missing, KEYS_PER_LOOKUP):
+            condition = columns[0].in_(list(chunk)) if single else tuple_(*columns).in_(list(chunk))
+            for row in (await self.session.execute(select(table.c.id, *columns).where(condition))).all():
+                cache[row[1] if single else tuple(row[1:])] = row[0]
+        for k in missing:
+            if k not in cache:
+                if not dry_run:
+                    raise RuntimeError(f"{table.name}: the row for {k!r} was inserted but cannot be read back")
+                cache[k] = next(self._placeholders)
+
+    async def hardware_index(self) -> HardwareIndex:
+        if self._hardware is None:
+            self._hardware = await load_hardware_index(self.session)
+        return self._hardware
+
+    async def add_hardware(self, product: str, summary: IngestSummary, dry_run: bool) -> int:
+        """A new catalogue row for a product name the catalogue does not know."""
+        index = await self.hardware_index()
+        if dry_run:
+            hardware_id = next(self._placeholders)
+        else:
+            await self.session.execute(
+                pg_insert(Hardware)
+                .values(
+                    sku=product, short_name=product, family=product, vendor=product.split()[0],
+                    driver_product_names=[product], has_datasheet=False,
+                )
+                .on_conflict_do_nothing(index_elements=["sku"])
+            )
+            hardware_id = (await self.session.execute(select(Hardware.id).where(Hardware.sku == product))).scalar_one()
+        index.add(hardware_id, product, [product])
         summary.created_hardware.append(product)
         summary.warnings.append(f"hardware {product!r} is not in the catalogue: added without datasheet figures")
-        return row
+        return hardware_id
 
-    async def resolve_environment(self, hardware: Hardware, env: dict[str, Any]) -> Environment:
-        fingerprint = environment_fingerprint(hardware.sku, env)
-        if fingerprint in self._environments:
-            return self._environments[fingerprint]
-        software = env.get("software") or {}
-        stmt = (
-            pg_insert(Environment)
-            .values(
-                hardware_id=hardware.id, provider=env.get("provider"), label=env.get("label"),
-                torch_version=software.get("torch"), cuda_version=software.get("cuda"),
-                driver_version=software.get("driver"), python_version=software.get("python"),
-                triton_version=software.get("triton"), details=env.get("details") or {}, fingerprint=fingerprint,
-            )
-            .on_conflict_do_nothing(index_elements=["fingerprint"])
-        )
-        await self.session.execute(stmt)
-        row = (await self.session.scalars(select(Environment).where(Environment.fingerprint == fingerprint))).one()
-        self._environments[fingerprint] = row
-        return row
-
-    async def resolve_implementation(self, spec: dict[str, Any]) -> Implementation:
-        slug = spec["slug"]
-        if slug in self._implementations:
-            return self._implementations[slug]
-        values = {
-            "slug": slug,
-            "title": spec.get("title") or slug,
-            "framework": spec.get("framework") or "unknown",
-            "language": spec.get("language") or "unknown",
-            "runtime_id": spec.get("runtime_id") or slug,
-            "role": spec.get("role") or "candidate",
-            "compile_mode": spec.get("compile_mode"),
-            "licence": spec.get("licence"),
-            "source_availability": spec.get("source_availability") or "none",
-            "source_url": spec.get("source_url"),
-            "install_recipe": spec.get("install_recipe"),
-        }
-        await self.session.execute(pg_insert(Implementation).values(**values).on_conflict_do_nothing(index_elements=["slug"]))
-        row = (await self.session.scalars(select(Implementation).where(Implementation.slug == slug))).one()
-        self._implementations[slug] = row
-        return row
-
-    async def resolve_protocol(self, spec: dict[str, Any]) -> Protocol:
-        key = (spec["name"], spec["version"])
-        if key in self._protocols:
-            return self._protocols[key]
-        values = {
-            "name": spec["name"], "version": spec["version"], "timer": spec.get("timer"),
-            "warmup": spec.get("warmup"), "trials": spec.get("trials"),
-            "statistic": spec.get("statistic") or "mean", "l2_flush": spec.get("l2_flush"),
-        }
-        await self.session.execute(pg_insert(Protocol).values(**values).on_conflict_do_nothing(index_elements=["name", "version"]))
-        row = (
-            await self.session.scalars(select(Protocol).where(Protocol.name == key[0], Protocol.version == key[1]))
-        ).one()
-        self._protocols[key] = row
-        return row
-
-    async def resolve_snapshot(self, spec: dict[str, Any]) -> SourceSnapshot:
-        key = (spec["name"], spec.get("revision") or "")
-        if key in self._snapshots:
-            return self._snapshots[key]
-        await self.session.execute(
-            pg_insert(Source)
-            .values(name=spec["name"], url=spec.get("url"), licence=spec.get("licence"))
-            .on_conflict_do_nothing(index_elements=["name"])
-        )
-        source = (await self.session.scalars(select(Source).where(Source.name == key[0]))).one()
-        revision_date = date.fromisoformat(spec["revision_date"]) if spec.get("revision_date") else None
-        await self.session.execute(
-            pg_insert(SourceSnapshot)
-            .values(source_id=source.id, revision=key[1], revision_date=revision_date)
-            .on_conflict_do_nothing(index_elements=["source_id", "revision"])
-        )
-        row = (
-            await self.session.scalars(
-                select(SourceSnapshot).where(SourceSnapshot.source_id == source.id, SourceSnapshot.revision == key[1])
-            )
-        ).one()
-        self._snapshots[key] = row
-        return row
-
-    async def resolve_workloads(
-        self, records: list[RunRecord]
-    ) -> dict[int, tuple[Workload, WorkloadRevision] | str]:
-        """Per record index: its workload and the revision it measured, or why it cannot be found."""
+    async def resolve_workloads(self, records: list[RunRecord]) -> dict[int, tuple[WorkloadRef, int] | tuple[str, str]]:
+        """Per record index: its workload and the revision it measured, or (key, why it cannot be found)."""
         slugs = {r.data["workload"]["slug"] for r in records if "slug" in r.data["workload"]}
         triples = {
             (r.data["workload"]["suite"], r.data["workload"]["level"], r.data["workload"]["problem"])
             for r in records
             if "slug" not in r.data["workload"]
         }
-        conditions = []
-        if slugs:
-            conditions.append(Workload.slug.in_(slugs))
-        if triples:
-            conditions.append(tuple_(Workload.suite, Workload.level, Workload.problem_number).in_(list(triples)))
-        workloads = list((await self.session.scalars(select(Workload).where(or_(*conditions)))).all()) if conditions else []
-        by_slug = {w.slug: w for w in workloads}
-        by_triple = {(w.suite, w.level, w.problem_number): w for w in workloads}
-        revisions = (
-            list(
-                (
-                    await self.session.scalars(
-                        select(WorkloadRevision).where(WorkloadRevision.workload_id.in_([w.id for w in workloads]))
-                    )
-                ).all()
-            )
-            if workloads
-            else []
-        )
-        by_id = {r.id: r for r in revisions}
-        by_sha = {(r.workload_id, r.source_sha256): r for r in revisions}
-        out: dict[int, tuple[Workload, WorkloadRevision] | str] = {}
-        for i, rec in enumerate(records):
-            ref = rec.data["workload"]
-            w = by_slug.get(ref["slug"]) if "slug" in ref else by_triple.get((ref["suite"], ref["level"], ref["problem"]))
-            if w is None:
-                name = ref.get("slug") or f"{ref['suite']} level {ref['level']} problem {ref['problem']}"
-                out[i] = f"unknown workload {name!r}"
-                continue
-            sha = ref.get("source_sha256")
-            if sha:
-                rev = by_sha.get((w.id, sha))
-                if rev is None:
-                    out[i] = f"workload {w.slug!r} has no revision with source sha256 {sha[:12]}…"
-                    continue
-            else:
-                rev = by_id.get(w.current_revision_id) if w.current_revision_id else None
-                if rev is None:
-                    out[i] = f"workload {w.slug!r} has no reference source revision yet"
-                    continue
-            out[i] = (w, rev)
-        return out
+        by_slug, by_triple = await load_workload_refs(self.session, slugs, triples)
+        return {i: resolve_workload_ref(rec.data["workload"], by_slug, by_triple) for i, rec in enumerate(records)}
 
     # -- runs -------------------------------------------------------------------------------
 
     async def write(self, records: list[RunRecord], *, dry_run: bool = False) -> IngestSummary:
+        dry_run = dry_run or self.dry_run
         summary = IngestSummary()
-        await self.session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": INGEST_LOCK_KEY})
+        if not records:
+            return summary
+        if not dry_run:
+            await self.session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": INGEST_LOCK_KEY})
         workloads = await self.resolve_workloads(records)
-        rows: list[dict[str, Any]] = []
-        first_line_of_key: dict[tuple, str] = {}
+        index = await self.hardware_index()
+        problems: list[tuple[int, InputProblem]] = []
+
+        # Which hardware each record ran on (adding products the catalogue lacks, in input order).
+        staged: list[tuple[int, RunRecord, WorkloadRef, int, int, str]] = []
         for i, rec in enumerate(records):
-            data = rec.data
             resolved = workloads[i]
-            if isinstance(resolved, str):
-                summary.problems.append(InputProblem(rec.file, rec.where, resolved, key="workload"))
+            if isinstance(resolved[0], str):
+                problems.append((i, InputProblem(rec.file, rec.where, resolved[1], key=resolved[0])))
                 continue
-            workload, revision = resolved
-            hardware = await self.resolve_hardware(data["environment"]["hardware"], summary)
+            workload, revision_id = resolved
+            hardware = index.match(rec.data["environment"]["hardware"])
             if isinstance(hardware, str):
-                summary.problems.append(InputProblem(rec.file, rec.where, hardware, key="environment.hardware.sku"))
+                problems.append((i, InputProblem(rec.file, rec.where, hardware, key="environment.hardware.sku")))
                 continue
-            env = await self.resolve_environment(hardware, data["environment"])
-            impl = await self.resolve_implementation(data["implementation"])
-            protocol = await self.resolve_protocol(data["protocol"])
-            snapshot = await self.resolve_snapshot(data["source"])
+            hardware_id, sku = hardware
+            if hardware_id is None:
+                hardware_id = await self.add_hardware(sku, summary, dry_run)
+            staged.append((i, rec, workload, revision_id, hardware_id, sku))
+
+        # Every dimension the batch needs, in bulk.
+        environments: dict[str, dict[str, Any]] = {}
+        implementations: dict[str, dict[str, Any]] = {}
+        protocols: dict[tuple[str, str], dict[str, Any]] = {}
+        sources: dict[str, dict[str, Any]] = {}
+        fingerprints: list[str] = []
+        for _, rec, _, _, hardware_id, sku in staged:
+            data = rec.data
+            env = data["environment"]
+            fingerprint = environment_fingerprint(sku, env)
+            fingerprints.append(fingerprint)
+            if fingerprint not in environments and fingerprint not in self._environments:
+                software = env.get("software") or {}
+                environments[fingerprint] = {
+                    "hardware_id": hardware_id, "provider": env.get("provider"), "label": env.get("label"),
+                    "torch_version": software.get("torch"), "cuda_version": software.get("cuda"),
+                    "driver_version": software.get("driver"), "python_version": software.get("python"),
+                    "triton_version": software.get("triton"), "details": env.get("details") or {}, "fingerprint": fingerprint,
+                }
+            spec = data["implementation"]
+            slug = spec["slug"]
+            if slug not in implementations and slug not in self._implementations:
+                implementations[slug] = {
+                    "slug": slug,
+                    "title": spec.get("title") or slug,
+                    "framework": spec.get("framework") or "unknown",
+                    "language": spec.get("language") or "unknown",
+                    "runtime_id": spec.get("runtime_id") or slug,
+                    "role": spec.get("role") or "candidate",
+                    "compile_mode": spec.get("compile_mode"),
+                    "licence": spec.get("licence"),
+                    "source_availability": spec.get("source_availability") or "none",
+                    "source_url": spec.get("source_url"),
+                    "install_recipe": spec.get("install_recipe"),
+                }
+            proto = data["protocol"]
+            pkey = (proto["name"], proto["version"])
+            if pkey not in protocols and pkey not in self._protocols:
+                protocols[pkey] = {
+                    "name": proto["name"], "version": proto["version"], "timer": proto.get("timer"),
+                    "warmup": proto.get("warmup"), "trials": proto.get("trials"),
+                    "statistic": proto.get("statistic") or "mean", "l2_flush": proto.get("l2_flush"),
+                }
+            src = data["source"]
+            if src["name"] not in sources and src["name"] not in self._sources:
+                sources[src["name"]] = {"name": src["name"], "url": src.get("url"), "licence": src.get("licence")}
+        await self._ensure(Environment.__table__, self._environments, environments, ["fingerprint"], dry_run)
+        await self._ensure(Implementation.__table__, self._implementations, implementations, ["slug"], dry_run)
+        await self._ensure(Protocol.__table__, self._protocols, protocols, ["name", "version"], dry_run)
+        await self._ensure(Source.__table__, self._sources, sources, ["name"], dry_run)
+        snapshots: dict[tuple[int, str], dict[str, Any]] = {}
+        for _, rec, *_ in staged:
+            src = rec.data["source"]
+            skey = (self._sources[src["name"]], src.get("revision") or "")
+            if skey not in snapshots and skey not in self._snapshots:
+                revision_date = date.fromisoformat(src["revision_date"]) if src.get("revision_date") else None
+                snapshots[skey] = {"source_id": skey[0], "revision": skey[1], "revision_date": revision_date}
+        await self._ensure(SourceSnapshot.__table__, self._snapshots, snapshots, ["source_id", "revision"], dry_run)
+
+        rows: list[dict[str, Any]] = []
+        eligible_cohorts: set[tuple] = set()
+        first_line_of_key: dict[tuple, str] = {}
+        for (i, rec, workload, revision_id, _, _), fingerprint in zip(staged, fingerprints):
+            data = rec.data
+            env_id = self._environments[fingerprint]
+            impl_id = self._implementations[data["implementation"]["slug"]]
+            protocol_id = self._protocols[(data["protocol"]["name"], data["protocol"]["version"])]
+            snapshot_id = self._snapshots[(self._sources[data["source"]["name"]], data["source"].get("revision") or "")]
             config = data["configuration"]
             key_text = configuration_key(config["bindings"], config["dtype"])
-            natural_key = (revision.id, key_text, impl.id, env.id, protocol.id, snapshot.id)
+            natural_key = (revision_id, key_text, impl_id, env_id, protocol_id, snapshot_id)
             if natural_key in first_line_of_key:
-                summary.problems.append(
-                    InputProblem(rec.file, rec.where, f"the same run as {first_line_of_key[natural_key]} (same natural key)")
+                problems.append(
+                    (i, InputProblem(rec.file, rec.where, f"the same run as {first_line_of_key[natural_key]} (same natural key)"))
                 )
                 continue
             first_line_of_key[natural_key] = rec.where
             stats = data.get("statistics") or {}
-            correctness = data.get("correctness")
             rows.append(
                 {
                     "workload_id": workload.id,
-                    "workload_revision_id": revision.id,
+                    "workload_revision_id": revision_id,
                     "bindings": config["bindings"],
                     "dtype": config["dtype"],
                     "configuration_key": key_text,
-                    "implementation_id": impl.id,
-                    "environment_id": env.id,
-                    "protocol_id": protocol.id,
-                    "source_snapshot_id": snapshot.id,
+                    "implementation_id": impl_id,
+                    "environment_id": env_id,
+                    "protocol_id": protocol_id,
+                    "source_snapshot_id": snapshot_id,
                     "status": data["status"],
                     "failure_reason": data.get("failure_reason"),
                     "mean_ms": stats.get("mean"),
@@ -331,42 +481,76 @@ class RunWriter:
                     "num_trials": stats.get("num_trials"),
                     "samples_ms": data.get("samples_ms"),
                     "compile_time_ms": data.get("compile_time_ms"),
-                    "correctness": correctness,
+                    "correctness": data.get("correctness"),
                     "observed_at": rec.observed_at,
                     "evidence": data["evidence"],
                     "content_sha256": content_digest(data),
                 }
             )
             summary.workloads.add(workload.id)
-            summary.implementations.add(impl.id)
-            summary.environments.add(env.id)
+            summary.implementations.add(impl_id)
+            summary.environments.add(env_id)
+            if revision_id == workload.current_revision_id and key_text == workload.canonical_keys.get(revision_id):
+                eligible_cohorts.add((revision_id, key_text, protocol_id, env_id))
+        problems.sort(key=lambda p: p[0])
+        summary.problems = [p for _, p in problems]
         summary.rejected = len({(p.file, p.where) for p in summary.problems})
-        await self._write_rows(rows, summary, dry_run=dry_run)
+        written = await self._write_rows(rows, summary, dry_run=dry_run)
+        cohorts = {
+            (r["workload_revision_id"], r["configuration_key"], r["protocol_id"], r["environment_id"]) for r in written
+        } & eligible_cohorts
+        if cohorts:
+            # The precomputed records (cohort_bests, flags, record events) of the cohorts these runs joined,
+            # in the same transaction. Only cohorts that can hold records (the workload's current revision,
+            # at its canonical configuration): the same cohorts refresh_workloads rebuilds.
+            # In chunks: cohorts are independent, and one call's multi-row statements must stay under
+            # PostgreSQL's 32,767 parameters.
+            from kernelindex.services.records import refresh_cohorts
+
+            ordered = sorted(cohorts)
+            for chunk in _chunks(ordered, COHORTS_PER_REFRESH):
+                await refresh_cohorts(self.session, chunk, now=self.now)
         return summary
 
-    async def _write_rows(self, rows: list[dict[str, Any]], summary: IngestSummary, *, dry_run: bool) -> None:
-        if not rows:
-            return
-        key_cols = (
-            Run.workload_revision_id, Run.configuration_key, Run.implementation_id,
-            Run.environment_id, Run.protocol_id, Run.source_snapshot_id,
-        )
-        revision_ids = sorted({r["workload_revision_id"] for r in rows})
-        existing_rows = (
-            await self.session.execute(
-                select(Run.id, Run.content_sha256, *key_cols).where(
-                    Run.superseded_at.is_(None), Run.workload_revision_id.in_(revision_ids)
+    async def _live_runs(self, keys: list[tuple]) -> dict[tuple, tuple[int, str]]:
+        """Live run (id, content digest) per natural key, for the keys given: one join per chunk."""
+        found: dict[tuple, tuple[int, str]] = {}
+        for chunk in _chunks(keys, KEYS_PER_LOOKUP):
+            columns = list(zip(*chunk))
+            rows = (
+                await self.session.execute(
+                    text(
+                        "SELECT r.id, r.content_sha256, r.workload_revision_id, r.configuration_key, r.implementation_id, "
+                        "r.environment_id, r.protocol_id, r.source_snapshot_id "
+                        "FROM unnest(CAST(:rev AS int[]), CAST(:cfg AS text[]), CAST(:impl AS int[]), CAST(:env AS int[]), "
+                        "CAST(:proto AS int[]), CAST(:snap AS int[])) AS k(rev, cfg, impl, env, proto, snap) "
+                        "JOIN runs r ON r.workload_revision_id = k.rev AND r.configuration_key = k.cfg "
+                        "AND r.implementation_id = k.impl AND r.environment_id = k.env AND r.protocol_id = k.proto "
+                        "AND r.source_snapshot_id = k.snap AND r.superseded_at IS NULL"
+                    ),
+                    {
+                        "rev": list(columns[0]), "cfg": list(columns[1]), "impl": list(columns[2]),
+                        "env": list(columns[3]), "proto": list(columns[4]), "snap": list(columns[5]),
+                    },
                 )
-            )
-        ).all()
-        existing = {tuple(row[2:]): (row[0], row[1]) for row in existing_rows}
+            ).all()
+            for row in rows:
+                found[tuple(row[2:])] = (row[0], row[1])
+        return found
+
+    async def _write_rows(self, rows: list[dict[str, Any]], summary: IngestSummary, *, dry_run: bool) -> list[dict[str, Any]]:
+        """Insert, supersede or skip each row; the rows inserted."""
+        if not rows:
+            return []
+        key_names = (
+            "workload_revision_id", "configuration_key", "implementation_id", "environment_id", "protocol_id", "source_snapshot_id",
+        )
+        keys = [tuple(row[k] for k in key_names) for row in rows]
+        # A key with a placeholder id (dry run: a dimension that does not exist yet) has no live run.
+        existing = await self._live_runs([k for k in keys if min(k[0], *k[2:]) > 0])
         to_insert: list[dict[str, Any]] = []
         to_supersede: dict[tuple, int] = {}
-        for row in rows:
-            key = (
-                row["workload_revision_id"], row["configuration_key"], row["implementation_id"],
-                row["environment_id"], row["protocol_id"], row["source_snapshot_id"],
-            )
+        for row, key in zip(rows, keys):
             found = existing.get(key)
             if found is None:
                 to_insert.append(row)
@@ -378,13 +562,14 @@ class RunWriter:
         summary.inserted = len(to_insert)
         summary.superseded = len(to_supersede)
         if dry_run or not to_insert:
-            return
+            return []
         if to_supersede:
             # Leave the live-key index first, so the new run can take the key.
-            await self.session.execute(
-                update(Run).where(Run.id.in_(list(to_supersede.values()))).values(superseded_at=self.now)
-            )
-        inserted = (await self.session.execute(pg_insert(Run).returning(Run.id, *key_cols), to_insert)).all()
+            for chunk in _chunks(list(to_supersede.values()), KEYS_PER_LOOKUP):
+                await self.session.execute(update(Run).where(Run.id.in_(list(chunk))).values(superseded_at=self.now))
+        inserted: list[Any] = []
+        for chunk in _chunks(to_insert, KEYS_PER_LOOKUP):
+            inserted += (await self.session.execute(_INSERT_RUNS, _run_columns(chunk))).all()
         summary.inserted_run_ids = [row[0] for row in inserted]
         if to_supersede:
             pairs = [(to_supersede[tuple(row[1:])], row[0]) for row in inserted if tuple(row[1:]) in to_supersede]
@@ -395,3 +580,4 @@ class RunWriter:
                 ),
                 {"old": [p[0] for p in pairs], "new": [p[1] for p in pairs]},
             )
+        return to_insert

@@ -25,7 +25,7 @@ from starlette.middleware.cors import CORSMiddleware
 from kernelindex.web.http import BodySizeLimitMiddleware, ConditionalGetMiddleware, RequestIdMiddleware, TimeoutMiddleware
 from kernelindex.web.middleware import DatabaseSessionMiddleware
 from kernelindex.web.exports import catalog_jsonl, runs_csv
-from kernelindex.web.twins import workload_twin
+from kernelindex.web.twins import TwinError, workload_twin
 
 log = logging.getLogger("kernelindex.web")
 
@@ -62,7 +62,10 @@ async def healthz(request: Request) -> Response:
 
 async def workload_json(request: Request) -> Response:
     slug = request.path_params["slug"]
-    payload = await workload_twin(request, slug)
+    try:
+        payload = await workload_twin(request, slug)
+    except TwinError as exc:
+        return JSONResponse({"error": exc.message, "request_id": request.state.request_id}, status_code=exc.status)
     if payload is None:
         return JSONResponse({"error": f"no workload with slug {slug!r}"}, status_code=404)
     return JSONResponse(payload)

@@ -5,18 +5,23 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 from datetime import datetime
 from typing import AsyncIterator
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from kernelindex.db.models import Hardware, Run, Workload, WorkloadRevision
+from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, UserInputError, is_database_unavailable
+from kernelindex.graphql.inputs import check_datetime, text_problem
 from kernelindex.rules import stats, trust
 from kernelindex.services.evidence import run_rows_statement
 from kernelindex.services.export import hardware_line, run_record, workload_line
 from kernelindex.services.run_filters import FilterError, RunFilters
+
+log = logging.getLogger("kernelindex.web")
 
 BATCH = 1000
 CSV_COLUMNS = (
@@ -36,6 +41,10 @@ def filters_from_query(request: Request) -> RunFilters:
     unknown = sorted(set(q) - known)
     if unknown:
         raise FilterError(f"unknown filter(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    for name, value in q.multi_items():
+        problem = text_problem(value)
+        if problem:
+            raise FilterError(f"{name} {problem}")
 
     def boolean(name: str) -> bool | None:
         if name not in q:
@@ -50,6 +59,10 @@ def filters_from_query(request: Request) -> RunFilters:
             observed_since = datetime.fromisoformat(q["observed_since"].replace("Z", "+00:00"))
         except ValueError:
             raise FilterError(f"observed_since must be an ISO 8601 time, got {q['observed_since']!r}")
+        try:
+            check_datetime("observed_since", observed_since)
+        except UserInputError as exc:
+            raise FilterError(exc.message)
     return RunFilters(
         workload=q.get("workload"), implementation=q.get("implementation"), hardware=q.get("hardware"),
         evidence=q.get("evidence"), licence=q.get("licence"), status=q.get("status"), stale=boolean("stale"),
@@ -71,12 +84,27 @@ def _statement(request: Request, filters: RunFilters):
     )
 
 
+async def database_unavailable(request: Request) -> Response | None:
+    """503 when the database does not answer. Once a streamed response has started, its status is
+    sent: an outage must be found before that, not in the middle of the body."""
+    try:
+        await request.state.session.execute(text("SELECT 1"))
+    except Exception as exc:
+        if not is_database_unavailable(exc):
+            raise
+        log.warning("database unavailable (request %s): %s", request.state.request_id, exc)
+        return JSONResponse({"error": UNAVAILABLE_MESSAGE, "request_id": request.state.request_id}, status_code=503)
+    return None
+
+
 async def runs_csv(request: Request) -> Response:
     try:
         filters = filters_from_query(request)
         statement = _statement(request, filters)
     except FilterError as exc:
         return JSONResponse({"error": str(exc)}, status_code=400)
+    if (unavailable := await database_unavailable(request)) is not None:
+        return unavailable
     session = request.state.session
     now = request.app.state.clock()
 
@@ -123,6 +151,8 @@ async def catalog_jsonl(request: Request) -> Response:
         return JSONResponse({"error": str(exc)}, status_code=400)
     if not filters.include_superseded:
         statement = statement.where(Run.retracted_at.is_(None))
+    if (unavailable := await database_unavailable(request)) is not None:
+        return unavailable
     session = request.state.session
 
     async def lines() -> AsyncIterator[str]:

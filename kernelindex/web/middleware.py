@@ -13,6 +13,8 @@ import uuid
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, is_database_unavailable
+
 log = logging.getLogger("kernelindex.web")
 
 
@@ -27,9 +29,11 @@ class DatabaseSessionMiddleware:
         state = scope.setdefault("state", {})
         state.setdefault("request_id", uuid.uuid4().hex[:16])  # RequestIdMiddleware normally set it
         sessionmaker: async_sessionmaker[AsyncSession] = scope["app"].state.sessionmaker
-        async with sessionmaker() as session:
-            state["session"] = session
-            finished = False
+        request_id = state["request_id"]
+        session = sessionmaker()
+        state["session"] = session
+        finished = False
+        try:
 
             async def send_after_commit(message: Message) -> None:
                 nonlocal finished
@@ -38,25 +42,74 @@ class DatabaseSessionMiddleware:
                     if message["status"] < 400:
                         try:
                             await session.commit()
-                        except Exception:
-                            log.exception("commit failed (request %s)", state["request_id"])
-                            await session.rollback()
-                            body = json.dumps({"error": "the database did not accept the change", "request_id": state["request_id"]}).encode()
-                            await send({"type": "http.response.start", "status": 503, "headers": [(b"content-type", b"application/json")]})
-                            await send({"type": "http.response.body", "body": body})
+                        except Exception as exc:
+                            log.exception("commit failed (request %s)", request_id)
+                            await _rollback_quietly(session, request_id)
+                            await _send_503(scope, send, request_id, is_database_unavailable(exc))
                             raise _ResponseReplaced()
                     else:
-                        await session.rollback()
+                        await _rollback_quietly(session, request_id)
                 await send(message)
 
             try:
                 await self.app(scope, receive, send_after_commit)
             except _ResponseReplaced:
                 return
-            except BaseException:
-                await session.rollback()
+            except Exception as exc:
+                await _rollback_quietly(session, request_id)
+                if not finished and is_database_unavailable(exc):
+                    # A route that let a connection failure through: still a 503, not a 500.
+                    log.warning("database unavailable (request %s): %s", request_id, exc)
+                    await _send_503(scope, send, request_id, True)
+                    return
                 raise
+            except BaseException:
+                await _rollback_quietly(session, request_id)
+                raise
+        finally:
+            await _close_quietly(session, request_id)
+
+
+async def _rollback_quietly(session: AsyncSession, request_id: str) -> None:
+    """Roll back; when the connection went away with the database, that fails too: say so and go on."""
+    try:
+        await session.rollback()
+    except Exception as exc:
+        log.warning("rollback failed (request %s): %s", request_id, exc)
+
+
+async def _close_quietly(session: AsyncSession, request_id: str) -> None:
+    """Close the session; if its connection is broken, invalidate it so the pool does not reuse it.
+    A failure here must not turn a response already sent into a dropped connection."""
+    try:
+        await session.close()
+    except Exception as exc:
+        log.warning("closing the session failed (request %s): %s", request_id, exc)
+        try:
+            await session.invalidate()
+        except Exception:
+            pass
+
+
+async def _send_503(scope: Scope, send: Send, request_id: str, unavailable: bool) -> None:
+    body = _unavailable_body(scope, request_id, unavailable)
+    await send({"type": "http.response.start", "status": 503, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 class _ResponseReplaced(Exception):
     pass
+
+
+def _unavailable_body(scope: Scope, request_id: str, unavailable: bool) -> bytes:
+    """The 503 that replaces a response whose commit failed; GraphQL-shaped on /graphql, so that a
+    GraphQL client reads it like any other SERVICE_UNAVAILABLE (the database can go away between the
+    last query and the commit)."""
+    message = UNAVAILABLE_MESSAGE if unavailable else "the database did not accept the change; retry shortly."
+    if scope.get("path") == "/graphql":
+        payload = {"data": None, "errors": [
+            {"message": message, "extensions": {"code": "SERVICE_UNAVAILABLE", "request_id": request_id}}]}
+    else:
+        payload = {"error": message, "request_id": request_id}
+    return json.dumps(payload).encode()

@@ -75,5 +75,22 @@ async def workload_twin(request: Request, slug: str) -> dict[str, Any] | None:
     )
     result = await state.schema.execute(WORKLOAD_PAGE_QUERY, variable_values={"slug": slug}, context_value=context)
     if result.errors:
-        raise result.errors[0]
+        error = result.errors[0]
+        status = TWIN_STATUS.get((error.extensions or {}).get("code"))
+        if status is not None:
+            raise TwinError(status, error.message)
+        raise error
     return result.data["workload"]
+
+
+# GraphQL error codes that map to an HTTP status of their own; anything else is a 500.
+TWIN_STATUS = {"BAD_USER_INPUT": 400, "SERVICE_UNAVAILABLE": 503}
+
+
+class TwinError(Exception):
+    """The twin cannot be served: the slug is unusable (400) or the database is unavailable (503)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message

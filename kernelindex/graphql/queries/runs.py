@@ -17,6 +17,7 @@ from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.enums import Evidence, RunOrder, RunStatus
 from kernelindex.graphql.node import from_global_id
 from kernelindex.graphql.errors import UserInputError
+from kernelindex.graphql.inputs import check_datetime
 from kernelindex.graphql.pagination import Connection, keyset_page
 from kernelindex.graphql.types.run import Run
 from kernelindex.services.run_filters import FilterError, RunFilters
@@ -55,6 +56,7 @@ class RunQueries:
         include_superseded: Annotated[bool, strawberry.argument(description="Also superseded runs (history).")] = False,
         order_by: Annotated[RunOrder, strawberry.argument(description="Sort order.")] = RunOrder.NEWEST,
     ) -> Connection[Run]:
+        check_datetime("observedSince", observed_since)
         environment_id = None
         if environment is not None:
             type_name, environment_id = from_global_id(environment)

@@ -1,0 +1,223 @@
+"""Soak: a steady mixed load for minutes, watching errors, latency and the server's memory.
+
+    python scripts/soak.py --minutes 10                       # rate: half the measured saturation
+    python scripts/soak.py --minutes 10 --saturation 400      # rate: 200/s, no measurement
+    python scripts/soak.py --minutes 1 --rate 50
+
+It starts `kernelindex serve` (fresh database, temporary KERNELINDEX_DATA_DIR, free loopback port),
+then:
+  1. measures the unloaded latency: requests of the mix one at a time, p50 and p99;
+  2. unless --rate or --saturation is given, measures the saturation rate: --clients closed-loop
+     clients for --saturation-s seconds, requests per second completed;
+  3. sends the mix open-loop at the rate (default half the saturation) for --minutes; latency is
+     counted from each request's scheduled time, so queueing shows;
+  4. samples the server process's RSS (psutil) every --sample-s seconds.
+The mix: the workload page (GraphQL), the workload list, a runs list, the JSON twin, runs.csv.
+
+Exit status 1 if any request failed, if the soak's p99 is over 3x the unloaded p99, or if the RSS
+grew by more than 10 % from the end of the warm-up (the first --warmup-s seconds) to the end.
+Bounded: the load stops at --minutes; at most --max-in-flight requests are outstanding at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import time
+
+import httpx
+import psutil
+
+from _server import Server
+
+RESNET18 = "kernelbench-l3-p9-resnet18"
+PAGE = {"query": f'{{ workload(slug: "{RESNET18}") {{ title eligibleRunCountDisplay headline {{ label latencyDisplay '
+                 "plusMinusDisplay speedupDisplay }} records {{ label latencyDisplay implementation {{ title }} runCount }} "
+                 "comparison {{ header rows {{ rank implementation {{ title }} latencyDisplay vsFirstDisplay summary "
+                 "trustLabel stale }} }} headroom {{ summary boundLine basisLine notes }} notMeasured {{ message }} }} }}"}
+WORKLOADS = {"query": "{ workloads(first: 20) { totalCount nodes { slug title eligibleRunCount headline { latencyDisplay } } } }"}
+RUNS = {"query": "{ runs(first: 20) { totalCount nodes { id meanMs latencyDisplay trustLabel implementation { slug } "
+                 "environment { label hardware { sku } } } } }"}
+MIX = [  # (name, weight, send)
+    ("workload page", 4, lambda c: c.post("/graphql", json=PAGE)),
+    ("workload list", 2, lambda c: c.post("/graphql", json=WORKLOADS)),
+    ("runs list", 2, lambda c: c.post("/graphql", json=RUNS)),
+    ("json twin", 2, lambda c: c.get(f"/workloads/{RESNET18}.json")),
+    ("runs.csv", 1, lambda c: c.get("/exports/runs.csv")),
+]
+
+
+def pick(rng: random.Random):
+    return rng.choices(MIX, weights=[w for _, w, _ in MIX])[0]
+
+
+def failed(response: httpx.Response) -> str | None:
+    if response.status_code != 200:
+        return f"HTTP {response.status_code}"
+    if response.request.url.path == "/graphql" and response.json().get("errors"):
+        return f"GraphQL errors: {response.json()['errors'][0]['message'][:100]}"
+    return None
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
+async def unloaded(client: httpx.AsyncClient, count: int, rng: random.Random) -> list[float]:
+    latencies = []
+    for _ in range(count):
+        _, _, send = pick(rng)
+        started = time.perf_counter()
+        response = await send(client)
+        latencies.append(time.perf_counter() - started)
+        if failed(response):
+            raise RuntimeError(f"unloaded request failed: {failed(response)}")
+    return latencies
+
+
+async def saturation(client: httpx.AsyncClient, clients: int, seconds: float, rng: random.Random) -> float:
+    done = 0
+    deadline = time.monotonic() + seconds
+
+    async def loop():
+        nonlocal done
+        while time.monotonic() < deadline:
+            _, _, send = pick(rng)
+            await send(client)
+            done += 1
+
+    started = time.monotonic()
+    await asyncio.gather(*(loop() for _ in range(clients)))
+    return done / (time.monotonic() - started)
+
+
+async def soak(client: httpx.AsyncClient, process: psutil.Process, rate: float, seconds: float, sample_s: float,
+               max_in_flight: int, rng: random.Random) -> dict:
+    results: list[tuple[float, float, str, str | None]] = []  # (scheduled offset, latency, kind, error)
+    rss: list[tuple[float, int]] = []
+    in_flight = asyncio.Semaphore(max_in_flight)
+    skipped = 0
+    t0 = time.monotonic()
+
+    async def one(scheduled: float, kind: str, send) -> None:
+        try:
+            response = await send(client)
+            error = failed(response)
+        except (httpx.HTTPError, ValueError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            in_flight.release()
+        results.append((scheduled - t0, time.monotonic() - scheduled, kind, error))
+
+    async def sampler() -> None:
+        while time.monotonic() - t0 < seconds:
+            rss.append((time.monotonic() - t0, process.memory_info().rss))
+            await asyncio.sleep(sample_s)
+        rss.append((time.monotonic() - t0, process.memory_info().rss))
+
+    sampling = asyncio.create_task(sampler())
+    tasks = set()
+    i = 0
+    while True:
+        scheduled = t0 + i / rate
+        if scheduled - t0 >= seconds:
+            break
+        delay = scheduled - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if in_flight.locked():
+            skipped += 1  # the server fell this far behind: count it, do not pile on
+        else:
+            await in_flight.acquire()
+            kind, _, send = pick(rng)
+            task = asyncio.create_task(one(scheduled, kind, send))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        i += 1
+    if tasks:
+        await asyncio.wait(tasks, timeout=60)
+    await sampling
+    return {"results": results, "rss": rss, "skipped": skipped, "sent": i}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, help="requests per second (default: half the saturation)")
+    parser.add_argument("--saturation", type=float, help="a saturation rate measured before, requests per second")
+    parser.add_argument("--clients", type=int, default=16, help="closed-loop clients for the saturation measurement")
+    parser.add_argument("--saturation-s", type=float, default=10.0)
+    parser.add_argument("--unloaded-requests", type=int, default=300)
+    parser.add_argument("--warmup-s", type=float, default=None, help="default: a fifth of the soak, at most 60 s")
+    parser.add_argument("--sample-s", type=float, default=2.0)
+    parser.add_argument("--max-in-flight", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    seconds = args.minutes * 60
+    warmup = args.warmup_s if args.warmup_s is not None else min(60.0, seconds / 5)
+    rng = random.Random(args.seed)
+
+    with Server() as server:
+        process = psutil.Process(server.process.pid)
+        print(f"server {server.url} (pid {process.pid}), log {server.log_path}", flush=True)
+
+        async def run() -> dict:
+            limits = httpx.Limits(max_connections=args.max_in_flight, max_keepalive_connections=args.max_in_flight)
+            async with httpx.AsyncClient(base_url=server.url, timeout=30, limits=limits) as client:
+                await unloaded(client, 50, rng)  # warm the caches and the pool
+                base = await unloaded(client, args.unloaded_requests, rng)
+                out = {"unloaded": base, "saturation": args.saturation}
+                if args.rate is None and args.saturation is None:
+                    out["saturation"] = await saturation(client, args.clients, args.saturation_s, rng)
+                    await asyncio.sleep(2)
+                out["rate"] = args.rate or out["saturation"] / 2
+                print(f"unloaded: p50 {statistics.median(base) * 1000:.1f} ms, p99 {percentile(base, 0.99) * 1000:.1f} ms; "
+                      f"saturation {out['saturation'] or float('nan'):.0f}/s; soaking at {out['rate']:.0f}/s "
+                      f"for {seconds:.0f} s", flush=True)
+                out.update(await soak(client, process, out["rate"], seconds, args.sample_s, args.max_in_flight, rng))
+                return out
+
+        out = asyncio.run(run())
+        log = server.log_path.read_text()
+
+    results = out["results"]
+    errors = [r for r in results if r[3]]
+    latencies = [r[1] for r in results if not r[3]]
+    after_warmup = [r[1] for r in results if not r[3] and r[0] >= warmup]
+    unloaded_p99 = percentile(out["unloaded"], 0.99)
+    soak_p50, soak_p99 = percentile(after_warmup, 0.5), percentile(after_warmup, 0.99)
+    samples = [(t, b) for t, b in out["rss"] if t >= warmup]
+    first = statistics.median([b for _, b in samples[:3]]) if samples else float("nan")
+    last = statistics.median([b for _, b in samples[-3:]]) if samples else float("nan")
+    growth = (last - first) / first if samples else float("nan")
+    peak = max(b for _, b in out["rss"])
+
+    print(f"\nsent {out['sent']} ({out['sent'] / seconds:.1f}/s scheduled), completed {len(results)}, "
+          f"skipped (in-flight cap) {out['skipped']}, errors {len(errors)}")
+    for kind in sorted({r[2] for r in results}):
+        lat = [r[1] for r in results if r[2] == kind and not r[3] and r[0] >= warmup]
+        print(f"   {kind:>14}: {len(lat):6} ok after warm-up, p50 {percentile(lat, 0.5) * 1000:7.1f} ms, "
+              f"p99 {percentile(lat, 0.99) * 1000:7.1f} ms")
+    for r in errors[:10]:
+        print(f"   error at {r[0]:.1f} s ({r[2]}): {r[3]}")
+    print(f"latency after a {warmup:.0f} s warm-up: p50 {soak_p50 * 1000:.1f} ms, p99 {soak_p99 * 1000:.1f} ms "
+          f"(unloaded p99 {unloaded_p99 * 1000:.1f} ms: x{soak_p99 / unloaded_p99:.2f}); all: p99 {percentile(latencies, 0.99) * 1000:.1f} ms")
+    print(f"server RSS: {first / 2**20:.1f} MiB after warm-up, {last / 2**20:.1f} MiB at the end ({growth * 100:+.1f} %), "
+          f"peak {peak / 2**20:.1f} MiB, {len(out['rss'])} samples")
+    print(f"server log: {log.count('unexpected error (request')} unexpected errors, {log.count('Traceback')} tracebacks")
+    verdicts = {
+        "no errors": not errors and out["skipped"] == 0,
+        "p99 within 3x unloaded p99": soak_p99 <= 3 * unloaded_p99,
+        "RSS growth within 10 %": growth <= 0.10,
+    }
+    for name, passed in verdicts.items():
+        print(f"{'PASS' if passed else 'FAIL'}: {name}")
+    return 0 if all(verdicts.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""The bad-input corpus (tests/fixtures/bad/, written by make_corpus.py): every file must be refused
+with an error naming the file, the line, the key and the reason; --strict must leave the database as
+it was; a default ingest must land exactly the good lines around the bad one. And validation must
+stream: its memory stays far below the size of its input."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import tracemalloc
+
+import pytest
+
+from tests.conftest import TEMPLATE_DB, _admin, _fresh_database, _with_database
+from tests.ingest.conftest import FIXTURES, snapshot
+
+BAD = FIXTURES / "bad"
+EXPECTED = json.loads((BAD / "expected.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def corpus_db(pg_url, template_url) -> str:
+    """One seeded database for the whole corpus: --strict must leave it as it was, and each case's
+    good lines are runs of their own (environments named after the case), so cases do not interact."""
+    name = _fresh_database(pg_url, TEMPLATE_DB)
+    yield _with_database(pg_url, name)
+    asyncio.run(_admin(pg_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+def ingest(corpus_db, monkeypatch, capsys):
+    from kernelindex.cli import main
+    from kernelindex.settings import get_settings
+
+    monkeypatch.setenv("KERNELINDEX_DATABASE_URL", corpus_db)
+    get_settings.cache_clear()
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        status = main(["ingest", "runs", *args])
+        out = capsys.readouterr()
+        return status, out.out, out.err
+
+    yield run
+    get_settings.cache_clear()
+
+
+def _runs_by_label(db_url: str) -> dict[str, int]:
+    data = snapshot(db_url)
+    labels = {e["id"]: e["label"] for e in data["environments"]}
+    out: dict[str, int] = {}
+    for run in data["runs"]:
+        label = labels[run["environment_id"]]
+        out[label] = out.get(label, 0) + 1
+    return out
+
+
+def test_the_corpus_is_complete():
+    files = {p.name for p in BAD.glob("*.jsonl")}
+    assert files == set(EXPECTED)
+    assert len(files) >= 20
+    for name, expected in EXPECTED.items():
+        assert set(expected) == {"where", "key", "reason_contains", "good_lines"}, name
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bad_input(name, ingest, corpus_db):
+    expected = EXPECTED[name]
+    path = str(BAD / name)
+    key = f" [{expected['key']}]" if expected["key"] else ""
+    before = snapshot(corpus_db)
+
+    status, out, err = ingest("--strict", path)
+    assert status == 1, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if f"{path}: {expected['where']}{key}: " in line]
+    assert lines, err
+    assert any(expected["reason_contains"] in line for line in lines), lines
+    assert "nothing written" in err
+    assert snapshot(corpus_db) == before  # row counts and content
+
+    status, out, err = ingest(path)
+    assert status == 1, err
+    assert any(f"{path}: {expected['where']}{key}: " in line and expected["reason_contains"] in line for line in err.splitlines())
+    after = snapshot(corpus_db)
+    good = expected["good_lines"]
+    assert len(after["runs"]) == len(before["runs"]) + len(good)
+    landed = {label for label in _runs_by_label(corpus_db) if label and label.startswith(f"corpus-{name.removesuffix('.jsonl')}-")}
+    assert landed == {f"corpus-{name.removesuffix('.jsonl')}-{n}" for n in good}
+    rows = {line.rsplit(None, 1)[0].strip(): int(line.rsplit(None, 1)[1].replace(",", "")) for line in out.splitlines() if line.strip()}
+    assert rows["runs inserted"] == len(good)
+    assert rows["runs rejected"] == 1
+
+
+# -- the compiled schema check agrees with jsonschema ----------------------------------------------
+
+
+def _mutations():
+    from tests.fixtures.bad.make_corpus import GOOD
+
+    values = [None, "x", "", -1, 0, 1, 1.5, 2.0, True, [], {}, [1.5], {"a": 1}, "fp16", "passed", "kernelindex.run/1"]
+
+    def leaves(value, path=()):
+        if isinstance(value, dict):
+            yield path
+            for k, v in value.items():
+                yield from leaves(v, path + (k,))
+        elif isinstance(value, list):
+            yield path
+        else:
+            yield path
+
+    for path in leaves(GOOD):
+        if not path:
+            continue
+        for value in values:
+            rec = copy.deepcopy(GOOD)
+            target = rec
+            for p in path[:-1]:
+                target = target[p]
+            target[path[-1]] = value
+            yield path, rec
+        rec = copy.deepcopy(GOOD)
+        target = rec
+        for p in path[:-1]:
+            target = target[p]
+        del target[path[-1]]
+        yield path + ("<deleted>",), rec
+        rec = copy.deepcopy(GOOD)
+        target = rec
+        for p in path[:-1]:
+            target = target[p]
+        if isinstance(target, dict):
+            target["unexpected"] = 1
+            yield path[:-1] + ("<extra>",), rec
+
+
+def test_the_compiled_schema_check_agrees_with_jsonschema():
+    from kernelindex.ingest.records import _fast_validator, _validator
+
+    fast = _fast_validator()
+    checked = 0
+    for path, record in _mutations():
+        valid = not any(True for _ in _validator().iter_errors(record))
+        assert fast(record) == valid, (path, record)
+        checked += 1
+    assert checked > 500
+
+
+# -- streaming ----------------------------------------------------------------------------------
+
+
+def test_validation_streams_in_bounded_memory(corpus_db):
+    """12,000 lines of ~4 kB (~48 MB), from a generator, never on disk: the validation pass keeps one
+    small entry per distinct run and the first problems, never the lines. (tracemalloc slows every
+    allocation, hence few, long lines; a true 1 GB run: benchmarks/ingest_speed.py --lines.)"""
+    from kernelindex.db.engine import make_engine, make_sessionmaker
+    from kernelindex.ingest.commands import MAX_KEPT_PROBLEMS, References, validate_lines
+    from tests.fixtures.bad.make_corpus import good
+
+    async def load():
+        engine = make_engine(corpus_db, pool_size=1, max_overflow=0)
+        try:
+            async with make_sessionmaker(engine)() as session:
+                return await References.load(session)
+        finally:
+            await engine.dispose()
+
+    refs = asyncio.run(load())
+    template = good("streaming", 0)
+    template["environment"]["label"] = "stream-@@"
+    template["environment"]["details"] = {"notes": "measured on a quiet node; " * 150, "node": "@@"}
+    template = json.dumps(template) + "\n"
+    size = 0
+
+    def lines(count, bad_every=0):
+        nonlocal size
+        for i in range(count):
+            line = template.replace("@@", str(i))
+            if bad_every and i % bad_every == 0:
+                line = line[:40] + "\n"
+            data = line.encode()
+            size += len(data)
+            yield data
+
+    tracemalloc.start()
+    try:
+        result = validate_lines(lines(12_000), "<generated>", refs)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    print(f"validation of {size:,} bytes: peak {peak:,} bytes traced")
+    assert result.good == 12_000 and not result.problems
+    assert size > 45_000_000
+    # A few hundred kB of working set plus ~120 bytes per distinct run, whatever the size of the lines.
+    assert peak < size / 20 and peak < 8_000_000, (peak, size)
+
+    size = 0
+    tracemalloc.start()
+    try:
+        result = validate_lines(lines(6_000, bad_every=2), "<generated>", refs)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.good == 3_000 and result.problem_count == 3_000
+    assert len(result.problems) == MAX_KEPT_PROBLEMS  # the rest are counted, not kept
+    assert peak < size / 10, (peak, size)

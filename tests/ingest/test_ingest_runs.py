@@ -1,0 +1,365 @@
+"""`kernelindex ingest runs FILE`: idempotence, supersession, dry runs, stdin, batches, exit statuses,
+the closing table, and how records name their workload."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import io
+import json
+import sys
+
+import asyncpg
+import pytest
+
+from kernelindex.db.urls import to_libpq_url
+from tests.api.helpers import seed_record, synthetic_records
+from tests.ingest.conftest import counts, snapshot
+
+RESNET = "kernelbench-l3-p9-resnet18"
+
+
+def _page(db_url, slug):
+    import httpx
+
+    from kernelindex.settings import Settings
+    from kernelindex.web.app import create_app
+    from tests.conftest import FIXED_NOW
+
+    async def fetch():
+        app = create_app(Settings(), database_url=db_url, clock=lambda: FIXED_NOW)
+        async with app.router.lifespan_context(app):
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+                response = await client.get(f"/workloads/{slug}.json")
+                assert response.status_code == 200, response.text
+                return response.json()
+
+    return asyncio.run(fetch())
+
+
+def _sql(db_url, query, *args):
+    async def go():
+        conn = await asyncpg.connect(to_libpq_url(db_url))
+        try:
+            return await conn.fetch(query, *args)
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
+
+
+def write_jsonl(path, records) -> str:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+    return str(path)
+
+
+def table(out: str) -> dict[str, int]:
+    rows = {}
+    for line in out.splitlines():
+        name, _, value = line.rpartition(" ")
+        if name.strip() and value.replace(",", "").isdigit():
+            rows[name.strip()] = int(value.replace(",", ""))
+    return rows
+
+
+def test_ingesting_a_file_twice_changes_nothing_the_second_time(cli, db_url, tmp_path, capsys):
+    path = write_jsonl(tmp_path / "runs.jsonl", synthetic_records(5))
+    before = counts(db_url)
+    assert cli("ingest", "runs", path) == 0
+    first = capsys.readouterr()
+    assert table(first.out)["runs inserted"] == 5
+    assert counts(db_url)["runs"] == before["runs"] + 5
+    stored = snapshot(db_url)
+
+    assert cli("ingest", "runs", path) == 0
+    second = capsys.readouterr()
+    assert "nothing new" in second.err
+    assert table(second.out) == {
+        "workloads": 1, "implementations": 1, "environments": 5,
+        "runs inserted": 0, "runs unchanged": 5, "runs superseded": 0, "runs rejected": 0,
+    }
+    assert snapshot(db_url) == stored
+
+
+def test_the_seed_file_is_all_unchanged(cli, db_url, capsys):
+    from kernelindex.seed import SEEDS_DIR
+
+    before = snapshot(db_url)
+    assert cli("ingest", "runs", str(SEEDS_DIR / "runs.jsonl")) == 0
+    out = capsys.readouterr()
+    assert table(out.out)["runs unchanged"] == 8
+    assert "nothing new" in out.err
+    assert snapshot(db_url) == before
+
+
+def test_a_changed_statistic_supersedes_the_old_run(cli, db_url, tmp_path, capsys):
+    record = seed_record(0)  # ResNet18, PyTorch eager on H100 PCIe: the page's headline (the unbeaten baseline)
+    assert _page(db_url, RESNET)["headline"]["latencyMs"] == record["statistics"]["mean"] == 1.39
+    old = _sql(db_url, "SELECT id FROM runs WHERE mean_ms = 1.39 AND superseded_at IS NULL")
+    assert len(old) == 1
+
+    corrected = copy.deepcopy(record)
+    corrected["statistics"]["mean"] = 1.35
+    path = write_jsonl(tmp_path / "corrected.jsonl", [corrected])
+    assert cli("ingest", "runs", path) == 0
+    rows = table(capsys.readouterr().out)
+    assert (rows["runs inserted"], rows["runs superseded"], rows["runs unchanged"]) == (1, 1, 0)
+
+    (old_row,) = _sql(db_url, "SELECT superseded_by_id, superseded_at FROM runs WHERE id = $1", old[0]["id"])
+    (new_row,) = _sql(db_url, "SELECT mean_ms, superseded_at FROM runs WHERE id = $1", old_row["superseded_by_id"])
+    assert old_row["superseded_at"] is not None  # kept, as history
+    assert new_row["mean_ms"] == 1.35 and new_row["superseded_at"] is None
+    page = _page(db_url, RESNET)
+    assert page["headline"]["latencyMs"] == 1.35
+    assert 1.39 not in [r["latencyMs"] for r in page["records"]]
+
+    # The same corrected record again: unchanged now.
+    assert cli("ingest", "runs", path) == 0
+    assert table(capsys.readouterr().out)["runs unchanged"] == 1
+
+
+def test_dry_run_says_what_would_happen_and_writes_nothing(cli, db_url, tmp_path, capsys):
+    changed = seed_record(3)
+    changed["statistics"].update(mean=1.41, min=1.39)
+    bad = synthetic_records(1, start=90)[0]
+    bad["statistics"]["mean"] = -1
+    records = [synthetic_records(1, start=80)[0], changed, seed_record(0), bad]
+    path = write_jsonl(tmp_path / "mixed.jsonl", records)
+    before = snapshot(db_url)
+    assert cli("ingest", "runs", "--dry-run", path) == 1
+    out = capsys.readouterr()
+    assert "dry run: nothing was written" in out.err
+    assert "would insert 2 runs, supersede 1, skip 1 unchanged and reject 1" in out.err
+    assert f"{path}: line 4 [statistics.mean]" in out.err
+    rows = table(out.out)
+    assert (rows["runs inserted"], rows["runs superseded"], rows["runs unchanged"], rows["runs rejected"]) == (2, 1, 1, 1)
+    assert snapshot(db_url) == before
+
+
+def test_dry_run_with_new_hardware_and_implementation_writes_nothing(cli, db_url, tmp_path, capsys):
+    record = synthetic_records(1)[0]
+    record["environment"]["hardware"] = {"product_name": "NVIDIA X9 Ultra"}
+    record["implementation"] = {"slug": "my_triton_kernel", "title": "My Triton kernel", "framework": "Triton"}
+    before = snapshot(db_url)
+    assert cli("ingest", "runs", "--dry-run", write_jsonl(tmp_path / "new.jsonl", [record])) == 0
+    out = capsys.readouterr()
+    assert "hardware 'NVIDIA X9 Ultra' is not in the catalogue" in out.err
+    assert table(out.out)["runs inserted"] == 1
+    assert snapshot(db_url) == before
+
+
+def test_stdin(cli, db_url, monkeypatch, capsys):
+    data = "".join(json.dumps(r) + "\n" for r in synthetic_records(3))
+
+    class Stdin:
+        buffer = io.BytesIO(data.encode())
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    before = counts(db_url)["runs"]
+    assert cli("ingest", "runs", "-") == 0
+    assert table(capsys.readouterr().out)["runs inserted"] == 3
+    assert counts(db_url)["runs"] == before + 3
+
+
+def test_stdin_problems_are_named_after_stdin(cli, db_url, monkeypatch, capsys):
+    class Stdin:
+        buffer = io.BytesIO(b'{"format": "kernelindex.run/1"}\n')
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    assert cli("ingest", "runs", "-") == 1
+    assert "<stdin>: line 1 [workload]: 'workload' is a required property" in capsys.readouterr().err
+
+
+def test_batches_of_two_with_a_bad_line_in_the_third(cli, db_url, tmp_path, capsys):
+    records = synthetic_records(7)
+    records[4]["statistics"]["mean"] = "fast"  # line 5: the third batch
+    before = counts(db_url)["runs"]
+    path = write_jsonl(tmp_path / "runs.jsonl", records)
+    assert cli("ingest", "runs", "--batch-size", "2", path) == 1
+    out = capsys.readouterr()
+    assert f"{path}: line 5 [statistics.mean]: 'fast' is not of type 'number'" in out.err
+    assert table(out.out)["runs inserted"] == 6 and table(out.out)["runs rejected"] == 1
+    labels = {r["label"] for r in _sql(db_url, "SELECT label FROM environments")}
+    assert {f"pool-{i}" for i in (0, 1, 2, 3, 5, 6)} <= labels and "pool-4" not in labels
+    assert counts(db_url)["runs"] == before + 6
+
+
+@pytest.fixture
+def refuse_mean_666(db_url):
+    """A database that refuses one value the run-record checks let through (as a trigger or a newer
+    constraint might): the writer has to find the one record the database refuses."""
+    _sql(db_url, "ALTER TABLE runs ADD CONSTRAINT test_no_666 CHECK (mean_ms IS NULL OR mean_ms <> 6.66)")
+
+
+def test_a_line_the_database_refuses_costs_only_itself(cli, db_url, refuse_mean_666, tmp_path, capsys):
+    records = synthetic_records(7)
+    records[4]["statistics"].update(mean=6.66, min=6.6, max=6.7)
+    before = counts(db_url)["runs"]
+    path = write_jsonl(tmp_path / "runs.jsonl", records)
+    assert cli("ingest", "runs", "--batch-size", "2", path) == 1
+    out = capsys.readouterr()
+    assert f"{path}: line 5: the database refused it:" in out.err and "test_no_666" in out.err
+    rows = table(out.out)
+    assert (rows["runs inserted"], rows["runs rejected"]) == (6, 1)
+    assert counts(db_url)["runs"] == before + 6
+
+
+def test_strict_is_all_or_nothing_even_when_the_database_refuses_a_late_batch(cli, db_url, refuse_mean_666, tmp_path, capsys):
+    records = synthetic_records(7)
+    records[4]["statistics"].update(mean=6.66, min=6.6, max=6.7)
+    before = snapshot(db_url)
+    path = write_jsonl(tmp_path / "runs.jsonl", records)
+    assert cli("ingest", "runs", "--strict", "--batch-size", "2", path) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: line 5: the database refused it:" in err and "test_no_666" in err and "nothing written" in err
+    assert snapshot(db_url) == before
+
+
+def test_strict_refuses_the_whole_file(cli, db_url, tmp_path, capsys):
+    records = synthetic_records(4)
+    records[2]["statistics"]["num_trials"] = 0
+    before = snapshot(db_url)
+    path = write_jsonl(tmp_path / "runs.jsonl", records)
+    assert cli("ingest", "runs", "--strict", "--batch-size", "1", path) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: line 3 [statistics.num_trials]" in err and "nothing written" in err
+    assert snapshot(db_url) == before
+
+
+def test_exit_statuses(cli, db_url, tmp_path, capsys):
+    good = write_jsonl(tmp_path / "good.jsonl", synthetic_records(2))
+    assert cli("ingest", "runs", good) == 0
+    some_bad = write_jsonl(tmp_path / "some_bad.jsonl", synthetic_records(2, start=10) + ["{"])
+    assert cli("ingest", "runs", some_bad) == 1
+    capsys.readouterr()
+    assert cli("ingest", "runs", str(tmp_path / "missing.jsonl")) == 2
+    assert f"error: {tmp_path / 'missing.jsonl'}: no such file" in capsys.readouterr().err
+    assert cli("ingest", "runs", str(tmp_path)) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert cli("ingest", "runs", "--batch-size", "0", good) == 2
+
+
+def test_no_database_is_fatal(cli, monkeypatch, tmp_path, capsys):
+    from kernelindex.settings import get_settings
+
+    monkeypatch.setenv("KERNELINDEX_DATABASE_URL", "postgresql://nobody@127.0.0.1:9/none")
+    get_settings.cache_clear()
+    assert cli("ingest", "runs", write_jsonl(tmp_path / "good.jsonl", synthetic_records(1))) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach PostgreSQL" in err and "Traceback" not in err
+
+
+def test_the_closing_table(cli, db_url, tmp_path, capsys):
+    changed = seed_record(3)
+    changed["statistics"].update(mean=1.41, min=1.39)
+    vgg = synthetic_records(2, slug="kernelbench-l3-p12-vgg19", batch=10, start=20)
+    vgg[1]["implementation"] = {"slug": "torch_eager"}
+    records = synthetic_records(2) + vgg + [changed, seed_record(0), "not json"]
+    assert cli("ingest", "runs", write_jsonl(tmp_path / "runs.jsonl", records)) == 1
+    out = capsys.readouterr().out
+    assert [line.rsplit(None, 1)[0].strip() for line in out.splitlines()] == [
+        "workloads", "implementations", "environments",
+        "runs inserted", "runs unchanged", "runs superseded", "runs rejected",
+    ]
+    assert table(out) == {
+        "workloads": 2, "implementations": 2, "environments": 6,
+        "runs inserted": 5, "runs unchanged": 1, "runs superseded": 1, "runs rejected": 1,
+    }
+
+
+def test_a_record_for_an_unknown_workload(cli, db_url, tmp_path, capsys):
+    path = write_jsonl(tmp_path / "runs.jsonl", synthetic_records(2, slug="kernelbench-l3-p99-nothing"))
+    before = counts(db_url)
+    assert cli("ingest", "runs", path) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: line 1 [workload.slug]: unknown workload 'kernelbench-l3-p99-nothing'" in err
+    assert f"{path}: line 2 [workload.slug]" in err
+    assert counts(db_url) == before
+
+
+def test_a_record_naming_its_workload_by_suite_level_and_problem(cli, db_url, tmp_path, capsys):
+    record = synthetic_records(1, start=40)[0]
+    record["workload"] = {"suite": "kernelbench", "level": 3, "problem": 9}
+    assert cli("ingest", "runs", write_jsonl(tmp_path / "runs.jsonl", [record])) == 0
+    (row,) = _sql(
+        db_url,
+        "SELECT w.slug, r.workload_revision_id = w.current_revision_id AS current FROM runs r "
+        "JOIN workloads w ON w.id = r.workload_id JOIN environments e ON e.id = r.environment_id WHERE e.label = 'pool-40'",
+    )
+    assert row["slug"] == RESNET and row["current"]
+    # The same run named by slug is the same run.
+    record["workload"] = {"slug": RESNET}
+    assert cli("ingest", "runs", write_jsonl(tmp_path / "again.jsonl", [record])) == 0
+    assert table(capsys.readouterr().out)["runs unchanged"] == 1
+
+
+def test_a_record_measured_on_an_older_revision(cli, db_url, tmp_path, capsys):
+    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
+    from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload
+    from kernelindex.rules.identity import sha256_hex
+    from kernelindex.seed import SEEDS_DIR
+
+    source = (SEEDS_DIR / "reference" / "resnet18.py").read_text()
+
+    async def new_revision():
+        engine = make_engine(db_url, pool_size=1, max_overflow=0)
+        try:
+            async with transaction(make_sessionmaker(engine)) as session:
+                return await upsert_workload(
+                    session,
+                    WorkloadSpec(suite="kernelbench", level=3, problem_number=9, name="ResNet18", slug=RESNET,
+                                 reference_source=source + "\n# revised\n", canonical_bindings={"batch_size": 2}),
+                )
+        finally:
+            await engine.dispose()
+
+    outcome = asyncio.run(new_revision())
+    assert outcome.status == "new revision"
+    (old,) = _sql(db_url, "SELECT id FROM workload_revisions WHERE source_sha256 = $1", sha256_hex(source))
+
+    record = synthetic_records(1, start=50)[0]
+    record["workload"] = {"slug": RESNET, "source_sha256": sha256_hex(source)}
+    current = synthetic_records(1, start=51)[0]
+    assert cli("ingest", "runs", write_jsonl(tmp_path / "runs.jsonl", [record, current])) == 0
+    rows = {
+        r["label"]: r["workload_revision_id"]
+        for r in _sql(db_url, "SELECT e.label, r.workload_revision_id FROM runs r JOIN environments e ON e.id = r.environment_id")
+    }
+    assert rows["pool-50"] == old["id"]
+    assert rows["pool-51"] == outcome.revision_id != old["id"]
+
+    unknown = synthetic_records(1, start=52)[0]
+    unknown["workload"]["source_sha256"] = "0" * 64
+    assert cli("ingest", "runs", write_jsonl(tmp_path / "unknown.jsonl", [unknown])) == 1
+    assert "[workload.source_sha256]: workload 'kernelbench-l3-p9-resnet18' has no revision with source sha256 000000000000" in (
+        capsys.readouterr().err
+    )
+
+
+def test_new_hardware_is_added_once_whatever_its_spelling(cli, db_url, tmp_path, capsys):
+    records = synthetic_records(4, start=60)
+    records[0]["environment"]["hardware"] = {"sku": "NVIDIA X9 Ultra"}  # not in the catalogue (yet): refused
+    records[1]["environment"]["hardware"] = {"product_name": "NVIDIA X9 Ultra"}  # added, SKU = product name
+    records[2]["environment"]["hardware"] = {"product_name": "nvidia x9 ultra"}
+    records[3]["environment"]["hardware"] = {"sku": "NVIDIA X9 Ultra"}  # the file has added it by now
+    assert cli("ingest", "runs", write_jsonl(tmp_path / "runs.jsonl", records)) == 1
+    out = capsys.readouterr()
+    assert out.err.count("hardware 'NVIDIA X9 Ultra' is not in the catalogue") == 1
+    assert "line 1 [environment.hardware.sku]: unknown hardware SKU 'NVIDIA X9 Ultra'" in out.err
+    assert table(out.out)["runs inserted"] == 3
+    (hardware,) = _sql(db_url, "SELECT id, has_datasheet FROM hardware WHERE lower(sku) = 'nvidia x9 ultra'")
+    assert not hardware["has_datasheet"]
+    assert len(_sql(db_url, "SELECT 1 FROM environments WHERE hardware_id = $1", hardware["id"])) == 3
+
+
+def test_a_line_too_long_is_refused_without_reading_it_whole(cli, db_url, tmp_path, capsys, monkeypatch):
+    from kernelindex.ingest import records as records_module
+
+    monkeypatch.setattr(records_module, "MAX_LINE_BYTES", 4096)
+    good = synthetic_records(2, start=70)
+    long_line = json.dumps({**good[0], "failure_reason": "x" * 10_000})
+    path = write_jsonl(tmp_path / "runs.jsonl", [good[0], long_line, good[1]])
+    assert cli("ingest", "runs", path) == 1
+    out = capsys.readouterr()
+    assert f"{path}: line 2: the line is 1" in out.err and "over the limit of 4,096" in out.err
+    assert table(out.out)["runs inserted"] == 2
