@@ -90,7 +90,7 @@ async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
             SELECT (SELECT id FROM sources WHERE name = 'Synthetic load source'), 'r' || g FROM generate_series(1, 100) g
             ON CONFLICT DO NOTHING;
         """)
-        per_snapshot = 8 * 100  # implementations × environments per workload
+        per_snapshot = 8 * 10  # implementations × environments per workload (each workload: 10 of the 100)
         workloads = await conn.fetch(
             "SELECT w.id, w.current_revision_id, r.canonical_configuration_key FROM workloads w "
             "JOIN workload_revisions r ON r.id = w.current_revision_id WHERE w.name LIKE 'Synthetic_%' ORDER BY w.id"
@@ -100,18 +100,24 @@ async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
         protocol = await conn.fetchval("SELECT id FROM protocols ORDER BY id LIMIT 1")
         started = time.perf_counter()
         for w in workloads:
+            # Two source snapshots at the canonical configuration (cohorts of 16 runs, as a busy index
+            # would hold), the rest a batch-size sweep: stored and listed, never eligible for records.
             await conn.execute(
                 """
                 INSERT INTO runs (workload_id, workload_revision_id, bindings, dtype, configuration_key, implementation_id,
                   environment_id, protocol_id, source_snapshot_id, status, mean_ms, std_ms, min_ms, max_ms, num_trials,
                   observed_at, evidence, content_sha256)
-                SELECT $1, $2, '{"batch_size": 16}'::jsonb, 'fp32', $3, i.id, e.id, $4, s.id, 'passed',
+                SELECT $1, $2, c.bindings, 'fp32', c.key, i.id, e.id, $4, s.id, 'passed',
                        m.mean, m.mean * 0.02, m.mean * 0.97, m.mean * 1.05, 100,
                        timestamptz '2026-06-01' + (random() * interval '150 days'),
                        CASE WHEN random() < 0.2 THEN 'measured' ELSE 'reported' END, md5(random()::text)
                 FROM (SELECT id FROM implementations ORDER BY id LIMIT 8) i
-                CROSS JOIN (SELECT id FROM environments WHERE fingerprint LIKE 'synthetic-env-%' ORDER BY id) e
-                CROSS JOIN (SELECT id FROM source_snapshots WHERE revision LIKE 'r%' ORDER BY id LIMIT $5) s
+                CROSS JOIN (SELECT id FROM environments WHERE fingerprint LIKE 'synthetic-env-%' AND (id + $1) % 10 = 0 ORDER BY id) e
+                CROSS JOIN (SELECT id, row_number() OVER (ORDER BY id) AS n FROM source_snapshots WHERE revision LIKE 'r%' ORDER BY id LIMIT $5) s
+                CROSS JOIN LATERAL (
+                    SELECT CASE WHEN s.n <= 2 THEN '{"batch_size": 16}'::jsonb ELSE jsonb_build_object('batch_size', 16 * s.n) END AS bindings,
+                           CASE WHEN s.n <= 2 THEN $3 ELSE '{"bindings":{"batch_size":' || (16 * s.n) || '},"dtype":"fp32"}' END AS key
+                ) c
                 CROSS JOIN LATERAL (SELECT 0.05 + random() * 5 + 0 * i.id * e.id * s.id AS mean) m
                 LIMIT $6
                 """,
@@ -140,10 +146,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 SQL = json.loads(open(os.environ["FLOOR_SQL"]).read())
 BODIES = {k: open(v, "rb").read() for k, v in json.loads(os.environ["FLOOR_BODIES"]).items()}
+import contextlib
 pool = None
-async def startup():
+@contextlib.asynccontextmanager
+async def lifespan(app):
     global pool
     pool = await asyncpg.create_pool(os.environ["FLOOR_DSN"], min_size=4, max_size=10)
+    yield
+    await pool.close()
 async def handler(request):
     name = request.path_params["name"]
     async with pool.acquire() as conn:
@@ -151,7 +161,7 @@ async def handler(request):
             for statement, args in SQL[name]:
                 await conn.fetch(statement, *args)
     return Response(BODIES[name], media_type="application/json")
-app = Starlette(routes=[Route("/q/{name}", handler)], on_startup=[startup])
+app = Starlette(routes=[Route("/q/{name}", handler)], lifespan=lifespan)
 '''
 
 

@@ -34,18 +34,22 @@ def should_mask_error(error: GraphQLError) -> bool:
 
 
 def is_database_unavailable(exc: BaseException | None) -> bool:
-    """Connection-level failures (refused, reset, server shutting down), not bad SQL."""
+    """Connection-level failures (refused, reset, closed, server shutting down), not bad SQL or a
+    statement the driver refused (those are bugs, and stay internal errors)."""
     import asyncpg
-    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+    from sqlalchemy.exc import DBAPIError
 
+    connection_errors = (
+        ConnectionError, OSError, asyncpg.exceptions.ConnectionDoesNotExistError,
+        asyncpg.exceptions.CannotConnectNowError, asyncpg.exceptions.AdminShutdownError,
+        asyncpg.exceptions.PostgresConnectionError, asyncpg.exceptions.ConnectionFailureError,
+    )
     while exc is not None:
-        if isinstance(exc, (ConnectionError, OSError, asyncpg.exceptions.ConnectionDoesNotExistError,
-                            asyncpg.exceptions.CannotConnectNowError, asyncpg.exceptions.AdminShutdownError,
-                            InterfaceError, OperationalError)):
+        if isinstance(exc, connection_errors):
             return True
         if isinstance(exc, DBAPIError) and exc.connection_invalidated:
             return True
-        if isinstance(exc, asyncpg.exceptions.PostgresConnectionError):
+        if isinstance(exc, asyncpg.exceptions.InterfaceError) and "connection" in str(exc).lower() and "closed" in str(exc).lower():
             return True
         exc = exc.__cause__ or exc.__context__
     return False

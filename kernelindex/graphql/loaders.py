@@ -11,7 +11,7 @@ from strawberry.dataloader import DataLoader
 
 from kernelindex.db.models import Hardware, Workload
 from kernelindex.services.evidence import WorkloadEvidence, load_catalogue, load_evidence
-from kernelindex.services.pages import PageEvidence, load_page_evidence
+from kernelindex.services.pages import PageEvidence, load_comparison_runs, load_measured_runs, load_page_evidence
 
 
 class Loaders:
@@ -24,6 +24,8 @@ class Loaders:
         self.evidence_by_workload_id = DataLoader(self._page_evidence_by_workload_id)
         self.full_evidence_by_workload_id = DataLoader(self._evidence_by_workload_id)
         self.review_state_by_run_id = DataLoader(self._review_state_by_run_id)
+        self.measured_runs_by_workload_id = DataLoader(self._measured_runs_by_workload_id)
+        self.comparison_runs_by_workload_id = DataLoader(self._comparison_runs_by_workload_id)
 
     async def catalogue(self) -> list[Hardware]:
         """The hardware catalogue, read once per request."""
@@ -47,6 +49,18 @@ class Loaders:
         workloads = [w for w in await self.workload_by_id.load_many(list(ids)) if w is not None]
         evidence = await load_page_evidence(self.session, workloads, await self.catalogue(), self.now)
         return [evidence[i] for i in ids]
+
+    async def _comparison_runs_by_workload_id(self, ids: Sequence[int]) -> list[list]:
+        """Loads every eligible run of each page's record cohort (only the comparison asks)."""
+        pages = await self.evidence_by_workload_id.load_many(list(ids))
+        await load_comparison_runs(self.session, {p.workload.id: p for p in pages})
+        return [p.comparison_runs for p in pages]
+
+    async def _measured_runs_by_workload_id(self, ids: Sequence[int]) -> list[list]:
+        """Loads the measured runs into each page's evidence (only the fields that judge trust ask)."""
+        pages = await self.evidence_by_workload_id.load_many(list(ids))
+        await load_measured_runs(self.session, {p.workload.id: p for p in pages})
+        return [p.measured_runs for p in pages]
 
     async def _evidence_by_workload_id(self, ids: Sequence[int]) -> list[WorkloadEvidence]:
         workloads = [w for w in await self.workload_by_id.load_many(list(ids)) if w is not None]

@@ -38,12 +38,13 @@ from kernelindex.ingest.writer import (
     IngestSummary,
     RunWriter,
     WorkloadRef,
-    environment_fingerprint,
+    configuration_key_memo,
+    environment_fingerprint_memo,
     load_hardware_index,
     load_workload_refs,
     resolve_workload_ref,
 )
-from kernelindex.rules.identity import canonical_json, configuration_key
+from kernelindex.rules.identity import canonical_json
 
 EXIT_OK = 0
 EXIT_SOME_REJECTED = 1
@@ -132,9 +133,9 @@ def natural_key(data: dict[str, Any], revision_id: int, sku: str) -> int:
     text = canonical_json(
         [
             revision_id,
-            configuration_key(config["bindings"], config["dtype"]),
+            configuration_key_memo(config["bindings"], config["dtype"]),
             data["implementation"]["slug"],
-            environment_fingerprint(sku, data["environment"]),
+            environment_fingerprint_memo(sku, data["environment"]),
             data["protocol"]["name"],
             data["protocol"]["version"],
             data["source"]["name"],

@@ -23,6 +23,7 @@ zero), and a run with any of them is counted as inserted.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from dataclasses import dataclass, field
@@ -110,6 +111,34 @@ def environment_fingerprint(sku: str, env: dict[str, Any]) -> str:
     return digest(
         {"sku": sku, "provider": env.get("provider"), "label": env.get("label"), "software": software, "details": details}
     )
+
+
+# Most records share their environment and configuration with many others: the digests are memoised
+# on a cheap key (a 128-bit hash of the repr of JSON data, which is injective; equal content in another
+# key order only misses), in bounded memory.
+_MEMO_LIMIT = 10_000
+_fingerprints: dict[tuple[str, bytes], str] = {}
+_configuration_keys: dict[tuple, str] = {}
+
+
+def environment_fingerprint_memo(sku: str, env: dict[str, Any]) -> str:
+    key = (sku, hashlib.blake2b(repr(env).encode("utf-8", "surrogatepass"), digest_size=16).digest())
+    found = _fingerprints.get(key)
+    if found is None:
+        if len(_fingerprints) >= _MEMO_LIMIT:
+            _fingerprints.clear()
+        found = _fingerprints[key] = environment_fingerprint(sku, env)
+    return found
+
+
+def configuration_key_memo(bindings: dict[str, int], dtype: str) -> str:
+    key = (dtype, *bindings.items())
+    found = _configuration_keys.get(key)
+    if found is None:
+        if len(_configuration_keys) >= _MEMO_LIMIT:
+            _configuration_keys.clear()
+        found = _configuration_keys[key] = configuration_key(bindings, dtype)
+    return found
 
 
 def content_digest(data: dict[str, Any]) -> str:
@@ -389,7 +418,7 @@ class RunWriter:
         for _, rec, _, _, hardware_id, sku in staged:
             data = rec.data
             env = data["environment"]
-            fingerprint = environment_fingerprint(sku, env)
+            fingerprint = environment_fingerprint_memo(sku, env)
             fingerprints.append(fingerprint)
             if fingerprint not in environments and fingerprint not in self._environments:
                 software = env.get("software") or {}
@@ -449,7 +478,7 @@ class RunWriter:
             protocol_id = self._protocols[(data["protocol"]["name"], data["protocol"]["version"])]
             snapshot_id = self._snapshots[(self._sources[data["source"]["name"]], data["source"].get("revision") or "")]
             config = data["configuration"]
-            key_text = configuration_key(config["bindings"], config["dtype"])
+            key_text = configuration_key_memo(config["bindings"], config["dtype"])
             natural_key = (revision_id, key_text, impl_id, env_id, protocol_id, snapshot_id)
             if natural_key in first_line_of_key:
                 problems.append(

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable
 
-from sqlalchemy import and_, delete, func, or_, select, tuple_
+from sqlalchemy import BigInteger, and_, any_, bindparam, delete, func, or_, select, tuple_
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -35,6 +36,12 @@ from kernelindex.rules.roofline import roofline_floor
 from kernelindex.services.evidence import FactsBuilder, load_catalogue, run_rows_statement
 
 CohortKey = tuple[int, str, int, int]  # workload revision, configuration key, protocol, environment
+COHORTS_PER_CALL = 1000
+
+
+def id_array(ids: Iterable[int]):
+    """One array parameter for `= ANY(...)`: any number of ids in a single bound value."""
+    return bindparam("ids", value=list(ids), type_=ARRAY(BigInteger), expanding=False)
 
 
 @dataclass
@@ -68,7 +75,15 @@ async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], 
             .distinct()
         )
     ).all()
-    return await refresh_cohorts(session, [tuple(r) for r in rows], now=now)
+    summary = RefreshSummary()
+    keys = [tuple(r) for r in rows]
+    # Bounded statements: PostgreSQL takes at most 32,767 parameters, and a cohort key is four.
+    for start in range(0, len(keys), COHORTS_PER_CALL):
+        part = await refresh_cohorts(session, keys[start:start + COHORTS_PER_CALL], now=now)
+        summary.cohorts += part.cohorts
+        summary.flagged_runs += part.flagged_runs
+        summary.events += part.events
+    return summary
 
 
 async def refresh_cohorts_of_runs(session: AsyncSession, run_ids: Iterable[int], now: datetime | None = None) -> RefreshSummary:
@@ -227,7 +242,7 @@ async def _flags_by_run(session: AsyncSession, run_ids: list[int]) -> dict[int, 
     out: dict[int, list[plausibility.Flag]] = defaultdict(list)
     if not run_ids:
         return out
-    for f in (await session.scalars(select(RunFlag).where(RunFlag.run_id.in_(run_ids)))).all():
+    for f in (await session.scalars(select(RunFlag).where(RunFlag.run_id == any_(id_array(run_ids))))).all():
         out[f.run_id].append(plausibility.Flag(f.run_id, f.code, plausibility.FLAG_WORDS.get(f.code, f.code), f.reason))
     return out
 
@@ -236,7 +251,7 @@ async def _reviews_by_run(session: AsyncSession, run_ids: list[int]) -> dict[int
     out: dict[int, list[plausibility.Review]] = defaultdict(list)
     if not run_ids:
         return out
-    for r in (await session.scalars(select(RunReview).where(RunReview.run_id.in_(run_ids)).order_by(RunReview.id))).all():
+    for r in (await session.scalars(select(RunReview).where(RunReview.run_id == any_(id_array(run_ids))).order_by(RunReview.id))).all():
         out[r.run_id].append(plausibility.Review(run_id=r.run_id, decision=r.decision, reviewer=r.reviewer, reviewed_at=r.created_at))
     return out
 

@@ -103,9 +103,9 @@ class _ResponseReplaced(Exception):
 
 
 def _unavailable_body(scope: Scope, request_id: str, unavailable: bool) -> bytes:
-    """The 503 that replaces a response whose commit failed; GraphQL-shaped on /graphql, so that a
-    GraphQL client reads it like any other SERVICE_UNAVAILABLE (the database can go away between the
-    last query and the commit)."""
+    """The body of a 503 sent here (a failed commit, a connection failure a route let through);
+    GraphQL-shaped on /graphql, so that a GraphQL client reads it like any other SERVICE_UNAVAILABLE
+    (the database can go away between the last query and the commit)."""
     message = UNAVAILABLE_MESSAGE if unavailable else "the database did not accept the change; retry shortly."
     if scope.get("path") == "/graphql":
         payload = {"data": None, "errors": [

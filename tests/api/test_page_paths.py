@@ -9,6 +9,14 @@ from kernelindex.services.pages import load_page_evidence
 from tests.api.helpers import synthetic_records, write_records
 
 
+def _baseline(ev):
+    from kernelindex.rules import ranking
+
+    record = ev.overall_record
+    baseline = ranking.baseline_of(record.cohort) if record else None
+    return baseline.run.id if baseline else None
+
+
 def _summary(ev) -> dict:
     return {
         "eligible": ev.eligible_count,
@@ -45,7 +53,12 @@ async def test_fast_and_full_paths_agree(db_url, session):
 
     full = await load_evidence(session, workloads, catalogue, FIXED_NOW)
     fast = await load_page_evidence(session, workloads, catalogue, FIXED_NOW)
+    from kernelindex.services.pages import load_comparison_runs
+
+    headline_baselines = {w.id: _baseline(fast[w.id]) for w in workloads}  # before the full cohort is loaded
+    await load_comparison_runs(session, fast)
     for w in workloads:
         assert _summary(fast[w.id]) == _summary(full[w.id]), w.slug
+        assert headline_baselines[w.id] == _baseline(full[w.id]), w.slug
     resnet = next(w for w in workloads if w.slug == "kernelbench-l3-p9-resnet18")
     assert fast[resnet.id].eligible_count == 4 + 38

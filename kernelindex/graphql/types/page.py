@@ -301,8 +301,11 @@ class Comparison:
             f"last observed {format_date(self.last_observed())}"
         )
 
-    @strawberry.field(description="Ranked rows, fastest first.")
-    def rows(self) -> list[ComparisonRow]:
+    @strawberry.field(description="Ranked rows, fastest first: the first `first` of them (resultCount says how many in all).")
+    def rows(self, info: strawberry.Info, first: int = 20) -> list[ComparisonRow]:
+        from kernelindex.graphql.pagination import check_first
+
+        check_first(first, info.context.settings.max_page_size)
         baseline = ranking.baseline_of(self.record.cohort)
         canonical = self.evidence.facts.canonical_configuration_key
         tied = {t.run.id: t for t in ties.tied_ranks(r.run for r in self.record.cohort)}
@@ -310,7 +313,7 @@ class Comparison:
         return [
             ComparisonRow(row=row, tied=tied[row.run.id], baseline=baseline, exact=row.run.configuration_key == canonical,
                           context_runs=context)
-            for row in self.record.cohort
+            for row in self.record.cohort[:first]
         ]
 
 

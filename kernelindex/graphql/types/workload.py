@@ -178,6 +178,8 @@ class Workload(Node):
     @strawberry.field(description="The ranked cohort of the overall record's environment.")
     async def comparison(self, info: strawberry.Info) -> Comparison | None:
         ev = await self._evidence(info)
+        await info.context.loaders.comparison_runs_by_workload_id.load(self.row.id)
+        await info.context.loaders.measured_runs_by_workload_id.load(self.row.id)
         return Comparison(record=ev.overall_record, evidence=ev) if ev.overall_record else None
 
     @strawberry.field(description="Every environment's ranked cohort, in record order.")
@@ -188,6 +190,7 @@ class Workload(Node):
     @strawberry.field(description="Each implementation's best latency over all environments and its ratio to the best.")
     async def implementations(self, info: strawberry.Info) -> list[ImplementationSummary]:
         ev = await self._evidence(info)
+        await info.context.loaders.measured_runs_by_workload_id.load(self.row.id)
         return [
             ImplementationSummary(best=b, evidence_levels=sorted(ev.evidence_kinds(b.run.implementation.id)),
                                   runs=ev.runs_of_implementation(b.run.implementation.id))
