@@ -49,17 +49,27 @@ def _load(path: Path, key: str) -> list[dict]:
         raise IngestAborted([InputProblem(str(path), key, f"cannot read seed file: {exc}")]) from exc
 
 
+def hardware_problem(entry: dict) -> str | None:
+    missing = [f for f in ("sku", "short_name", "family", "vendor") if not entry.get(f)]
+    return f"missing {', '.join(missing)}" if missing else None
+
+
+async def upsert_hardware(session: AsyncSession, entry: dict) -> None:
+    """A catalogue entry: inserted, or its datasheet figures brought up to date."""
+    values = {f: entry.get(f) for f in HARDWARE_FIELDS if f in entry}
+    values["has_datasheet"] = entry.get("dram_bandwidth_gbps") is not None
+    stmt = pg_insert(Hardware).values(**values)
+    update = {k: stmt.excluded[k] for k in values if k != "sku"}
+    await session.execute(stmt.on_conflict_do_update(index_elements=["sku"], set_=update))
+
+
 async def load_hardware_catalogue(session: AsyncSession, path: Path) -> int:
     entries = _load(path, "hardware")
     for entry in entries:
-        missing = [f for f in ("sku", "short_name", "family", "vendor") if not entry.get(f)]
-        if missing:
-            raise IngestAborted([InputProblem(str(path), entry.get("sku", "?"), f"missing {', '.join(missing)}")])
-        values = {f: entry.get(f) for f in HARDWARE_FIELDS if f in entry}
-        values["has_datasheet"] = entry.get("dram_bandwidth_gbps") is not None
-        stmt = pg_insert(Hardware).values(**values)
-        update = {k: stmt.excluded[k] for k in values if k != "sku"}
-        await session.execute(stmt.on_conflict_do_update(index_elements=["sku"], set_=update))
+        problem = hardware_problem(entry)
+        if problem:
+            raise IngestAborted([InputProblem(str(path), entry.get("sku", "?"), problem)])
+        await upsert_hardware(session, entry)
     return len(entries)
 
 

@@ -293,6 +293,15 @@ async def ingest_runs_file(
     sessionmaker = make_sessionmaker(engine)
     summary = IngestSummary()
     try:
+        from kernelindex.ingest.catalog import apply_catalog, catalog_lines
+
+        catalog, catalog_problems = catalog_lines(path, label)
+        if catalog_problems and strict:
+            raise IngestAborted(catalog_problems)
+        if catalog and not dry_run:
+            # Hardware and workload revisions first, in a transaction of their own: the runs refer to them.
+            async with transaction(sessionmaker) as session:
+                await apply_catalog(session, catalog)
         async with sessionmaker() as session:
             refs = await References.load(session)
         bar = Progress("validate", stream=sys.stderr) if progress else None
@@ -300,7 +309,7 @@ async def ingest_runs_file(
             checked = validate_lines(stream, label, refs, bar)
         if bar:
             bar.close()
-        summary.problems = checked.problems
+        summary.problems = catalog_problems + checked.problems
         summary.problems_not_kept = checked.problems_not_kept
         if checked.problems and strict:
             raise IngestAborted(checked.problems, total=checked.problem_count)

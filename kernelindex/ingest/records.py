@@ -26,6 +26,8 @@ from kernelindex.ingest.errors import InputProblem
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "schemas" / "run-record.schema.json"
 RECORD_FORMAT = "kernelindex.run/1"
+# Catalogue lines an export carries before its runs (kernelindex.ingest.catalog applies them).
+CATALOG_FORMATS = ("kernelindex.hardware/1", "kernelindex.workload/1")
 
 # A longer line is refused without being read into memory whole.
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -536,6 +538,8 @@ def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
         return [InputProblem(file, where, f"not valid JSON: {exc.msg} at column {exc.pos + 1}")]
     except (ValueError, MemoryError) as exc:
         return [InputProblem(file, where, _short(f"not valid JSON: {exc or type(exc).__name__}"))]
+    if isinstance(data, dict) and data.get("format") in CATALOG_FORMATS:
+        return None
     try:
         found = check_record(data)
     except (RecursionError, MemoryError) as exc:

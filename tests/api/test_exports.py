@@ -44,3 +44,41 @@ async def test_catalog_jsonl_shape(client):
     for line in lines:
         if line["format"] == "kernelindex.run/1":
             assert check_record(line) == []
+
+
+async def test_catalog_round_trip_into_an_empty_database(client, db_url, empty_db_url, tmp_path):
+    """The JSONL export re-imports through `kernelindex ingest runs` into an empty database to the same runs."""
+    import asyncio as _asyncio
+
+    from kernelindex.db.migrate import upgrade
+    from kernelindex.ingest.commands import ingest_runs_file
+    from tests.api.helpers import synthetic_records, write_records
+
+    await write_records(db_url, synthetic_records(5))
+    exported = (await client.get("/exports/catalog.jsonl")).text
+    path = tmp_path / "catalog.jsonl"
+    path.write_text(exported)
+    await _asyncio.to_thread(upgrade, empty_db_url)
+    summary = await ingest_runs_file(empty_db_url, path, str(path), progress=False)
+    assert summary.problems == [] and summary.inserted == 13
+    again = await ingest_runs_file(empty_db_url, path, str(path), progress=False)
+    assert again.inserted == 0 and again.unchanged == 13
+
+    def runs_of(url):
+        from tests.ingest.conftest import snapshot
+
+        keep = ("mean_ms", "std_ms", "min_ms", "max_ms", "num_trials", "status", "evidence", "observed_at", "dtype")
+        return sorted(tuple(r[k] for k in keep) for r in snapshot(url)["runs"])
+
+    original, copy = await _asyncio.to_thread(runs_of, db_url), await _asyncio.to_thread(runs_of, empty_db_url)
+    assert copy == original
+    import httpx
+
+    from kernelindex.settings import Settings
+    from kernelindex.web.app import create_app
+
+    app = create_app(Settings(), database_url=empty_db_url)
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            page = (await c.get("/workloads/kernelbench-l3-p9-resnet18.json")).json()
+    assert page["eligibleRunCount"] == 9 and page["headline"]["latencyMs"] == 1.2
