@@ -200,6 +200,7 @@ async def drive(url_of, seconds: float, clients: int, rate: float | None = None)
 
     latencies: list[float] = []
     errors = 0
+    sample: list[str] = []
     limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
     async with httpx.AsyncClient(limits=limits, timeout=30) as client:
         deadline = time.perf_counter() + seconds
@@ -211,8 +212,12 @@ async def drive(url_of, seconds: float, clients: int, rate: float | None = None)
                 response = await url_of(client)
                 if response.status_code != 200 or b'"errors"' in response.content[:200]:
                     errors += 1
-            except httpx.HTTPError:
+                    if not sample:
+                        sample.append(f"HTTP {response.status_code}: {response.text[:300]}")
+            except httpx.HTTPError as exc:
                 errors += 1
+                if not sample:
+                    sample.append(f"{type(exc).__name__}: {exc}")
             latencies.append(time.perf_counter() - start)
 
         if rate is None:
@@ -234,6 +239,8 @@ async def drive(url_of, seconds: float, clients: int, rate: float | None = None)
     def pct(p: float) -> float:
         return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000 if latencies else float("nan")
 
+    if sample:
+        print(f"first error: {sample[0]}", file=sys.stderr)
     return {"requests": len(latencies), "rps": len(latencies) / seconds, "p50_ms": pct(0.50), "p99_ms": pct(0.99), "errors": errors}
 
 
@@ -285,7 +292,7 @@ def main() -> None:
         (tmp / "floor_app.py").write_text(floor_app_source())
 
         api_port, floor_port = free_port(), free_port()
-        env = {**os.environ, "KERNELINDEX_DATABASE_URL": server.url, "KERNELINDEX_ENVIRONMENT": "production"}
+        env = {**os.environ, "KERNELINDEX_DATABASE_URL": server.url, "KERNELINDEX_ENVIRONMENT": "production", "PYTHONFAULTHANDLER": "1"}
         procs.append(subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(api_port), "--log-level", "warning"], env=env))
         floor_env = {**os.environ, "FLOOR_SQL": str(tmp / "sql.json"), "FLOOR_BODIES": json.dumps(body_files),
                      "FLOOR_DSN": server.url.replace("postgresql+asyncpg", "postgresql")}

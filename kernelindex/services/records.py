@@ -188,18 +188,19 @@ async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], n
                 "previous_run_id": draft.previous_run_id, "improvement_percent": draft.improvement_percent,
                 "rule_version": HISTORY_VERSION, "created_at": now,
             })
+    # executemany: one compiled statement for any number of rows (and no 32,767-parameter limit).
     if new_flags:
-        await session.execute(pg_insert(RunFlag).values(new_flags).on_conflict_do_nothing(index_elements=["run_id", "code"]))
+        await session.execute(pg_insert(RunFlag).on_conflict_do_nothing(index_elements=["run_id", "code"]), new_flags)
     await session.execute(
         delete(CohortBest).where(
             tuple_(CohortBest.workload_revision_id, CohortBest.configuration_key, CohortBest.protocol_id,
                    CohortBest.environment_id).in_(keys)
         )
     )
-    for start in range(0, len(bests), 2000):
-        await session.execute(pg_insert(CohortBest).values(bests[start:start + 2000]))
+    if bests:
+        await session.execute(pg_insert(CohortBest), bests)
     if events:
-        await session.execute(pg_insert(RecordEvent).values(events))
+        await session.execute(pg_insert(RecordEvent), events)
     summary.events = len(events)
     return summary
 

@@ -363,3 +363,20 @@ def test_a_line_too_long_is_refused_without_reading_it_whole(cli, db_url, tmp_pa
     out = capsys.readouterr()
     assert f"{path}: line 2: the line is 1" in out.err and "over the limit of 4,096" in out.err
     assert table(out.out)["runs inserted"] == 2
+
+
+def test_a_run_too_fast_to_be_true_lands_flagged_and_holds_no_record(cli, db_url, tmp_path, capsys):
+    """The writer refreshes the precomputed records of the cohorts it touched: a run under its floor
+    is stored, flagged for review, and kept off the page's headline."""
+    record = seed_record(0)
+    record["environment"]["label"] = "too-fast"
+    record["statistics"].update(mean=0.001, std=0.0001, min=0.0009, max=0.0011)
+    assert cli("ingest", "runs", write_jsonl(tmp_path / "fast.jsonl", [record])) == 0
+    assert table(capsys.readouterr().out)["runs inserted"] == 1
+    flags = _sql(
+        db_url,
+        "SELECT f.code FROM run_flags f JOIN runs r ON r.id = f.run_id JOIN environments e ON e.id = r.environment_id "
+        "WHERE e.label = 'too-fast'",
+    )
+    assert [f["code"] for f in flags] == ["below_floor"]
+    assert _page(db_url, RESNET)["headline"]["latencyMs"] == 1.39
