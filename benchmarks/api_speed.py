@@ -292,7 +292,7 @@ def main() -> None:
         (tmp / "floor_app.py").write_text(floor_app_source())
 
         api_port, floor_port = free_port(), free_port()
-        env = {**os.environ, "KERNELINDEX_DATABASE_URL": server.url, "KERNELINDEX_ENVIRONMENT": "production", "PYTHONFAULTHANDLER": "1"}
+        env = {**os.environ, "KERNELINDEX_DATABASE_URL": server.url, "KERNELINDEX_ENVIRONMENT": "production", "PYTHONFAULTHANDLER": "1", **dict(a.split("=", 1) for a in os.environ.get("API_SPEED_SERVER_ENV", "").split() if "=" in a)}
         procs.append(subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(api_port), "--log-level", "warning"], env=env))
         floor_env = {**os.environ, "FLOOR_SQL": str(tmp / "sql.json"), "FLOOR_BODIES": json.dumps(body_files),
                      "FLOOR_DSN": server.url.replace("postgresql+asyncpg", "postgresql")}
