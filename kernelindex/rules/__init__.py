@@ -1,8 +1,18 @@
 """The product's judgement: pure functions, no I/O. The API, the JSON twins, the exports and the
 ingest all call these modules; each rule carries a version string that is shown with its results."""
 
+from kernelindex.rules.compare import COMPARE_VERSION
+from kernelindex.rules.deployability import DEPLOYABILITY_VERSION
+from kernelindex.rules.evidence import EVIDENCE_VERSION
 from kernelindex.rules.headroom import HEADROOM_V1
+from kernelindex.rules.history import HISTORY_VERSION
+from kernelindex.rules.plausibility import PLAUSIBILITY_VERSION
 from kernelindex.rules.ranking import RANKING_VERSION
+from kernelindex.rules.roofline import ROOFLINE_VERSION
+from kernelindex.rules.ties import TIES_VERSION
 from kernelindex.rules.trust import TRUST_VERSION
 
-POLICY_VERSION = " · ".join((RANKING_VERSION, TRUST_VERSION, HEADROOM_V1))
+POLICY_VERSION = " · ".join((
+    RANKING_VERSION, TIES_VERSION, TRUST_VERSION, EVIDENCE_VERSION, HEADROOM_V1, ROOFLINE_VERSION,
+    PLAUSIBILITY_VERSION, HISTORY_VERSION, DEPLOYABILITY_VERSION, COMPARE_VERSION,
+))
