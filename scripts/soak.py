@@ -34,10 +34,11 @@ import psutil
 from _server import Server
 
 RESNET18 = "kernelbench-l3-p9-resnet18"
-PAGE = {"query": f'{{ workload(slug: "{RESNET18}") {{ title eligibleRunCountDisplay headline {{ label latencyDisplay '
-                 "plusMinusDisplay speedupDisplay }} records {{ label latencyDisplay implementation {{ title }} runCount }} "
-                 "comparison {{ header rows {{ rank implementation {{ title }} latencyDisplay vsFirstDisplay summary "
-                 "trustLabel stale }} }} headroom {{ summary boundLine basisLine notes }} notMeasured {{ message }} }} }}"}
+PAGE = {"query": """{ workload(slug: "%s") { title eligibleRunCountDisplay
+  headline { label latencyDisplay plusMinusDisplay speedupDisplay }
+  records { label latencyDisplay implementation { title } runCount }
+  comparison { header rows { rank implementation { title } latencyDisplay vsFirstDisplay summary trustLabel stale } }
+  headroom { summary boundLine basisLine notes } notMeasured { message } } }""" % RESNET18}
 WORKLOADS = {"query": "{ workloads(first: 20) { totalCount nodes { slug title eligibleRunCount headline { latencyDisplay } } } }"}
 RUNS = {"query": "{ runs(first: 20) { totalCount nodes { id meanMs latencyDisplay trustLabel implementation { slug } "
                  "environment { label hardware { sku } } } } }"}
@@ -113,11 +114,19 @@ async def soak(client: httpx.AsyncClient, process: psutil.Process, rate: float, 
             in_flight.release()
         results.append((scheduled - t0, time.monotonic() - scheduled, kind, error))
 
+    cpu: list[tuple[float, float, float, float]] = []  # (offset, machine %, server %, this load generator %)
+    me = psutil.Process()
+
     async def sampler() -> None:
-        while time.monotonic() - t0 < seconds:
-            rss.append((time.monotonic() - t0, process.memory_info().rss))
+        psutil.cpu_percent(None), process.cpu_percent(None), me.cpu_percent(None)  # start the counters
+        while True:
+            now = time.monotonic() - t0
+            rss.append((now, process.memory_info().rss))
+            cores = psutil.cpu_count() or 1
+            cpu.append((now, psutil.cpu_percent(None), process.cpu_percent(None) / cores, me.cpu_percent(None) / cores))
+            if now >= seconds:
+                break
             await asyncio.sleep(sample_s)
-        rss.append((time.monotonic() - t0, process.memory_info().rss))
 
     sampling = asyncio.create_task(sampler())
     tasks = set()
@@ -141,7 +150,7 @@ async def soak(client: httpx.AsyncClient, process: psutil.Process, rate: float, 
     if tasks:
         await asyncio.wait(tasks, timeout=60)
     await sampling
-    return {"results": results, "rss": rss, "skipped": skipped, "sent": i}
+    return {"results": results, "rss": rss, "cpu": cpu, "skipped": skipped, "sent": i}
 
 
 def main() -> int:
@@ -156,6 +165,7 @@ def main() -> int:
     parser.add_argument("--sample-s", type=float, default=2.0)
     parser.add_argument("--max-in-flight", type=int, default=256)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dump", help="write every request (offset, latency, kind, error) and the RSS samples here, as JSON")
     args = parser.parse_args()
     seconds = args.minutes * 60
     warmup = args.warmup_s if args.warmup_s is not None else min(60.0, seconds / 5)
@@ -185,6 +195,12 @@ def main() -> int:
         log = server.log_path.read_text()
 
     results = out["results"]
+    if args.dump:
+        import json
+
+        with open(args.dump, "w") as f:
+            json.dump({"results": results, "rss": out["rss"], "cpu": out["cpu"], "unloaded": out["unloaded"],
+                       "rate": out["rate"]}, f)
     errors = [r for r in results if r[3]]
     latencies = [r[1] for r in results if not r[3]]
     after_warmup = [r[1] for r in results if not r[3] and r[0] >= warmup]
@@ -209,6 +225,18 @@ def main() -> int:
     print(f"server RSS: {first / 2**20:.1f} MiB after warm-up, {last / 2**20:.1f} MiB at the end ({growth * 100:+.1f} %), "
           f"peak {peak / 2**20:.1f} MiB, {len(out['rss'])} samples")
     print(f"server log: {log.count('unexpected error (request')} unexpected errors, {log.count('Traceback')} tracebacks")
+    # The machine may be shared: CPU taken by other processes shows as latency here. Per window: the
+    # soak's p99, and the CPU (share of all cores) of the whole machine, the server and this script.
+    window = max(10.0, seconds / 30)
+    print(f"per {window:.0f} s window: p99 | CPU of the machine, the server, the load generator, everything else")
+    for start in [k * window for k in range(int(seconds // window) + 1)]:
+        lat = sorted(r[1] for r in results if start <= r[0] < start + window and not r[3])
+        use = [c for c in out["cpu"] if start <= c[0] < start + window]
+        if not lat or not use:
+            continue
+        machine, srv, gen = (statistics.mean(c[i] for c in use) for i in (1, 2, 3))
+        print(f"   {start:5.0f}-{start + window:5.0f} s: p99 {percentile(lat, 0.99) * 1000:7.1f} ms | "
+              f"{machine:5.1f} % {srv:5.1f} % {gen:5.1f} % {max(0.0, machine - srv - gen):5.1f} %")
     verdicts = {
         "no errors": not errors and out["skipped"] == 0,
         "p99 within 3x unloaded p99": soak_p99 <= 3 * unloaded_p99,
