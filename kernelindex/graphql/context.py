@@ -22,4 +22,8 @@ class Context:
     loaders: Loaders = field(init=False)
 
     def __post_init__(self) -> None:
+        from kernelindex.graphql.session import SerializedSession
+
+        if not isinstance(self.session, SerializedSession):
+            self.session = SerializedSession(self.session)
         self.loaders = Loaders(self.session, self.now)

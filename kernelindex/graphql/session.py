@@ -10,19 +10,77 @@ answer is reported here too, and ErrorPolicy turns that into SERVICE_UNAVAILABLE
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from graphql import ExecutionResult, GraphQLError
 from strawberry.extensions import SchemaExtension
+from strawberry.types.graphql import OperationType
 
 
 class SessionConnection(SchemaExtension):
     async def on_execute(self) -> AsyncIterator[None]:
         ctx = self.execution_context
         session = getattr(ctx.context, "session", None)
+        request = getattr(ctx.context, "request", None)
+        if request is not None and ctx.graphql_document is not None and ctx.operation_type is OperationType.QUERY:
+            # Queries write nothing: the request middleware rolls back instead of committing. When a
+            # field error cancels sibling fields mid-statement, graphql-core's cancellation leaves the
+            # connection closed; a commit would then fail and turn a user error into a 503.
+            request.state.read_only = True
         if session is not None and ctx.result is None:
             try:
                 await session.connection()
             except Exception as exc:  # ErrorPolicy decides what the client sees
                 ctx.result = ExecutionResult(data=None, errors=[GraphQLError(str(exc), original_error=exc)])
         yield
+
+
+class SerializedSession:
+    """The request's AsyncSession, one operation at a time.
+
+    graphql-core resolves sibling fields concurrently, and each DataLoader dispatches its batch in a
+    task of its own, so two coroutines can reach the session at once. An AsyncSession runs the ORM in
+    greenlets and must not be used concurrently: two interleaved loads corrupt its identity map (seen
+    under load as crashes inside object loading). Every awaited call goes through one lock; results
+    are buffered, so nothing reads from the session after the lock is released.
+    """
+
+    def __init__(self, session):
+        self._session = session
+        self._lock = asyncio.Lock()
+
+    @property
+    def raw(self):
+        return self._session
+
+    async def execute(self, *args, **kwargs):
+        async with self._lock:
+            return await self._session.execute(*args, **kwargs)
+
+    async def scalars(self, *args, **kwargs):
+        async with self._lock:
+            return await self._session.scalars(*args, **kwargs)
+
+    async def scalar(self, *args, **kwargs):
+        async with self._lock:
+            return await self._session.scalar(*args, **kwargs)
+
+    async def get(self, *args, **kwargs):
+        async with self._lock:
+            return await self._session.get(*args, **kwargs)
+
+    async def flush(self, *args, **kwargs):
+        async with self._lock:
+            return await self._session.flush(*args, **kwargs)
+
+    async def connection(self, *args, **kwargs):
+        async with self._lock:
+            return await self._session.connection(*args, **kwargs)
+
+    async def begin_nested(self):
+        async with self._lock:
+            return await self._session.begin_nested()
+
+    def __getattr__(self, name):
+        return getattr(self._session, name)
