@@ -1,7 +1,8 @@
 """One database session per request, committed or rolled back in one place.
 
 The commit happens when the response starts, before any byte reaches the client: a client never
-sees success for a write that did not land.
+sees success for a write that did not land. Requests that cannot write (GETs, GraphQL queries) are
+rolled back instead.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class DatabaseSessionMiddleware:
                 nonlocal finished
                 if message["type"] == "http.response.start" and not finished:
                     finished = True
-                    if message["status"] < 400:
+                    if message["status"] < 400 and not _read_only(scope, state):
                         try:
                             await session.commit()
                         except Exception as exc:
@@ -68,6 +69,12 @@ class DatabaseSessionMiddleware:
                 raise
         finally:
             await _close_quietly(session, request_id)
+
+
+def _read_only(scope: Scope, state: dict) -> bool:
+    """Nothing to commit: a GET (mutations are refused over GET) or a GraphQL query (the schema marks
+    those). Rolled back instead, so a connection broken by a cancelled read cannot fail the response."""
+    return scope.get("method") in ("GET", "HEAD") or bool(state.get("read_only"))
 
 
 async def _rollback_quietly(session: AsyncSession, request_id: str) -> None:

@@ -223,3 +223,22 @@ async def test_bad_arguments_to_the_plain_urls(shared_client, path, status, frag
     response = await shared_client.get(path)
     assert response.status_code == status, response.text[:300]
     assert fragment in response.json()["error"]
+
+
+async def test_a_user_error_beside_database_reads_stays_a_user_error(client):
+    """A field error cancels its sibling fields, mid-statement (graphql-core 3.3 cancels on error). That
+    closed the request's connection, the commit at response start failed, and a bad `first` came back
+    as a 503 'database unavailable'. Queries are now rolled back, not committed (found by scripts/fuzz_graphql.py)."""
+    query = (
+        f'{{ workload(slug: "{RESNET18}") {{ databaseId comparisons {{ rows(first: 256) {{ run {{ id numTrials '
+        "flags { reason } implementation { framework } } } } roofline { unavailableReason } } }"
+    )
+    for _ in range(3):
+        response = await client.post("/graphql", json={"query": query})
+        assert response.status_code == 200, response.text[:300]
+        body = response.json()
+        assert [(e["message"], e["extensions"]["code"]) for e in body["errors"]] == [
+            ("first must be at most 100, got 256", "BAD_USER_INPUT")
+        ]
+    after = await client.post("/graphql", json={"query": f'{{ workload(slug: "{RESNET18}") {{ slug eligibleRunCount }} }}'})
+    assert after.status_code == 200 and "errors" not in after.json()

@@ -172,22 +172,35 @@ def test_requests_fail_with_503_during_an_outage_and_none_fail_after(own_postgre
           f"PostgreSQL stop took {stopped - stop_called:.2f} s, start {ready - start_called:.2f} s")
 
 
-async def test_a_commit_lost_with_the_database_is_a_503_in_the_shape_of_the_endpoint(client, monkeypatch):
-    """The database can go away between a request's last query and the commit at response start: the
-    response becomes a 503, GraphQL-shaped on /graphql (it was a bare {"error": …} before)."""
+async def test_a_commit_lost_with_the_database_is_a_503_in_the_shape_of_the_endpoint(client, db_url, monkeypatch):
+    """The database can go away between a request's last statement and the commit at response start:
+    the response becomes a 503, GraphQL-shaped on /graphql (it was a bare {"error": …} before).
+    Only writes commit: a mutation here (queries and GETs are rolled back)."""
     from sqlalchemy.ext.asyncio import AsyncSession
+
+    from kernelindex.web import app as app_module
+
+    token = await make_token(db_url, "runs:retract", name="lost-commit")
 
     async def lost_commit(self):
         raise ConnectionResetError("connection reset by peer")
 
     monkeypatch.setattr(AsyncSession, "commit", lost_commit)
-    response = await client.post("/graphql", json=PAGE)
+    response = await client.post("/graphql", json={"query": RETRACT, "variables": {"id": "999999", "reason": "x"}},
+                                 headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 503
     body = response.json()
     assert body["data"] is None
     assert [(e["message"], e["extensions"]["code"]) for e in body["errors"]] == [(UNAVAILABLE_MESSAGE, "SERVICE_UNAVAILABLE")]
     assert body["errors"][0]["extensions"]["request_id"] == response.headers["x-request-id"]
+    # A query commits nothing, so a lost commit cannot fail it.
+    assert (await client.post("/graphql", json=PAGE)).status_code == 200
 
+    # A route that lets a connection failure through, before its response: a JSON 503, not a 500.
+    async def lost_connection(request, slug):
+        raise ConnectionResetError("connection reset by peer")
+
+    monkeypatch.setattr(app_module, "workload_twin", lost_connection)
     twin = await client.get(f"/workloads/{RESNET18}.json")
     assert twin.status_code == 503
     assert twin.json() == {"error": UNAVAILABLE_MESSAGE, "request_id": twin.headers["x-request-id"]}
