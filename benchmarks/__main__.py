@@ -15,22 +15,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .bindings import parse_binding
 from .problems import Problem
 from .records import JsonlWriter
 from .runners import IMPLEMENTATIONS
 from .sweep import TablePrinter, run_sweep
 from .timing import resolve_device
-
-
-def parse_binding(text: str) -> tuple[str, int]:
-    name, separator, value = text.partition("=")
-    name = name.strip()
-    if not separator or not name.isidentifier():
-        raise argparse.ArgumentTypeError(f"expected NAME=INTEGER, got {text!r}")
-    try:
-        return name, int(value.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{name}: {value!r} is not an integer") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -102,19 +102,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return status
 
 
-def parse_binding(text: str) -> tuple[str, int]:
-    """NAME=INT for --set (here, not imported from benchmarks: the CLI must not import torch to start)."""
-    name, separator, value = text.partition("=")
-    name = name.strip()
-    if not separator or not name.isidentifier():
-        raise argparse.ArgumentTypeError(f"expected NAME=INTEGER, got {text!r}")
-    try:
-        return name, int(value.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{name}: {value!r} is not an integer") from None
-
-
 def add_bench_command(sub) -> None:
+    from benchmarks.bindings import parse_binding  # torch-free
+
     bench = sub.add_parser("bench", help="measure workloads (eager, torch.compile) and write or ingest run records")
     bench.add_argument("--workload", action="append", default=[], metavar="SLUG", help="workload slug (repeatable)")
     bench.add_argument("--all", action="store_true", help="every workload (narrow with --level)")
