@@ -142,7 +142,6 @@ def run_command(args: list[str], env: dict[str, str], label: str) -> dict:
 
 
 async def _prepare(url: str) -> list[tuple[str, dict, str]]:
-    from sqlalchemy import text
 
     from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
     from kernelindex.seed import load_seed

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 
 def add_ingest_commands(sub) -> None:
     ingest = sub.add_parser("ingest", help="ingest run records or a KernelBench checkout")

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import hashlib
 import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Iterator

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
-import json
 import re
 import subprocess
 import sys

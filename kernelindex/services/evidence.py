@@ -3,7 +3,7 @@ workloads and runs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from typing import Iterable, Sequence
@@ -102,6 +102,16 @@ def run_rows_statement():
     )
 
 
+def workload_facts(workload: Workload, revision: WorkloadRevision | None) -> WorkloadFacts:
+    """What eligibility needs of a workload: its current revision and canonical configuration."""
+    bindings = revision.canonical_bindings if revision else {}
+    dtype = revision.canonical_dtype if revision else "fp32"
+    return WorkloadFacts(
+        id=workload.id, slug=workload.slug, current_revision_id=workload.current_revision_id,
+        canonical_bindings=bindings, canonical_dtype=dtype, canonical_configuration_key=configuration_key(bindings, dtype),
+    )
+
+
 class FactsBuilder:
     """Turns joined rows into shared, de-duplicated facts objects."""
 
@@ -141,18 +151,10 @@ class WorkloadEvidence:
     runs: list[RunFacts]
     catalogue: list[HardwareFacts]
     now: datetime
-    orm_runs: dict[int, Run] = field(default_factory=dict)
 
     @cached_property
     def facts(self) -> WorkloadFacts:
-        rev = self.revision
-        bindings = rev.canonical_bindings if rev else {}
-        dtype = rev.canonical_dtype if rev else "fp32"
-        return WorkloadFacts(
-            id=self.workload.id, slug=self.workload.slug, current_revision_id=self.workload.current_revision_id,
-            canonical_bindings=bindings, canonical_dtype=dtype,
-            canonical_configuration_key=configuration_key(bindings, dtype),
-        )
+        return workload_facts(self.workload, self.revision)
 
     @cached_property
     def eligible(self) -> list[RunFacts]:
@@ -213,25 +215,18 @@ async def load_evidence(
     builder = FactsBuilder()
     catalogue_facts = [builder.hardware(h) for h in catalogue]
     by_workload: dict[int, list[RunFacts]] = {i: [] for i in ids}
-    orm_runs: dict[int, dict[int, Run]] = {i: {} for i in ids}
     if ids:
         rows = await session.execute(
             run_rows_statement().where(Run.workload_id.in_(ids), Run.superseded_at.is_(None))
         )
-        all_rows = rows.all()
-        from kernelindex.services.pages import held_run_ids
+        from kernelindex.services.pages import with_holds
 
-        held = await held_run_ids(session, [row[0].id for row in all_rows])
-        for row in all_rows:
-            facts = builder.run(*row)
-            if facts.id in held:
-                facts = replace(facts, held_for_review=True)
-            by_workload[row[0].workload_id].append(facts)
-            orm_runs[row[0].workload_id][row[0].id] = row[0]
+        for facts in await with_holds(session, [builder.run(*row) for row in rows]):
+            by_workload[facts.workload_id].append(facts)
     return {
         w.id: WorkloadEvidence(
             workload=w, revision=revisions.get(w.current_revision_id), runs=by_workload[w.id],
-            catalogue=catalogue_facts, now=now, orm_runs=orm_runs[w.id],
+            catalogue=catalogue_facts, now=now,
         )
         for w in workloads
     }

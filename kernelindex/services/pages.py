@@ -15,14 +15,13 @@ from datetime import date, datetime
 from functools import cached_property
 from typing import Sequence
 
-from sqlalchemy import Integer, Text, any_, column, or_, select, values
+from sqlalchemy import Integer, Text, any_, column, select, values
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.models import CohortBest, Hardware, Run, RunFlag, RunReview, Source, SourceSnapshot, Workload, WorkloadRevision
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts, WorkloadFacts
-from kernelindex.rules.identity import configuration_key
-from kernelindex.services.evidence import FactsBuilder, run_rows_statement
+from kernelindex.services.evidence import FactsBuilder, run_rows_statement, workload_facts
 from kernelindex.services.records import id_array
 
 
@@ -44,13 +43,7 @@ class PageEvidence:
 
     @cached_property
     def facts(self) -> WorkloadFacts:
-        rev = self.revision
-        bindings = rev.canonical_bindings if rev else {}
-        dtype = rev.canonical_dtype if rev else "fp32"
-        return WorkloadFacts(
-            id=self.workload.id, slug=self.workload.slug, current_revision_id=self.workload.current_revision_id,
-            canonical_bindings=bindings, canonical_dtype=dtype, canonical_configuration_key=configuration_key(bindings, dtype),
-        )
+        return workload_facts(self.workload, self.revision)
 
     @property
     def eligible_count(self) -> int:
@@ -151,9 +144,7 @@ async def load_comparison_runs(session: AsyncSession, pages: dict[int, "PageEvid
         & (Run.protocol_id == cohorts.c.proto) & (Run.environment_id == cohorts.c.env),
     ).where(Run.status == "passed", Run.superseded_at.is_(None), Run.retracted_at.is_(None))
     builder = FactsBuilder()
-    facts = [builder.run(*row[:7]) for row in (await session.execute(statement)).all()]
-    held = await held_run_ids(session, [f.id for f in facts])
-    facts = [replace(f, held_for_review=f.id in held) for f in facts]
+    facts = await with_holds(session, [builder.run(*row[:7]) for row in (await session.execute(statement)).all()])
     for page in pages.values():
         key = page.record_cohort
         mine = [f for f in facts if (f.workload_revision_id, f.configuration_key, f.protocol.id, f.environment.id) == key]
@@ -195,11 +186,15 @@ async def load_measured_runs(session: AsyncSession, pages: dict[int, "PageEviden
     latest = select(ranked.c.id).where(ranked.c.n <= MEASURED_PER_IMPLEMENTATION_AND_SKU)
     builder = FactsBuilder()
     rows = (await session.execute(run_rows_statement().where(Run.id.in_(latest)))).all()
-    facts = [builder.run(*row) for row in rows]
-    held = await held_run_ids(session, [f.id for f in facts])
-    facts = [replace(f, held_for_review=f.id in held) for f in facts]
+    facts = await with_holds(session, [builder.run(*row) for row in rows])
     for page in pages.values():
         page.measured_runs = ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
+
+
+async def with_holds(session: AsyncSession, facts: list[RunFacts]) -> list[RunFacts]:
+    """The runs, with held_for_review set from their flags and reviews (one statement)."""
+    held = await held_run_ids(session, [f.id for f in facts])
+    return [replace(f, held_for_review=True) if f.id in held else f for f in facts]
 
 
 async def held_run_ids(session: AsyncSession, run_ids: Sequence[int]) -> set[int]:

@@ -9,11 +9,11 @@ plausibility decides the flags, ranking decides eligibility and order, history d
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Iterable
 
-from sqlalchemy import BigInteger, and_, any_, bindparam, delete, func, or_, select, tuple_
+from sqlalchemy import BigInteger, any_, bindparam, delete, select, tuple_
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -29,11 +29,10 @@ from kernelindex.db.models import (
     WorkloadRevision,
 )
 from kernelindex.rules import headroom, plausibility, ranking
-from kernelindex.rules.facts import RunFacts, WorkloadFacts
+from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.history import HISTORY_VERSION, next_events
-from kernelindex.rules.identity import configuration_key
 from kernelindex.rules.roofline import roofline_floor
-from kernelindex.services.evidence import FactsBuilder, load_catalogue, run_rows_statement
+from kernelindex.services.evidence import FactsBuilder, load_catalogue, run_rows_statement, workload_facts
 
 CohortKey = tuple[int, str, int, int]  # workload revision, configuration key, protocol, environment
 COHORTS_PER_CALL = 1000
@@ -158,11 +157,7 @@ async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], n
         if revision is None:
             continue
         workload = workloads[revision.workload_id]
-        facts = WorkloadFacts(
-            id=workload.id, slug=workload.slug, current_revision_id=workload.current_revision_id,
-            canonical_bindings=revision.canonical_bindings, canonical_dtype=revision.canonical_dtype,
-            canonical_configuration_key=configuration_key(revision.canonical_bindings, revision.canonical_dtype),
-        )
+        facts = workload_facts(workload, revision)
         runs = by_cohort.get(key, [])
         baseline = next((r for r in sorted(runs, key=ranking.order_key) if r.implementation.is_baseline), None)
         judged: list[RunFacts] = []
@@ -176,7 +171,7 @@ async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], n
                                       "rule_version": plausibility.PLAUSIBILITY_VERSION})
                     summary.flagged_runs.append(run.id)
             held = plausibility.is_held_for_review(found, reviews.get(run.id, []))
-            judged.append(_with_hold(run, held))
+            judged.append(replace(run, held_for_review=held) if run.held_for_review != held else run)
         eligible = ranking.eligible_runs(judged, facts)
         _append_bests(bests, key, workload.id, eligible, snapshot_of)
         holder = latest.get(key)
@@ -203,14 +198,6 @@ async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], n
         await session.execute(pg_insert(RecordEvent), events)
     summary.events = len(events)
     return summary
-
-
-def _with_hold(run: RunFacts, held: bool) -> RunFacts:
-    if run.held_for_review == held:
-        return run
-    from dataclasses import replace
-
-    return replace(run, held_for_review=held)
 
 
 def _floor_for(run: RunFacts, revision: WorkloadRevision, catalogue) -> float | None:

@@ -14,7 +14,7 @@ from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Route
 from strawberry.asgi import GraphQL
 
 from kernelindex.db.engine import make_engine, make_sessionmaker

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import strawberry
-from sqlalchemy import func, literal, select
+from sqlalchemy import func, select
 
 from kernelindex.db.models import Environment as EnvironmentRow
 from kernelindex.db.models import Hardware as HardwareRow

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.pagination import Connection, keyset_page
-from kernelindex.graphql.queries.workloads import measured_on
+from kernelindex.graphql.queries.workloads import measured_on_clause
 from kernelindex.graphql.types.page import EnvironmentRecord
 from kernelindex.graphql.types.workload import Workload
 
@@ -44,7 +44,7 @@ class RecordQueries:
         first: int = 20,
         after: str | None = None,
     ) -> Connection[WorkloadRecords]:
-        statement = select(WorkloadRow).where(measured_on(hardware))
+        statement = select(WorkloadRow).where(measured_on_clause(hardware))
         loaders = info.context.loaders
 
         def make_node(row):

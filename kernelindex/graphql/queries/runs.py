@@ -13,7 +13,6 @@ from kernelindex.db.models import Environment as EnvironmentRow
 from kernelindex.db.models import Hardware as HardwareRow
 from kernelindex.db.models import Implementation as ImplementationRow
 from kernelindex.db.models import Run as RunRow
-from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.enums import Evidence, RunOrder, RunStatus
 from kernelindex.graphql.node import from_global_id
 from kernelindex.graphql.errors import UserInputError

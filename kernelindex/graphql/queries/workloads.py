@@ -22,7 +22,7 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def measured_on(name: str):
+def measured_on_clause(name: str):
     """Workloads with at least one eligible run on hardware matching `name` (SKU or family)."""
     return (
         select(RunRow.id)
@@ -80,9 +80,9 @@ class WorkloadQueries:
         if name_prefix:
             conditions.append(func.lower(WorkloadRow.name).like(f"{like_escape(name_prefix.lower())}%"))
         if measured_on:
-            conditions.append(globals()["measured_on"](measured_on))
+            conditions.append(measured_on_clause(measured_on))
         if not_measured_on:
-            conditions.append(~globals()["measured_on"](not_measured_on))
+            conditions.append(~measured_on_clause(not_measured_on))
         statement = select(WorkloadRow).where(and_(literal(True), *conditions))
         loaders = info.context.loaders
 

@@ -12,7 +12,7 @@ from kernelindex.graphql.types.run import Run
 from kernelindex.rules import compare as compare_rules
 from kernelindex.rules import roofline
 from kernelindex.rules.deployability import Deployability as DeployabilityResult
-from kernelindex.rules.display import format_count, format_duration_ns, format_ratio
+from kernelindex.rules.display import format_count, format_ratio
 
 
 @strawberry.type(description="One compute term of a roofline floor: FLOPs of one class at the peak of the math it runs.")

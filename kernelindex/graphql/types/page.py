@@ -7,7 +7,7 @@ from datetime import date
 
 import strawberry
 
-from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation, Source
+from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
 from kernelindex.graphql.types.run import Configuration, Run
 from kernelindex.rules import headroom as headroom_rules
 from kernelindex.rules import evidence as evidence_rules
