@@ -9,13 +9,16 @@ What it does:
    over them (bulk SQL: many environments, implementations and source snapshots), then refreshes
    the precomputed records.
 2. Starts the server as the README does (`kernelindex serve`) in a separate process, pointed at
-   that database, and a floor server: a plain Starlette endpoint that runs the same SQL with asyncpg
-   and returns the same JSON bytes.
-3. Drives each endpoint from this process with an asyncio HTTP client: one client in sequence
-   (unloaded p50/p99), `--clients` concurrent clients for `--seconds` (saturation requests/s), then
-   an open loop at half the saturation rate (p50/p99 at half load).
+   that database, twice: as deployed (the response cache on) and with the response cache off (what
+   the first request after each write costs); and a floor server: a plain Starlette endpoint that
+   runs the same SQL as an executed request with asyncpg and returns the same JSON bytes.
+3. Drives each endpoint with `hey` (Debian package `hey`; the asyncio client in this file when hey
+   is missing or with --client python): one client in sequence (unloaded p50/p99), `--clients`
+   concurrent clients for `--seconds` (saturation requests/s), then an open loop at half the
+   saturation rate (p50/p99 at half load).
 Two queries: the workload page (everything on a reference page) and a list (first 100 workloads
-with their current records). Everything is on 127.0.0.1; the load stops by itself.
+with their current records). Everything is on 127.0.0.1, client included, on the same cores; the
+load stops by itself.
 """
 
 from __future__ import annotations
@@ -243,6 +246,30 @@ async def drive(url_of, seconds: float, clients: int, rate: float | None = None)
     return {"requests": len(latencies), "rps": len(latencies) / seconds, "p50_ms": pct(0.50), "p99_ms": pct(0.99), "errors": errors}
 
 
+def drive_hey(url: str, seconds: float, clients: int, rate: float | None = None, body: Path | None = None) -> dict:
+    """The same figures as drive(), from `hey` (Debian package hey): a Go client costs the two
+    shared cores far less per request than an asyncio one, so the server, not the client, saturates."""
+    cmd = ["hey", "-o", "csv", "-z", f"{seconds}s", "-c", str(clients), "-t", "30"]
+    if rate is not None:
+        cmd += ["-q", f"{rate / clients:.4f}"]  # hey's rate is per worker
+    if body is not None:
+        cmd += ["-m", "POST", "-T", "application/json", "-D", str(body)]
+    out = subprocess.run(cmd + [url], capture_output=True, text=True, timeout=seconds + 120, check=True).stdout
+    latencies, errors = [], 0
+    for line in out.splitlines()[1:]:
+        fields = line.split(",")
+        if len(fields) < 7:
+            continue
+        latencies.append(float(fields[0]))
+        errors += fields[6] != "200"
+    latencies.sort()
+
+    def pct(p: float) -> float:
+        return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000 if latencies else float("nan")
+
+    return {"requests": len(latencies), "rps": len(latencies) / seconds, "p50_ms": pct(0.50), "p99_ms": pct(0.99), "errors": errors}
+
+
 def wait_for(url: str, timeout: float = 60) -> None:
     import httpx
 
@@ -257,12 +284,22 @@ def wait_for(url: str, timeout: float = 60) -> None:
     raise SystemExit(f"{url} did not come up")
 
 
+def httpx_post_or_get(url: str, payload: dict | None) -> bytes:
+    import httpx
+
+    response = httpx.post(url, json=payload, timeout=60) if payload is not None else httpx.get(url, timeout=60)
+    response.raise_for_status()
+    return response.content
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--workloads", type=int, default=250)
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--client", choices=("auto", "hey", "python"), default="auto",
+                        help="load generator: hey (apt install hey) or the asyncio client; auto: hey when installed")
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
 
@@ -290,37 +327,57 @@ def main() -> None:
             body_files[name] = str(tmp / f"{name}.json")
         (tmp / "floor_app.py").write_text(floor_app_source())
 
-        api_port, floor_port = free_port(), free_port()
+        api_port, uncached_port, floor_port = free_port(), free_port(), free_port()
         env = {**os.environ, "KERNELINDEX_DATABASE_URL": server.url, "KERNELINDEX_ENVIRONMENT": "production", "PYTHONFAULTHANDLER": "1", **dict(a.split("=", 1) for a in os.environ.get("API_SPEED_SERVER_ENV", "").split() if "=" in a)}
+        # As deployed (the response cache on), and with the cache off: what every first request after a write costs.
         procs.append(subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(api_port), "--log-level", "warning"], env=env))
+        procs.append(subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(uncached_port), "--log-level", "warning"],
+                                      env={**env, "KERNELINDEX_RESPONSE_CACHE_ENTRIES": "0"}))
         floor_env = {**os.environ, "FLOOR_SQL": str(tmp / "sql.json"), "FLOOR_BODIES": json.dumps(body_files),
                      "FLOOR_DSN": server.url.replace("postgresql+asyncpg", "postgresql")}
         procs.append(subprocess.Popen([sys.executable, "-m", "uvicorn", "floor_app:app", "--port", str(floor_port),
                                        "--log-level", "warning", "--app-dir", str(tmp)], env=floor_env))
-        wait_for(f"http://127.0.0.1:{api_port}/healthz")
+        for port in (api_port, uncached_port):
+            wait_for(f"http://127.0.0.1:{port}/healthz")
         wait_for(f"http://127.0.0.1:{floor_port}/q/page")
+        use_hey = args.client == "hey" or (args.client == "auto" and shutil.which("hey") is not None)
+        print(f"load generator: {'hey' if use_hey else 'asyncio (httpx)'}", file=sys.stderr)
 
-        results = {"dataset": {"runs": args.runs, "workloads": args.workloads + 2}, "statements_per_request": counts}
+        results = {"dataset": {"runs": args.runs, "workloads": args.workloads + 2}, "client": "hey" if use_hey else "httpx",
+                   "statements_per_request": {"executed": counts, "served from the response cache": 1}}
         for name, (query, variables) in queries.items():
             payload = {"query": query, "variables": variables}
+            body_file = tmp / f"{name}.request.json"
+            body_file.write_text(json.dumps(payload))
+            targets = {
+                "api": (f"http://127.0.0.1:{api_port}/graphql", body_file),
+                "api, cache off": (f"http://127.0.0.1:{uncached_port}/graphql", body_file),
+                "floor": (f"http://127.0.0.1:{floor_port}/q/{name}", None),
+            }
+            for label, (url, body) in targets.items():
+                check = httpx_post_or_get(url, payload if body else None)
+                assert b'"errors"' not in check[:200], check[:300]
+                if use_hey:
+                    def run_load(seconds, clients, rate=None, url=url, body=body):
+                        return drive_hey(url, seconds, clients, rate, body)
+                else:
+                    def target(client, url=url, body=body):
+                        return client.post(url, json=payload) if body else client.get(url)
 
-            def api(client, payload=payload):
-                return client.post(f"http://127.0.0.1:{api_port}/graphql", json=payload)
-
-            def floor(client, name=name):
-                return client.get(f"http://127.0.0.1:{floor_port}/q/{name}")
-
-            for label, target in (("api", api), ("floor", floor)):
-                asyncio.run(drive(target, 2, 4))  # warm-up
-                unloaded = asyncio.run(drive(target, min(args.seconds, 10), 1))
-                saturated = asyncio.run(drive(target, args.seconds, args.clients))
-                half = asyncio.run(drive(target, args.seconds, args.clients, rate=saturated["rps"] / 2))
+                    def run_load(seconds, clients, rate=None, target=target):
+                        return asyncio.run(drive(target, seconds, clients, rate))
+                run_load(2, 4)  # warm-up
+                unloaded = run_load(min(args.seconds, 10), 1)
+                saturated = run_load(args.seconds, args.clients)
+                half = run_load(args.seconds, args.clients, rate=saturated["rps"] / 2)
                 results[f"{name}/{label}"] = {"unloaded": unloaded, "saturation": saturated, "half_saturation": half}
-                print(f"{name:5} {label:5} saturation {saturated['rps']:7.0f} req/s | unloaded p50 {unloaded['p50_ms']:6.2f} ms "
+                print(f"{name:5} {label:15} saturation {saturated['rps']:7.0f} req/s | unloaded p50 {unloaded['p50_ms']:6.2f} ms "
                       f"p99 {unloaded['p99_ms']:6.2f} ms | half load p50 {half['p50_ms']:6.2f} ms p99 {half['p99_ms']:6.2f} ms "
                       f"| errors {saturated['errors'] + half['errors'] + unloaded['errors']}", flush=True)
-            ratio = results[f"{name}/floor"]["saturation"]["rps"] / max(1e-9, results[f"{name}/api"]["saturation"]["rps"])
-            print(f"{name:5} SQL statements per request: {counts[name]}; floor/api throughput ratio {ratio:.2f}", flush=True)
+            floor_rps = results[f"{name}/floor"]["saturation"]["rps"]
+            print(f"{name:5} SQL statements per request: {counts[name]} executed, 1 from the response cache; "
+                  f"api/floor throughput {results[f'{name}/api']['saturation']['rps'] / floor_rps:.2f} "
+                  f"(cache off {results[f'{name}/api, cache off']['saturation']['rps'] / floor_rps:.2f})", flush=True)
         if args.out:
             Path(args.out).write_text(json.dumps(results, indent=2))
         shutil.rmtree(tmp, ignore_errors=True)

@@ -33,6 +33,11 @@ class Settings(BaseSettings):
     request_timeout_s: float = 10.0
     cors_allowed_origins: list[str] = []  # JSON list in the environment; empty: same origin only
     cache_max_age_s: int = 30
+    # Encoded query responses kept until the data version moves (kernelindex.web.response_cache);
+    # 0 entries turns the cache off. The TTL bounds how old time-derived fields (staleness) can be.
+    response_cache_entries: int = 2048
+    response_cache_bytes: int = 64 * 1024 * 1024
+    response_cache_ttl_s: float = 60.0
 
     db_pool_size: int = 10
     db_max_overflow: int = 10

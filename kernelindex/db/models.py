@@ -19,6 +19,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    SmallInteger,
     Text,
     UniqueConstraint,
     func,
@@ -420,3 +421,20 @@ class CohortBest(Base):
         Index("ix_cohort_bests_hardware", "hardware_id"),
         Index("ix_cohort_bests_run", "run_id"),
     )
+
+
+class DataVersion(Base):
+    """One row: a counter that statement triggers move once per transaction that changes the index.
+
+    The API's response cache is keyed on it (kernelindex.web.response_cache). Written only by the
+    triggers of migration 0004, never by application code.
+    """
+
+    __tablename__ = "data_version"
+
+    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)
+    changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    changed_by_xact: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (CheckConstraint("id = 1", name="single_row"),)

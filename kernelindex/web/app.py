@@ -15,6 +15,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from graphql import ExecutionResult
 from strawberry.asgi import GraphQL
 
 from kernelindex.db.engine import make_engine, make_sessionmaker
@@ -25,10 +26,19 @@ from starlette.middleware.cors import CORSMiddleware
 
 from kernelindex.web.http import BodySizeLimitMiddleware, ConditionalGetMiddleware, RequestIdMiddleware, TimeoutMiddleware
 from kernelindex.web.middleware import DatabaseSessionMiddleware
+from kernelindex.web.response_cache import DataVersionReader, ResponseCache, cache_key
 from kernelindex.web.exports import catalog_jsonl, runs_csv
 from kernelindex.web.twins import TwinError, workload_twin
 
 log = logging.getLogger("kernelindex.web")
+
+
+class _CachedResult(ExecutionResult):
+    """An execution result whose response is already encoded."""
+
+    def __init__(self, body: "EncodedResponse"):
+        super().__init__(data={})
+        self.body = body
 
 POLICY_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "how-records-are-decided.md"
 
@@ -39,7 +49,44 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+class EncodedResponse(str):
+    """A GraphQL response already encoded as JSON (from the response cache): sent as it is."""
+
+
 class KernelIndexGraphQL(GraphQL):
+    """Strawberry's ASGI view, with the response cache in front of query execution."""
+
+    async def execute_single(self, request, request_adapter, sub_response, context, root_value, request_data):
+        cache: ResponseCache | None = getattr(request.app.state, "response_cache", None)
+        key = version = None
+        if cache is not None and cache.enabled and request_adapter.method in ("GET", "POST"):
+            key = cache_key(request_data.query, request_data.operation_name, request_data.variables)
+        if key is not None:
+            version = await request.app.state.data_version.current()
+            if version is not None:
+                body = cache.get(key, version, context.now)
+                if body is not None:
+                    request.state.read_only = True
+                    return _CachedResult(body)
+        result = await super().execute_single(request, request_adapter, sub_response, context, root_value, request_data)
+        if version is not None and not result.errors and result.data is not None:
+            body = EncodedResponse(self.encode_json(await super().process_result(request, result)))
+            cache.put(key, version, context.now, body)
+            return _CachedResult(body)
+        return result
+
+    async def process_result(self, request: Request, result: ExecutionResult) -> Any:
+        if isinstance(result, _CachedResult):
+            return result.body
+        return await super().process_result(request, result)
+
+    def encode_json(self, data: object) -> str:
+        if isinstance(data, EncodedResponse):
+            return data
+        if isinstance(data, list) and any(isinstance(item, EncodedResponse) for item in data):
+            return "[" + ",".join(self.encode_json(item) for item in data) + "]"
+        return super().encode_json(data)
+
     async def get_context(self, request: Request, response: Any) -> Context:
         app_state = request.app.state
         return Context(
@@ -108,10 +155,15 @@ def create_app(
         engine = make_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)
+        app.state.data_version = DataVersionReader(url)
+        app.state.response_cache = ResponseCache(
+            settings.response_cache_entries, settings.response_cache_bytes, settings.response_cache_ttl_s
+        )
         freeze_startup_heap()
         try:
             yield
         finally:
+            await app.state.data_version.close()
             await engine.dispose()
 
     graphql_app = KernelIndexGraphQL(schema, graphql_ide="graphiql", allow_queries_via_get=True)
