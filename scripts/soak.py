@@ -12,7 +12,9 @@ then:
   3. sends the mix open-loop at the rate (default half the saturation) for --minutes; latency is
      counted from each request's scheduled time, so queueing shows;
   4. samples the server process's RSS (psutil) every --sample-s seconds.
-The mix: the workload page (GraphQL), the workload list, a runs list, the JSON twin, runs.csv.
+The mix: the workload page (GraphQL), the workload list, a runs list, the JSON twin, runs.csv;
+and every --write-every-s seconds a write (submitRuns with a token, one new run on the page's
+workload), so the response cache is invalidated under load and reads after it must show the write.
 
 Exit status 1 if any request failed, if the soak's p99 is over 3x the unloaded p99, or if the RSS
 grew by more than 10 % from the end of the warm-up (the first --warmup-s seconds) to the end.
@@ -49,6 +51,33 @@ MIX = [  # (name, weight, send)
     ("json twin", 2, lambda c: c.get(f"/workloads/{RESNET18}.json")),
     ("runs.csv", 1, lambda c: c.get("/exports/runs.csv")),
 ]
+
+
+SUBMIT = """mutation Submit($records: [JSON!]!) { submitRuns(records: $records) { ok inserted problems { reason } } }"""
+
+
+def write_record(n: int) -> dict:
+    """A new passed run on the page's workload, in an environment of its own (so it is inserted)."""
+    import json
+
+    from _server import REPO
+
+    record = json.loads((REPO / "seeds" / "runs.jsonl").read_text().splitlines()[3])
+    record["environment"] = {"hardware": {"sku": "NVIDIA H100 SXM5 80GB"}, "provider": "SoakCloud",
+                             "label": f"soak-{n}", "software": {"torch": "2.13.0"}}
+    mean = 1.5 + (n % 40) / 100
+    record["statistics"] = {"mean": mean, "std": 0.01, "min": mean - 0.01, "max": mean + 0.01, "num_trials": 100}
+    record["source"] = {"name": "Soak writer", "revision": "s1"}
+    record["evidence"] = "measured"
+    return record
+
+
+def write_failed(response: httpx.Response) -> str | None:
+    error = failed(response)
+    if error:
+        return error
+    result = response.json()["data"]["submitRuns"]
+    return None if result["ok"] and result["inserted"] == 1 else f"submitRuns: {result}"
 
 
 def pick(rng: random.Random):
@@ -97,7 +126,7 @@ async def saturation(client: httpx.AsyncClient, clients: int, seconds: float, rn
 
 
 async def soak(client: httpx.AsyncClient, process: psutil.Process, rate: float, seconds: float, sample_s: float,
-               max_in_flight: int, rng: random.Random) -> dict:
+               max_in_flight: int, rng: random.Random, token: str | None = None, write_every_s: float = 0) -> dict:
     results: list[tuple[float, float, str, str | None]] = []  # (scheduled offset, latency, kind, error)
     rss: list[tuple[float, int]] = []
     in_flight = asyncio.Semaphore(max_in_flight)
@@ -128,7 +157,22 @@ async def soak(client: httpx.AsyncClient, process: psutil.Process, rate: float, 
                 break
             await asyncio.sleep(sample_s)
 
+    async def writer() -> None:
+        n = 0
+        while time.monotonic() - t0 + write_every_s < seconds:
+            await asyncio.sleep(write_every_s)
+            n += 1
+            scheduled = time.monotonic()
+            try:
+                response = await client.post("/graphql", json={"query": SUBMIT, "variables": {"records": [write_record(n)]}},
+                                             headers={"Authorization": f"Bearer {token}"})
+                error = write_failed(response)
+            except (httpx.HTTPError, ValueError) as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            results.append((scheduled - t0, time.monotonic() - scheduled, "submitRuns", error))
+
     sampling = asyncio.create_task(sampler())
+    writing = asyncio.create_task(writer()) if token and write_every_s > 0 else None
     tasks = set()
     i = 0
     while True:
@@ -150,6 +194,8 @@ async def soak(client: httpx.AsyncClient, process: psutil.Process, rate: float, 
     if tasks:
         await asyncio.wait(tasks, timeout=60)
     await sampling
+    if writing is not None:
+        await writing
     return {"results": results, "rss": rss, "cpu": cpu, "skipped": skipped, "sent": i}
 
 
@@ -165,6 +211,7 @@ def main() -> int:
     parser.add_argument("--sample-s", type=float, default=2.0)
     parser.add_argument("--max-in-flight", type=int, default=256)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--write-every-s", type=float, default=5.0, help="one submitRuns write this often (0: reads only)")
     parser.add_argument("--dump", help="write every request (offset, latency, kind, error) and the RSS samples here, as JSON")
     args = parser.parse_args()
     seconds = args.minutes * 60
@@ -174,6 +221,7 @@ def main() -> int:
     with Server() as server:
         process = psutil.Process(server.process.pid)
         print(f"server {server.url} (pid {process.pid}), log {server.log_path}", flush=True)
+        token = server.kernelindex("token", "create", "--scope", "runs:write", "--name", "soak").strip() if args.write_every_s > 0 else None
 
         async def run() -> dict:
             limits = httpx.Limits(max_connections=args.max_in_flight, max_keepalive_connections=args.max_in_flight)
@@ -188,7 +236,8 @@ def main() -> int:
                 print(f"unloaded: p50 {statistics.median(base) * 1000:.1f} ms, p99 {percentile(base, 0.99) * 1000:.1f} ms; "
                       f"saturation {out['saturation'] or float('nan'):.0f}/s; soaking at {out['rate']:.0f}/s "
                       f"for {seconds:.0f} s", flush=True)
-                out.update(await soak(client, process, out["rate"], seconds, args.sample_s, args.max_in_flight, rng))
+                out.update(await soak(client, process, out["rate"], seconds, args.sample_s, args.max_in_flight, rng,
+                                      token, args.write_every_s))
                 return out
 
         out = asyncio.run(run())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import logging
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,7 +27,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from kernelindex.web.http import BodySizeLimitMiddleware, ConditionalGetMiddleware, RequestIdMiddleware, TimeoutMiddleware
 from kernelindex.web.middleware import DatabaseSessionMiddleware
-from kernelindex.web.response_cache import DataVersionReader, ResponseCache, cache_key
+from kernelindex.web.response_cache import DataVersionReader, ResponseCache, cache_key, twin_key
 from kernelindex.web.exports import catalog_jsonl, runs_csv
 from kernelindex.web.twins import TwinError, workload_twin
 
@@ -110,13 +111,23 @@ async def healthz(request: Request) -> Response:
 
 async def workload_json(request: Request) -> Response:
     slug = request.path_params["slug"]
+    state = request.app.state
+    cache: ResponseCache | None = getattr(state, "response_cache", None)
+    key = twin_key(slug) if cache is not None and cache.enabled else None
+    version = await state.data_version.current() if key is not None else None
+    now = state.clock()
+    if version is not None and (body := cache.get(key, version, now)) is not None:
+        return Response(body, media_type="application/json")
     try:
         payload = await workload_twin(request, slug)
     except TwinError as exc:
         return JSONResponse({"error": exc.message, "request_id": request.state.request_id}, status_code=exc.status)
     if payload is None:
         return JSONResponse({"error": f"no workload with slug {slug!r}"}, status_code=404)
-    return JSONResponse(payload)
+    body = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if version is not None:
+        cache.put(key, version, now, body)
+    return Response(body, media_type="application/json")
 
 
 async def policy(request: Request) -> Response:

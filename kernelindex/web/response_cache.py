@@ -143,6 +143,14 @@ def cache_key(query: object, operation_name: object, variables: object) -> Cache
     return CacheKey(query, operation_name, canonical)
 
 
+def twin_key(slug: str) -> CacheKey:
+    """The key of a workload's JSON twin: the page query under an operation name no GraphQL
+    document can have, so it never meets a GraphQL response of the same query."""
+    from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
+
+    return CacheKey(WORKLOAD_PAGE_QUERY, "#json-twin", json.dumps({"slug": slug}))
+
+
 @lru_cache(maxsize=512)
 def _is_query(query: str, operation_name: str | None) -> bool:
     try:

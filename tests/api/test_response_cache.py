@@ -162,3 +162,18 @@ def test_the_cache_is_bounded_by_entries_and_bytes():
     assert len(by_bytes) == 2
     by_bytes.put(cache_key("{ big }", None, None), 1, FIXED_NOW, "z" * 1000)  # larger than the whole cache
     assert len(by_bytes) == 2
+
+
+async def test_the_json_twin_is_cached_and_follows_writes(app, client, db_url, count_statements):
+    url = "/workloads/kernelbench-l3-p9-resnet18.json"
+    first = await client.get(url)
+    with count_statements(app.state.engine) as statements:
+        second = await client.get(url)
+    assert first.status_code == second.status_code == 200
+    assert second.content == first.content and statements == []
+    graphql_page = (await post(client, WORKLOAD_PAGE_QUERY, RESNET18)).json()["data"]["workload"]
+    assert first.json() == graphql_page
+    await write_records(db_url, synthetic_records(2))
+    third = (await client.get(url)).json()
+    assert third["eligibleRunCount"] == first.json()["eligibleRunCount"] + 2
+    assert (await client.get("/workloads/no-such-workload.json")).status_code == 404
