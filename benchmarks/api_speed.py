@@ -248,20 +248,32 @@ async def drive(url_of, seconds: float, clients: int, rate: float | None = None)
 
 def drive_hey(url: str, seconds: float, clients: int, rate: float | None = None, body: Path | None = None) -> dict:
     """The same figures as drive(), from `hey` (Debian package hey): a Go client costs the two
-    shared cores far less per request than an asyncio one, so the server, not the client, saturates."""
-    cmd = ["hey", "-o", "csv", "-z", f"{seconds}s", "-c", str(clients), "-t", "30"]
-    if rate is not None:
-        cmd += ["-q", f"{rate / clients:.4f}"]  # hey's rate is per worker
+    shared cores far less per request than an asyncio one, so the server, not the client, saturates.
+
+    With a rate: one hey process per client, each at rate/clients, started 1/rate apart. One hey
+    with -q starts all its workers' tickers together, which sends the load in bursts of `clients`
+    requests and measures queueing behind the burst, not latency at that rate."""
+    base = ["hey", "-o", "csv", "-z", f"{seconds}s", "-t", "30"]
     if body is not None:
-        cmd += ["-m", "POST", "-T", "application/json", "-D", str(body)]
-    out = subprocess.run(cmd + [url], capture_output=True, text=True, timeout=seconds + 120, check=True).stdout
+        base += ["-m", "POST", "-T", "application/json", "-D", str(body)]
+    if rate is None:
+        commands = [base + ["-c", str(clients), url]]
+    else:
+        commands = [base + ["-c", "1", "-q", f"{rate / clients:.4f}", url] for _ in range(clients)]
+    procs = []
+    for command in commands:
+        procs.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+        if rate is not None:
+            time.sleep(1 / rate)
     latencies, errors = [], 0
-    for line in out.splitlines()[1:]:
-        fields = line.split(",")
-        if len(fields) < 7:
-            continue
-        latencies.append(float(fields[0]))
-        errors += fields[6] != "200"
+    for proc in procs:
+        out, _ = proc.communicate(timeout=seconds + 120)
+        for line in out.splitlines()[1:]:
+            fields = line.split(",")
+            if len(fields) < 7:
+                continue
+            latencies.append(float(fields[0]))
+            errors += fields[6] != "200"
     latencies.sort()
 
     def pct(p: float) -> float:
