@@ -33,14 +33,6 @@ from kernelindex.web.twins import TwinError, workload_twin
 
 log = logging.getLogger("kernelindex.web")
 
-
-class _CachedResult(ExecutionResult):
-    """An execution result whose response is already encoded."""
-
-    def __init__(self, body: "EncodedResponse"):
-        super().__init__(data={})
-        self.body = body
-
 POLICY_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "how-records-are-decided.md"
 
 Clock = Callable[[], datetime]
@@ -52,6 +44,14 @@ def utc_now() -> datetime:
 
 class EncodedResponse(str):
     """A GraphQL response already encoded as JSON (from the response cache): sent as it is."""
+
+
+class _CachedResult(ExecutionResult):
+    """An execution result whose response is already encoded."""
+
+    def __init__(self, body: EncodedResponse):
+        super().__init__(data={})
+        self.body = body
 
 
 class KernelIndexGraphQL(GraphQL):
