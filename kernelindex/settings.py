@@ -34,10 +34,11 @@ class Settings(BaseSettings):
     cors_allowed_origins: list[str] = []  # JSON list in the environment; empty: same origin only
     cache_max_age_s: int = 30
     # Encoded query responses kept until the data version moves (kernelindex.web.response_cache);
-    # 0 entries turns the cache off. The TTL bounds how old time-derived fields (staleness) can be.
+    # 0 entries turns the cache off. The TTL bounds how late a time-derived field (a run turning
+    # stale after stale_after_days) can be; every expiry costs a full execution, so not too short.
     response_cache_entries: int = 2048
     response_cache_bytes: int = 64 * 1024 * 1024
-    response_cache_ttl_s: float = 60.0
+    response_cache_ttl_s: float = 600.0
 
     db_pool_size: int = 10
     db_max_overflow: int = 10

@@ -20,6 +20,7 @@ from kernelindex.rules import stats, trust
 from kernelindex.services.evidence import run_rows_statement
 from kernelindex.services.export import hardware_line, run_record, workload_line
 from kernelindex.services.run_filters import FilterError, RunFilters
+from kernelindex.web.response_cache import ResponseCache, export_key
 
 log = logging.getLogger("kernelindex.web")
 
@@ -103,6 +104,9 @@ async def runs_csv(request: Request) -> Response:
         statement = _statement(request, filters)
     except FilterError as exc:
         return JSONResponse({"error": str(exc)}, status_code=400)
+    export = CachedExport(request, "runs.csv", "text/csv; charset=utf-8")
+    if (cached := await export.hit()) is not None:
+        return cached
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable
     session = request.state.session
@@ -131,8 +135,49 @@ async def runs_csv(request: Request) -> Response:
                 buffer.truncate()
         yield buffer.getvalue()
 
-    return StreamingResponse(rows(), media_type="text/csv; charset=utf-8",
-                             headers={"content-disposition": 'attachment; filename="runs.csv"'})
+    return export.stream(rows())
+
+
+# Exports up to this size are kept in the response cache once streamed; bigger ones stream every time.
+CACHEABLE_EXPORT_BYTES = 1024 * 1024
+
+
+class CachedExport:
+    """An export served from the response cache while the data version holds, or streamed and, when
+    complete and small enough, stored. Looked up before the database check, so a hit does not touch
+    the database beyond the version read."""
+
+    def __init__(self, request: Request, name: str, media_type: str):
+        self.request = request
+        self.media_type = media_type
+        self.headers = {"content-disposition": f'attachment; filename="{name}"'}
+        self.cache: ResponseCache | None = getattr(request.app.state, "response_cache", None)
+        self.key = export_key(name, sorted(request.query_params.multi_items())) if self.cache is not None and self.cache.enabled else None
+        self.version: int | None = None
+        self.now = request.app.state.clock()
+
+    async def hit(self) -> Response | None:
+        if self.key is None:
+            return None
+        self.version = await self.request.app.state.data_version.current()
+        body = self.cache.get(self.key, self.version, self.now) if self.version is not None else None
+        return Response(body, media_type=self.media_type, headers=self.headers) if body is not None else None
+
+    def stream(self, chunks: AsyncIterator[str]) -> StreamingResponse:
+        return StreamingResponse(self._tee(chunks), media_type=self.media_type, headers=self.headers)
+
+    async def _tee(self, chunks: AsyncIterator[str]) -> AsyncIterator[str]:
+        kept: list[str] | None = [] if self.version is not None else None
+        size = 0
+        async for chunk in chunks:
+            if kept is not None:
+                size += len(chunk)
+                kept = kept if size <= CACHEABLE_EXPORT_BYTES else None
+                if kept is not None:
+                    kept.append(chunk)
+            yield chunk
+        if kept is not None:
+            self.cache.put(self.key, self.version, self.now, "".join(kept))
 
 
 def _impl_facts(impl):
@@ -151,6 +196,9 @@ async def catalog_jsonl(request: Request) -> Response:
         return JSONResponse({"error": str(exc)}, status_code=400)
     if not filters.include_superseded:
         statement = statement.where(Run.retracted_at.is_(None))
+    export = CachedExport(request, "catalog.jsonl", "application/x-ndjson; charset=utf-8")
+    if (cached := await export.hit()) is not None:
+        return cached
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable
     session = request.state.session
@@ -174,5 +222,4 @@ async def catalog_jsonl(request: Request) -> Response:
                 chunk = []
         yield "".join(chunk)
 
-    return StreamingResponse(lines(), media_type="application/x-ndjson; charset=utf-8",
-                             headers={"content-disposition": 'attachment; filename="catalog.jsonl"'})
+    return export.stream(lines())

@@ -151,6 +151,11 @@ def twin_key(slug: str) -> CacheKey:
     return CacheKey(WORKLOAD_PAGE_QUERY, "#json-twin", json.dumps({"slug": slug}))
 
 
+def export_key(name: str, params: list[tuple[str, str]]) -> CacheKey:
+    """The key of a streamed export (runs.csv, catalog.jsonl) with its filters."""
+    return CacheKey(f"#export:{name}", None, json.dumps(params))
+
+
 @lru_cache(maxsize=512)
 def _is_query(query: str, operation_name: str | None) -> bool:
     try:

@@ -177,3 +177,28 @@ async def test_the_json_twin_is_cached_and_follows_writes(app, client, db_url, c
     third = (await client.get(url)).json()
     assert third["eligibleRunCount"] == first.json()["eligibleRunCount"] + 2
     assert (await client.get("/workloads/no-such-workload.json")).status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/exports/runs.csv?workload=kernelbench-l3-p9-resnet18", "/exports/catalog.jsonl"])
+async def test_small_exports_are_cached_and_follow_writes(app, client, db_url, count_statements, path):
+    first = await client.get(path)
+    with count_statements(app.state.engine) as statements:
+        second = await client.get(path)
+    assert first.status_code == second.status_code == 200
+    assert second.content == first.content and statements == []
+    assert second.headers["content-type"] == first.headers["content-type"]
+    assert second.headers["content-disposition"] == first.headers["content-disposition"]
+    await write_records(db_url, synthetic_records(2))
+    third = await client.get(path)
+    assert len(third.text.splitlines()) >= len(first.text.splitlines()) + 2
+
+
+async def test_an_export_over_the_size_limit_streams_every_time(app, client, count_statements, monkeypatch):
+    from kernelindex.web import exports
+
+    monkeypatch.setattr(exports, "CACHEABLE_EXPORT_BYTES", 100)
+    first = await client.get("/exports/runs.csv")
+    with count_statements(app.state.engine) as statements:
+        second = await client.get("/exports/runs.csv")
+    assert second.content == first.content and len(first.content) > 100
+    assert len(statements) > 0
