@@ -64,17 +64,21 @@ class KernelIndexGraphQL(GraphQL):
             key = cache_key(request_data.query, request_data.operation_name, request_data.variables)
         if key is not None:
             version = await request.app.state.data_version.current()
-            if version is not None:
-                body = cache.get(key, version, context.now)
-                if body is not None:
-                    request.state.read_only = True
-                    return _CachedResult(body)
-        result = await super().execute_single(request, request_adapter, sub_response, context, root_value, request_data)
-        if version is not None and not result.errors and result.data is not None:
-            body = EncodedResponse(self.encode_json(await super().process_result(request, result)))
-            cache.put(key, version, context.now, body)
-            return _CachedResult(body)
-        return result
+        if version is None:
+            return await super().execute_single(request, request_adapter, sub_response, context, root_value, request_data)
+
+        async def compute() -> tuple[EncodedResponse | None, ExecutionResult]:
+            result = await super(KernelIndexGraphQL, self).execute_single(
+                request, request_adapter, sub_response, context, root_value, request_data)
+            if result.errors or result.data is None:
+                return None, result
+            return EncodedResponse(self.encode_json(await super(KernelIndexGraphQL, self).process_result(request, result))), result
+
+        body, result = await cache.get_or_compute(key, version, context.now, compute)
+        if body is None:
+            return result
+        request.state.read_only = True  # queries only; set here too, for answers that skipped execution
+        return _CachedResult(body)
 
     async def process_result(self, request: Request, result: ExecutionResult) -> Any:
         if isinstance(result, _CachedResult):
@@ -115,18 +119,22 @@ async def workload_json(request: Request) -> Response:
     cache: ResponseCache | None = getattr(state, "response_cache", None)
     key = twin_key(slug) if cache is not None and cache.enabled else None
     version = await state.data_version.current() if key is not None else None
-    now = state.clock()
-    if version is not None and (body := cache.get(key, version, now)) is not None:
-        return Response(body, media_type="application/json")
-    try:
+
+    async def compute() -> tuple[str | None, None]:
         payload = await workload_twin(request, slug)
+        if payload is None:
+            return None, None
+        return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")), None
+
+    try:
+        if version is None:
+            body, _ = await compute()
+        else:
+            body, _ = await cache.get_or_compute(key, version, state.clock(), compute)
     except TwinError as exc:
         return JSONResponse({"error": exc.message, "request_id": request.state.request_id}, status_code=exc.status)
-    if payload is None:
+    if body is None:
         return JSONResponse({"error": f"no workload with slug {slug!r}"}, status_code=404)
-    body = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    if version is not None:
-        cache.put(key, version, now, body)
     return Response(body, media_type="application/json")
 
 

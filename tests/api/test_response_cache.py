@@ -202,3 +202,40 @@ async def test_an_export_over_the_size_limit_streams_every_time(app, client, cou
         second = await client.get("/exports/runs.csv")
     assert second.content == first.content and len(first.content) > 100
     assert len(statements) > 0
+
+
+async def test_concurrent_misses_of_one_key_execute_once(app, client, count_statements):
+    with count_statements(app.state.engine) as statements:
+        bodies = await asyncio.gather(*(post(client, WORKLOAD_PAGE_QUERY, RESNET18) for _ in range(8)))
+    assert len({b.content for b in bodies}) == 1 and "errors" not in bodies[0].json()
+    with count_statements(app.state.engine) as one:
+        app.state.response_cache._observe(10**12)  # a newer version: everything is dropped
+        await post(client, WORKLOAD_PAGE_QUERY, RESNET18)
+    assert len(statements) <= len(one)  # eight requests, one execution
+    assert app.state.response_cache.shared + app.state.response_cache.hits >= 7
+
+
+async def test_a_failed_execution_lets_the_waiting_requests_run_their_own():
+    cache = ResponseCache(max_entries=10, max_bytes=10_000, ttl_s=60)
+    key = cache_key("{ a }", None, None)
+    release = asyncio.Event()
+    calls = []
+
+    async def failing():
+        calls.append("leader")
+        await release.wait()
+        raise RuntimeError("boom")
+
+    async def working():
+        calls.append("follower")
+        return "body", None
+
+    leader = asyncio.create_task(cache.get_or_compute(key, 1, FIXED_NOW, failing))
+    await asyncio.sleep(0)
+    follower = asyncio.create_task(cache.get_or_compute(key, 1, FIXED_NOW, working))
+    await asyncio.sleep(0)
+    release.set()
+    with pytest.raises(RuntimeError):
+        await leader
+    assert await follower == ("body", None)
+    assert calls == ["leader", "follower"]
