@@ -102,6 +102,22 @@ def write_failed(response: httpx.Response) -> str | None:
     return None if result["ok"] and result["inserted"] == 1 else f"submitRuns: {result}"
 
 
+async def write_loop(client: httpx.AsyncClient, token: str, t0: float, seconds: float, every_s: float, results: list) -> None:
+    """One submitRuns write every `every_s` seconds until the soak ends, each recorded in `results`."""
+    n = 0
+    while time.monotonic() - t0 + every_s < seconds:
+        await asyncio.sleep(every_s)
+        n += 1
+        started = time.monotonic()
+        try:
+            response = await client.post("/graphql", json={"query": SUBMIT, "variables": {"records": [write_record(n)]}},
+                                         headers={"Authorization": f"Bearer {token}"})
+            error = write_failed(response)
+        except (httpx.HTTPError, ValueError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        results.append((started - t0, time.monotonic() - started, "submitRuns", error))
+
+
 def pick(rng: random.Random):
     return rng.choices(MIX, weights=[w for _, w, _ in MIX])[0]
 
@@ -179,22 +195,8 @@ async def soak(client: httpx.AsyncClient, process: psutil.Process, rate: float, 
                 break
             await asyncio.sleep(sample_s)
 
-    async def writer() -> None:
-        n = 0
-        while time.monotonic() - t0 + write_every_s < seconds:
-            await asyncio.sleep(write_every_s)
-            n += 1
-            scheduled = time.monotonic()
-            try:
-                response = await client.post("/graphql", json={"query": SUBMIT, "variables": {"records": [write_record(n)]}},
-                                             headers={"Authorization": f"Bearer {token}"})
-                error = write_failed(response)
-            except (httpx.HTTPError, ValueError) as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            results.append((scheduled - t0, time.monotonic() - scheduled, "submitRuns", error))
-
     sampling = asyncio.create_task(sampler())
-    writing = asyncio.create_task(writer()) if token and write_every_s > 0 else None
+    writing = asyncio.create_task(write_loop(client, token, t0, seconds, write_every_s, results)) if token and write_every_s > 0 else None
     tasks = set()
     i = 0
     while True:
@@ -339,23 +341,9 @@ async def hey_soak(load: HeyLoad, client: httpx.AsyncClient, process: psutil.Pro
                 checks.append((started - t0, time.monotonic() - started, f"check: {name}", error))
             await asyncio.sleep(1.0)
 
-    async def writer() -> None:
-        n = 0
-        while time.monotonic() - t0 + write_every_s < seconds:
-            await asyncio.sleep(write_every_s)
-            n += 1
-            started = time.monotonic()
-            try:
-                response = await client.post("/graphql", json={"query": SUBMIT, "variables": {"records": [write_record(n)]}},
-                                             headers={"Authorization": f"Bearer {token}"})
-                error = write_failed(response)
-            except (httpx.HTTPError, ValueError) as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            checks.append((started - t0, time.monotonic() - started, "submitRuns", error))
-
     tasks = [starter(), sampler(), checker()]
     if token and write_every_s > 0:
-        tasks.append(writer())
+        tasks.append(write_loop(client, token, t0, seconds, write_every_s, checks))
     await asyncio.gather(*tasks)
     results = await asyncio.to_thread(load.collect)
     return {"results": results + checks, "rss": rss, "cpu": cpu, "skipped": 0, "sent": round(scheduled),
