@@ -53,14 +53,14 @@ def free_port() -> int:
 async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
     import asyncpg
 
-    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
+    from kernelindex.db.engine import in_own_transaction
     from kernelindex.db.urls import to_libpq_url
     from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload
     from kernelindex.seed import load_seed
 
-    engine = make_engine(url, pool_size=1, max_overflow=0)
     sources = sorted(FIXTURES.glob("level*/*.py"))
-    async with transaction(make_sessionmaker(engine)) as session:
+
+    async def seed_and_workloads(session) -> None:
         await load_seed(session)
         for i in range(n_workloads):
             source = sources[i % len(sources)].read_text() + f"\n# synthetic variant {i}\n"
@@ -73,7 +73,8 @@ async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
                            "axes": [{"name": "batch_size", "behaviour": "variable"}],
                            "determinism": "unspecified", "constraints": ["No mutation or aliasing"]},
             ))
-    await engine.dispose()
+
+    await in_own_transaction(url, seed_and_workloads)
     conn = await asyncpg.connect(to_libpq_url(url))
     try:
         # Dimensions: 8 implementations, 100 environments on 5 SKUs, sources with several snapshots.
@@ -132,11 +133,8 @@ async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
         await conn.close()
     from kernelindex.services.records import refresh_all_records
 
-    engine = make_engine(url, pool_size=1, max_overflow=0)
     started = time.perf_counter()
-    async with transaction(make_sessionmaker(engine)) as session:
-        await refresh_all_records(session)
-    await engine.dispose()
+    await in_own_transaction(url, refresh_all_records)
     print(f"records refreshed in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 

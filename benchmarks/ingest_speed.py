@@ -142,16 +142,9 @@ def run_command(args: list[str], env: dict[str, str], label: str) -> dict:
 
 
 async def _prepare(url: str) -> list[tuple[str, dict, str]]:
+    from kernelindex.seed import seed_database
 
-    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
-    from kernelindex.seed import load_seed
-
-    engine = make_engine(url, pool_size=1, max_overflow=0)
-    try:
-        async with transaction(make_sessionmaker(engine)) as session:
-            await load_seed(session)
-    finally:
-        await engine.dispose()
+    await seed_database(url)
     return await _workloads(url)
 
 

@@ -48,15 +48,9 @@ def run_migrations(url: str) -> None:
 
 
 async def _seed(url: str) -> None:
-    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
-    from kernelindex.seed import load_seed
+    from kernelindex.seed import seed_database
 
-    engine = make_engine(url, pool_size=1, max_overflow=0)
-    try:
-        async with transaction(make_sessionmaker(engine)) as session:
-            summary = await load_seed(session)
-    finally:
-        await engine.dispose()
+    summary = await seed_database(url)
     say(
         f"seed loaded: {summary.hardware} hardware, {summary.implementations} implementations, "
         f"{summary.workloads} workloads, runs {summary.runs.inserted} inserted / {summary.runs.unchanged} unchanged"

@@ -112,6 +112,13 @@ async def load_runs(session: AsyncSession, path: Path) -> IngestSummary:
     return summary
 
 
+async def seed_database(database_url: str) -> SeedSummary:
+    """Load the seed into the database at the URL, in one transaction on an engine of its own."""
+    from kernelindex.db.engine import in_own_transaction
+
+    return await in_own_transaction(database_url, load_seed)
+
+
 async def load_seed(session: AsyncSession, seeds_dir: Path = SEEDS_DIR) -> SeedSummary:
     """Any problem aborts the whole seed (the caller rolls back)."""
     hardware = await load_hardware_catalogue(session, seeds_dir / "hardware.json")

@@ -11,6 +11,8 @@ import asyncio
 import sys
 from datetime import timezone
 
+from kernelindex.db.engine import in_own_transaction
+
 
 def _say(message: str) -> None:
     print(f"kernelindex: {message}", file=sys.stderr, flush=True)
@@ -18,17 +20,6 @@ def _say(message: str) -> None:
 
 def _when(value) -> str:
     return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ") if value is not None else "-"
-
-
-async def _in_transaction(url: str, work):
-    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
-
-    engine = make_engine(url, pool_size=1, max_overflow=0)
-    try:
-        async with transaction(make_sessionmaker(engine)) as session:
-            return await work(session)
-    finally:
-        await engine.dispose()
 
 
 def cmd_token_create(args: argparse.Namespace) -> int:
@@ -48,7 +39,7 @@ def cmd_token_create(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from exc
         return row.id, row.display_prefix, token
 
-    token_id, prefix, token = asyncio.run(_in_transaction(url, work))
+    token_id, prefix, token = asyncio.run(in_own_transaction(url, work))
     # The transaction has committed: only now show the token.
     sys.stdout.write(token + "\n")
     sys.stdout.flush()
@@ -64,7 +55,7 @@ def cmd_token_list(args: argparse.Namespace) -> int:
     from kernelindex.cli import database_url
 
     url = database_url()
-    rows = asyncio.run(_in_transaction(url, auth.list_tokens))
+    rows = asyncio.run(in_own_transaction(url, auth.list_tokens))
     header = ("id", "name", "prefix", "scopes", "created", "revoked", "last used")
     table = [header] + [
         (
@@ -98,7 +89,7 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
             raise CommandError(f"no token with id {args.id}")
         return row.display_prefix, revoked, row.revoked_at
 
-    prefix, revoked, revoked_at = asyncio.run(_in_transaction(url, work))
+    prefix, revoked, revoked_at = asyncio.run(in_own_transaction(url, work))
     if revoked:
         _say(f"revoked token {args.id} ({prefix}…): it no longer authenticates")
     else:

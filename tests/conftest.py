@@ -57,21 +57,13 @@ def pg_url(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="session")
 def template_url(pg_url) -> str:
-    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
     from kernelindex.db.migrate import upgrade
-    from kernelindex.seed import load_seed
+    from kernelindex.seed import seed_database
 
     asyncio.run(_admin(pg_url, f'DROP DATABASE IF EXISTS "{TEMPLATE_DB}"', f'CREATE DATABASE "{TEMPLATE_DB}"'))
     url = _with_database(pg_url, TEMPLATE_DB)
     upgrade(url)
-
-    async def seed():
-        engine = make_engine(url, pool_size=1, max_overflow=0)
-        async with transaction(make_sessionmaker(engine)) as session:
-            await load_seed(session)
-        await engine.dispose()
-
-    asyncio.run(seed())
+    asyncio.run(seed_database(url))
     yield url
     asyncio.run(_admin(pg_url, f'DROP DATABASE IF EXISTS "{TEMPLATE_DB}"'))
 
@@ -179,29 +171,12 @@ SHARED_KERNELBENCH = REPO_ROOT.parent / "shared" / "kernelbench"
 @pytest.fixture
 def live_server(db_url):
     """The app served by uvicorn on a free loopback port, in a thread; yields its base URL."""
-    import socket
-    import threading
-    import time
-
-    import uvicorn
-
     from kernelindex.settings import Settings
     from kernelindex.web.app import create_app
+    from tests.serving import serve_in_thread
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = create_app(Settings(), database_url=db_url, clock=lambda: FIXED_NOW)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_in_thread(create_app(Settings(), database_url=db_url, clock=lambda: FIXED_NOW)) as url:
+        yield url
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ that opened them commits or rolls back, in one place."""
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -37,3 +37,17 @@ async def transaction(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIt
             raise
         else:
             await session.commit()
+
+
+T = TypeVar("T")
+
+
+async def in_own_transaction(database_url: str, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """`work(session)` as one transaction on a one-connection engine of its own, disposed after: for
+    commands and scripts that do one unit of work against a database URL."""
+    engine = make_engine(database_url, pool_size=1, max_overflow=0)
+    try:
+        async with transaction(make_sessionmaker(engine)) as session:
+            return await work(session)
+    finally:
+        await engine.dispose()

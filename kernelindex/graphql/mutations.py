@@ -19,6 +19,7 @@ from strawberry.scalars import JSON
 from kernelindex.auth import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE, authenticate, require_scope
 from kernelindex.db.models import Run as RunRow
 from kernelindex.graphql.errors import UserInputError
+from kernelindex.graphql.inputs import text_problem
 from kernelindex.graphql.node import from_global_id, to_global_id
 from kernelindex.ingest.records import RunRecord, check_record
 from kernelindex.ingest.writer import RunWriter
@@ -100,12 +101,12 @@ def _transport_problems(value: Any, parts: list[Any] | None = None) -> list[tupl
         if isinstance(item, float) and not math.isfinite(item):
             out.append((_path(where), f"must be a finite number, got {item!r}"))
         elif isinstance(item, str):
-            problem = _text_problem(item)
+            problem = text_problem(item)
             if problem:
                 out.append((_path(where), problem))
         elif isinstance(item, dict):
             for k, v in item.items():
-                problem = _text_problem(k) if isinstance(k, str) else None
+                problem = text_problem(k) if isinstance(k, str) else None
                 if problem:
                     out.append((_path(where + [repr(k)[:40]]), f"key {problem}"))
                     continue
@@ -144,16 +145,6 @@ def _range_problems(data: Any) -> list[tuple[str | None, str]]:
     ]
 
 
-def _text_problem(text: str) -> str | None:
-    if "\x00" in text:
-        return "must not contain NUL (\\u0000) characters"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "is not valid Unicode text (unpaired surrogate)"
-    return None
-
-
 def _run_database_id(raw: str) -> int | None:
     """The database id a run ID names: a global ID this API returned, or a plain database id."""
     raw = raw.strip()
@@ -178,7 +169,7 @@ def _check_reason(reason: str) -> str:
         raise InvalidInputError(
             f"the reason is {len(reason):,} characters; the most is {MAX_REASON_LENGTH:,}"
         )
-    problem = _text_problem(reason)
+    problem = text_problem(reason)
     if problem:
         raise InvalidInputError(f"the reason {problem}")
     return reason

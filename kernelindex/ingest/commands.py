@@ -23,7 +23,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -226,38 +226,13 @@ def _database_refusal(exc: BaseException) -> str | None:
     return None
 
 
-async def _write_batch(sessionmaker, writer: RunWriter, batch: list[RunRecord]) -> IngestSummary:
-    """One batch in its own transaction. When the database refuses it, the batch is halved until the
-    records it refuses are alone; they are rejected with its reason, the others land."""
-    from kernelindex.db.engine import transaction
-
+async def _write_halving(unit_of_work, writer: RunWriter, batch: list[RunRecord]) -> IngestSummary:
+    """One batch in a unit of work (`unit_of_work()` opens it and yields the session to write with).
+    When the database refuses the batch, it is halved, each half in a unit of its own, until the
+    records it refuses are alone: those come back rejected with its reason, the others are written."""
     try:
-        async with transaction(sessionmaker) as session:
+        async with unit_of_work() as session:
             writer.session = session
-            return await writer.write(batch)
-    except Exception as exc:
-        reason = _database_refusal(exc)
-        if reason is None:
-            raise
-        writer.forget()
-        if len(batch) == 1:
-            rec = batch[0]
-            summary = IngestSummary(rejected=1)
-            summary.problems.append(InputProblem(rec.file, rec.where, f"the database refused it: {reason}"))
-            return summary
-    summary = IngestSummary()
-    middle = len(batch) // 2
-    for half in (batch[:middle], batch[middle:]):
-        summary.merge(await _write_batch(sessionmaker, writer, half))
-    return summary
-
-
-async def _write_batch_strict(session, writer: RunWriter, batch: list[RunRecord]) -> IngestSummary:
-    """One batch inside the caller's transaction, under a savepoint. When the database refuses it,
-    the records it refuses are found (halving the batch under savepoints) and returned as problems;
-    the caller then aborts the whole transaction."""
-    try:
-        async with session.begin_nested():
             return await writer.write(batch)
     except Exception as exc:
         reason = _database_refusal(exc)
@@ -270,9 +245,27 @@ async def _write_batch_strict(session, writer: RunWriter, batch: list[RunRecord]
     summary = IngestSummary()
     middle = len(batch) // 2
     for half in (batch[:middle], batch[middle:]):
-        part = await _write_batch_strict(session, writer, half)
-        summary.merge(part)
+        summary.merge(await _write_halving(unit_of_work, writer, half))
     return summary
+
+
+def _own_transactions(sessionmaker):
+    """Units of work for the default mode: each batch (or half) in a transaction of its own."""
+    from kernelindex.db.engine import transaction
+
+    return lambda: transaction(sessionmaker)
+
+
+def _savepoints(session):
+    """Units of work for --strict: savepoints in the caller's one transaction, which the caller
+    aborts when any record was refused."""
+
+    @asynccontextmanager
+    async def savepoint():
+        async with session.begin_nested():
+            yield session
+
+    return savepoint
 
 
 async def ingest_runs_file(
@@ -329,7 +322,7 @@ async def ingest_runs_file(
                 async with transaction(sessionmaker) as session:
                     writer = RunWriter(session, now=now)
                     for batch in batches:
-                        part = await _write_batch_strict(session, writer, batch)
+                        part = await _write_halving(_savepoints(session), writer, batch)
                         if part.problems or late:
                             raise IngestAborted(part.problems + late)
                         summary.merge(part)
@@ -340,7 +333,7 @@ async def ingest_runs_file(
             else:
                 writer = RunWriter(None, now=now)  # type: ignore[arg-type]  # each batch gives it a session
                 for batch in batches:
-                    summary.merge(await _write_batch(sessionmaker, writer, batch))
+                    summary.merge(await _write_halving(_own_transactions(sessionmaker), writer, batch))
                     if bar:
                         bar.advance(len(batch))
         summary.problems += late

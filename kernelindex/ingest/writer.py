@@ -121,24 +121,22 @@ _fingerprints: dict[tuple[str, bytes], str] = {}
 _configuration_keys: dict[tuple, str] = {}
 
 
+def _memoised(table: dict, key, compute) -> str:
+    found = table.get(key)
+    if found is None:
+        if len(table) >= _MEMO_LIMIT:
+            table.clear()
+        found = table[key] = compute()
+    return found
+
+
 def environment_fingerprint_memo(sku: str, env: dict[str, Any]) -> str:
     key = (sku, hashlib.blake2b(repr(env).encode("utf-8", "surrogatepass"), digest_size=16).digest())
-    found = _fingerprints.get(key)
-    if found is None:
-        if len(_fingerprints) >= _MEMO_LIMIT:
-            _fingerprints.clear()
-        found = _fingerprints[key] = environment_fingerprint(sku, env)
-    return found
+    return _memoised(_fingerprints, key, lambda: environment_fingerprint(sku, env))
 
 
 def configuration_key_memo(bindings: dict[str, int], dtype: str) -> str:
-    key = (dtype, *bindings.items())
-    found = _configuration_keys.get(key)
-    if found is None:
-        if len(_configuration_keys) >= _MEMO_LIMIT:
-            _configuration_keys.clear()
-        found = _configuration_keys[key] = configuration_key(bindings, dtype)
-    return found
+    return _memoised(_configuration_keys, (dtype, *bindings.items()), lambda: configuration_key(bindings, dtype))
 
 
 def content_digest(data: dict[str, Any]) -> str:

@@ -107,14 +107,9 @@ class DataVersionReader:
 
 
 def _settle(target: asyncio.Future, done: asyncio.Future) -> None:
-    if target.done():
-        return
-    if done.cancelled():
-        target.set_result(None)
-    elif done.exception() is not None:
-        target.set_result(None)
-    else:
-        target.set_result(done.result())
+    """Hand a finished read to the requests queued for it; a failed read is "no version" (None)."""
+    if not target.done():
+        target.set_result(None if done.cancelled() or done.exception() is not None else done.result())
 
 
 @dataclass(frozen=True)

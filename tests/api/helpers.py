@@ -36,17 +36,28 @@ def synthetic_records(count: int, slug: str = "kernelbench-l3-p9-resnet18", batc
 
 
 async def write_records(db_url: str, records: list[dict]):
-    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
+    from kernelindex.db.engine import in_own_transaction
     from kernelindex.ingest.records import RunRecord
     from kernelindex.ingest.writer import RunWriter
-
     from kernelindex.services.records import refresh_all_records
 
-    engine = make_engine(db_url, pool_size=1, max_overflow=0)
-    try:
-        async with transaction(make_sessionmaker(engine)) as session:
-            summary = await RunWriter(session).write([RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)])
-            await refresh_all_records(session)
-            return summary
-    finally:
-        await engine.dispose()
+    async def work(session):
+        summary = await RunWriter(session).write([RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)])
+        await refresh_all_records(session)
+        return summary
+
+    return await in_own_transaction(db_url, work)
+
+
+async def make_token(db_url: str, *scopes: str, name: str = "test", revoked: bool = False) -> str:
+    """A new API token with the scopes (default runs:write), printed nowhere: returned."""
+    from kernelindex import auth
+    from kernelindex.db.engine import in_own_transaction
+
+    async def work(session) -> str:
+        row, token = await auth.create_token(session, scopes=scopes or ("runs:write",), name=name)
+        if revoked:
+            await auth.revoke_token(session, row.id)
+        return token
+
+    return await in_own_transaction(db_url, work)

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from tests.api.helpers import seed_record, synthetic_records, write_records
+from tests.api.helpers import make_token, seed_record, synthetic_records, write_records
 
 RESNET = "kernelbench-l3-p9-resnet18"
 
@@ -80,13 +80,7 @@ async def test_implausible_run_is_held_until_reviewed(db_url, graphql, client):
     assert run["reviewStatus"] == "suspicious: needs review"
     assert [f["code"] for f in run["flags"]] == ["implausible_speedup"]
 
-    from kernelindex.auth import create_token
-    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
-
-    engine = make_engine(db_url, pool_size=1, max_overflow=0)
-    async with transaction(make_sessionmaker(engine)) as session:
-        _, token = await create_token(session, name="reviewer", scopes=["runs:review"])
-    await engine.dispose()
+    token = await make_token(db_url, "runs:review", name="reviewer")
     review = await client.post(
         "/graphql",
         json={"query": 'mutation($id: ID!) { reviewRun(id: $id, decision: "approved", note: "re-measured") { ok reviewStatus error } }',
@@ -103,13 +97,7 @@ async def test_implausible_run_is_held_until_reviewed(db_url, graphql, client):
 
 
 async def test_retracting_the_holder_restores_the_previous_one(db_url, graphql, client):
-    from kernelindex.auth import create_token
-    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
-
-    engine = make_engine(db_url, pool_size=1, max_overflow=0)
-    async with transaction(make_sessionmaker(engine)) as session:
-        _, token = await create_token(session, name="ops", scopes=["runs:retract"])
-    await engine.dispose()
+    token = await make_token(db_url, "runs:retract", name="ops")
     data = await graphql('{ workload(slug: "kernelbench-l3-p9-resnet18") { headline { run { id } } } }')
     holder = data["workload"]["headline"]["run"]["id"]
     response = await client.post(

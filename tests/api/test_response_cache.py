@@ -13,8 +13,8 @@ from kernelindex.settings import Settings
 from kernelindex.web.app import create_app
 from kernelindex.web.response_cache import DataVersionReader, ResponseCache, cache_key
 from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
-from tests.api.helpers import synthetic_records, write_records
-from tests.api.test_tokens import SUBMIT, make_token
+from tests.api.helpers import make_token, synthetic_records, write_records
+from tests.api.test_tokens import SUBMIT
 from tests.conftest import FIXED_NOW
 
 RESNET18 = {"slug": "kernelbench-l3-p9-resnet18"}

@@ -11,7 +11,7 @@ import asyncpg
 import pytest
 
 from kernelindex.db.urls import to_libpq_url
-from tests.api.helpers import synthetic_records
+from tests.api.helpers import make_token, synthetic_records
 from tests.conftest import FIXED_NOW
 
 RESNET18 = "kernelbench-l3-p9-resnet18"
@@ -33,21 +33,6 @@ mutation Retract($id: ID!, $reason: String!) {
 
 
 # -- helpers ------------------------------------------------------------------------------------
-
-
-async def make_token(db_url: str, *scopes: str, name: str = "test", revoked: bool = False) -> str:
-    from kernelindex import auth
-    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
-
-    engine = make_engine(db_url, pool_size=1, max_overflow=0)
-    try:
-        async with transaction(make_sessionmaker(engine)) as session:
-            row, token = await auth.create_token(session, scopes=scopes or ("runs:write",), name=name)
-            if revoked:
-                await auth.revoke_token(session, row.id)
-    finally:
-        await engine.dispose()
-    return token
 
 
 async def fetch(db_url: str, query: str, *args) -> list[asyncpg.Record]:

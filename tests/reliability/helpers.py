@@ -7,25 +7,11 @@ import httpx
 
 from kernelindex.db.urls import to_libpq_url
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE
+from tests.api.helpers import make_token  # noqa: F401  (the reliability tests take it from here)
 
 INTERNAL_MESSAGE = "Unexpected error."
 WATCHED_TABLES = ("runs", "api_tokens", "run_reviews", "run_flags", "workloads", "workload_revisions", "implementations",
                   "environments", "hardware", "protocols", "sources", "source_snapshots", "record_events", "cohort_bests")
-
-
-async def make_token(db_url: str, *scopes: str, name: str = "reliability", revoked: bool = False) -> str:
-    from kernelindex import auth
-    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
-
-    engine = make_engine(db_url, pool_size=1, max_overflow=0)
-    try:
-        async with transaction(make_sessionmaker(engine)) as session:
-            row, token = await auth.create_token(session, scopes=scopes or ("runs:write",), name=name)
-            if revoked:
-                await auth.revoke_token(session, row.id)
-    finally:
-        await engine.dispose()
-    return token
 
 
 async def table_counts(db_url: str, tables: tuple[str, ...] = WATCHED_TABLES) -> dict[str, int]:

@@ -91,18 +91,8 @@ class OwnPostgres:
 
 
 def migrate_and_seed(url: str) -> None:
-    from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
     from kernelindex.db.migrate import upgrade
-    from kernelindex.seed import load_seed
+    from kernelindex.seed import seed_database
 
     upgrade(url)
-
-    async def seed():
-        engine = make_engine(url, pool_size=1, max_overflow=0)
-        try:
-            async with transaction(make_sessionmaker(engine)) as session:
-                await load_seed(session)
-        finally:
-            await engine.dispose()
-
-    asyncio.run(seed())
+    asyncio.run(seed_database(url))

@@ -9,7 +9,6 @@ longer version under load, and measures the recovery time.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 
@@ -19,6 +18,7 @@ import pytest
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE
 from tests.reliability.helpers import make_token, ok_problem, unavailable_problem
 from tests.reliability.pg import OwnPostgres, migrate_and_seed
+from tests.serving import serve_in_thread
 
 RESNET18 = "kernelbench-l3-p9-resnet18"
 PAGE = {"query": f'{{ workload(slug: "{RESNET18}") {{ eligibleRunCount headline {{ label latencyDisplay }} }} }}'}
@@ -38,25 +38,11 @@ def own_postgres():
 
 @pytest.fixture
 def server_on_own_postgres(own_postgres):
-    import uvicorn
-
     from kernelindex.settings import Settings
     from kernelindex.web.app import create_app
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = create_app(Settings(), database_url=own_postgres.url)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_in_thread(create_app(Settings(), database_url=own_postgres.url)) as url:
+        yield url
     if not own_postgres.is_running():
         own_postgres.start()
 
