@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from functools import cached_property
 from typing import Sequence
 
 from sqlalchemy import select
@@ -19,13 +20,35 @@ class Loaders:
         self.session = session
         self.now = now
         self._catalogue: list[Hardware] | None = None
-        self.workload_by_slug = DataLoader(self._workloads_by_slug)
-        self.workload_by_id = DataLoader(self._workloads_by_id)
-        self.evidence_by_workload_id = DataLoader(self._page_evidence_by_workload_id)
-        self.full_evidence_by_workload_id = DataLoader(self._evidence_by_workload_id)
-        self.review_state_by_run_id = DataLoader(self._review_state_by_run_id)
-        self.measured_runs_by_workload_id = DataLoader(self._measured_runs_by_workload_id)
-        self.comparison_runs_by_workload_id = DataLoader(self._comparison_runs_by_workload_id)
+
+    # Each loader is made on first use: a request answered from the response cache uses none.
+    @cached_property
+    def workload_by_slug(self) -> DataLoader[str, Workload | None]:
+        return DataLoader(self._workloads_by_slug)
+
+    @cached_property
+    def workload_by_id(self) -> DataLoader[int, Workload | None]:
+        return DataLoader(self._workloads_by_id)
+
+    @cached_property
+    def evidence_by_workload_id(self) -> DataLoader[int, PageEvidence]:
+        return DataLoader(self._page_evidence_by_workload_id)
+
+    @cached_property
+    def full_evidence_by_workload_id(self) -> DataLoader[int, WorkloadEvidence]:
+        return DataLoader(self._evidence_by_workload_id)
+
+    @cached_property
+    def review_state_by_run_id(self) -> DataLoader[int, tuple[list, list]]:
+        return DataLoader(self._review_state_by_run_id)
+
+    @cached_property
+    def measured_runs_by_workload_id(self) -> DataLoader[int, list]:
+        return DataLoader(self._measured_runs_by_workload_id)
+
+    @cached_property
+    def comparison_runs_by_workload_id(self) -> DataLoader[int, list]:
+        return DataLoader(self._comparison_runs_by_workload_id)
 
     async def catalogue(self) -> list[Hardware]:
         """The hardware catalogue, read once per request."""

@@ -99,14 +99,16 @@ async def database_unavailable(request: Request) -> Response | None:
 
 
 async def runs_csv(request: Request) -> Response:
+    # Looked up by the raw query string first: only a request whose filters were valid ever stored
+    # an entry, and building the statement costs more than a cache hit.
+    export = CachedExport(request, "runs.csv", "text/csv; charset=utf-8")
+    if (cached := await export.hit()) is not None:
+        return cached
     try:
         filters = filters_from_query(request)
         statement = _statement(request, filters)
     except FilterError as exc:
         return JSONResponse({"error": str(exc)}, status_code=400)
-    export = CachedExport(request, "runs.csv", "text/csv; charset=utf-8")
-    if (cached := await export.hit()) is not None:
-        return cached
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable
     session = request.state.session
@@ -189,6 +191,9 @@ def _impl_facts(impl):
 async def catalog_jsonl(request: Request) -> Response:
     """Hardware, then every workload revision the runs need, then the runs: `kernelindex ingest runs`
     reads it back into an empty database."""
+    export = CachedExport(request, "catalog.jsonl", "application/x-ndjson; charset=utf-8")
+    if (cached := await export.hit()) is not None:  # before the statement, as in runs_csv
+        return cached
     try:
         filters = filters_from_query(request)
         statement = _statement(request, filters)
@@ -196,9 +201,6 @@ async def catalog_jsonl(request: Request) -> Response:
         return JSONResponse({"error": str(exc)}, status_code=400)
     if not filters.include_superseded:
         statement = statement.where(Run.retracted_at.is_(None))
-    export = CachedExport(request, "catalog.jsonl", "application/x-ndjson; charset=utf-8")
-    if (cached := await export.hit()) is not None:
-        return cached
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable
     session = request.state.session

@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 import json
 import logging
-import uuid
+import secrets
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -27,6 +27,11 @@ def _json_response(status: int, payload: dict, request_id: str) -> list[Message]
     ]
 
 
+def new_request_id() -> str:
+    """16 hex digits of randomness: unique enough to find one request in the logs."""
+    return secrets.token_hex(8)
+
+
 class RequestIdMiddleware:
     """Every request gets an id (or keeps a sane one it brought); every response says it."""
 
@@ -38,7 +43,7 @@ class RequestIdMiddleware:
             await self.app(scope, receive, send)
             return
         incoming = Headers(scope=scope).get("x-request-id", "")
-        request_id = incoming if 8 <= len(incoming) <= 64 and incoming.replace("-", "").isalnum() else uuid.uuid4().hex[:16]
+        request_id = incoming if 8 <= len(incoming) <= 64 and incoming.replace("-", "").isalnum() else new_request_id()
         scope.setdefault("state", {})["request_id"] = request_id
 
         async def send_with_id(message: Message) -> None:
@@ -99,7 +104,10 @@ class _BodyTooLarge(Exception):
 
 
 class TimeoutMiddleware:
-    """A request that has not started its response within the limit gets 504."""
+    """A request that has not started its response within the limit gets 504.
+
+    The limit is a timer on the request's own task, not a second task per request: that cost a
+    task, a shield and a wait_for on every request, a fifth of what a cached answer costs."""
 
     def __init__(self, app: ASGIApp, timeout_s: float, exempt_prefixes: tuple[str, ...] = ("/exports/",)):
         self.app = app
@@ -110,21 +118,35 @@ class TimeoutMiddleware:
         if scope["type"] != "http" or scope["path"].startswith(self.exempt_prefixes):
             await self.app(scope, receive, send)
             return
-        started = asyncio.Event()
+        task = asyncio.current_task()
+        cancelling = task.cancelling()
+        started = expired = False
 
         async def tracking_send(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
-                started.set()
+                started = True
             await send(message)
 
-        task = asyncio.ensure_future(self.app(scope, receive, tracking_send))
+        def expire() -> None:
+            nonlocal expired
+            if not started:  # a response on its way is let finish
+                expired = True
+                task.cancel()
+
+        timer = asyncio.get_running_loop().call_later(self.timeout_s, expire)
         try:
-            await asyncio.wait_for(asyncio.shield(task), timeout=self.timeout_s)
-        except asyncio.TimeoutError:
-            if started.is_set():
-                await task  # the response is on its way; let it finish
-                return
-            task.cancel()
+            await self.app(scope, receive, tracking_send)
+        except asyncio.CancelledError:
+            # Ours only if no one else cancelled the task too (a client gone, a shutdown).
+            if not expired or task.uncancel() > cancelling:
+                raise
+        else:
+            if expired:  # the application swallowed the cancellation
+                task.uncancel()
+        finally:
+            timer.cancel()
+        if expired and not started:
             request_id = scope.get("state", {}).get("request_id", "")
             log.warning("request %s timed out after %ss: %s", request_id, self.timeout_s, scope["path"])
             payload = {"error": f"the request took longer than {self.timeout_s:g} s", "request_id": request_id}

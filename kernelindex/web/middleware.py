@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, is_database_unavailable
+from kernelindex.web.http import new_request_id
 
 log = logging.getLogger("kernelindex.web")
 
@@ -28,7 +28,8 @@ class DatabaseSessionMiddleware:
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
-        state.setdefault("request_id", uuid.uuid4().hex[:16])  # RequestIdMiddleware normally set it
+        if "request_id" not in state:  # RequestIdMiddleware normally set it
+            state["request_id"] = new_request_id()
         sessionmaker: async_sessionmaker[AsyncSession] = scope["app"].state.sessionmaker
         request_id = state["request_id"]
         session = sessionmaker()
@@ -77,8 +78,17 @@ def _read_only(scope: Scope, state: dict) -> bool:
     return scope.get("method") in ("GET", "HEAD") or bool(state.get("read_only"))
 
 
+def _untouched(session: AsyncSession) -> bool:
+    """Never began a transaction and holds no objects: nothing to roll back or close. Most requests
+    answered from the response cache are like this, and skipping the round trip through SQLAlchemy's
+    greenlet bridge saves a tenth of what such a request costs."""
+    return not session.in_transaction() and not session.identity_map
+
+
 async def _rollback_quietly(session: AsyncSession, request_id: str) -> None:
     """Roll back; when the connection went away with the database, that fails too: say so and go on."""
+    if _untouched(session):
+        return
     try:
         await session.rollback()
     except Exception as exc:
@@ -88,6 +98,8 @@ async def _rollback_quietly(session: AsyncSession, request_id: str) -> None:
 async def _close_quietly(session: AsyncSession, request_id: str) -> None:
     """Close the session; if its connection is broken, invalidate it so the pool does not reuse it.
     A failure here must not turn a response already sent into a dropped connection."""
+    if _untouched(session):
+        return
     try:
         await session.close()
     except Exception as exc:
