@@ -236,3 +236,12 @@ async def test_introspection_off_in_production(db_url):
             ok = (await client.post("/graphql", json={"query": "{ policy { version } }"})).json()
     assert "introspection" in body["errors"][0]["message"].lower()
     assert "errors" not in ok
+
+
+async def test_startup_freezes_the_heap_and_collects_young_objects_rarely(app):
+    import gc
+
+    from kernelindex.web.app import GC_YOUNG_THRESHOLD
+
+    assert gc.get_threshold()[0] == GC_YOUNG_THRESHOLD
+    assert gc.get_freeze_count() > 10_000  # the modules, the schema and the settings at least
