@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from typing import Sequence
 
@@ -75,13 +76,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from kernelindex.web.app import create_app
 
+    if args.workers < 1:
+        raise CommandError(f"--workers must be 1 or more, got {args.workers}")
     url = database_url()
     if args.migrate:
         run_migrations(url)
     if args.seed:
         asyncio.run(_seed(url))
-    say(f"serving on http://{args.host}:{args.port} (GraphiQL at http://{args.host}:{args.port}/graphql)")
-    uvicorn.run(create_app(database_url=url), host=args.host, port=args.port, log_level=args.log_level)
+    say(f"serving on http://{args.host}:{args.port} (GraphiQL at http://{args.host}:{args.port}/graphql)"
+        + (f" with {args.workers} worker processes" if args.workers > 1 else ""))
+    if args.workers > 1:
+        # One event loop uses one core; more cores need more processes. Each is started afresh, so it
+        # is told where the database is (the embedded server this process started, if any).
+        os.environ["KERNELINDEX_DATABASE_URL"] = url
+        uvicorn.run("kernelindex.web.app:create_default_app", factory=True, workers=args.workers,
+                    host=args.host, port=args.port, log_level=args.log_level)
+    else:
+        uvicorn.run(create_app(database_url=url), host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 
@@ -107,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--migrate", action="store_true", help="apply migrations first")
     serve.add_argument("--seed", action="store_true", help="load the seed dataset first (idempotent)")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="worker processes (default 1); each has its own event loop, connection pool and response cache")
     serve.set_defaults(func=cmd_serve)
 
     migrate = sub.add_parser("migrate", help="apply database migrations")
