@@ -31,11 +31,13 @@ class Server:
     """Start with `with Server(...) as server:`; `server.url`, `server.process.pid`, `server.env`."""
 
     def __init__(self, *, database_url: str | None = None, migrate_and_seed: bool = True, log_level: str = "warning",
-                 log_path: Path | None = None, start_timeout_s: float = 180, extra_env: dict | None = None):
+                 log_path: Path | None = None, start_timeout_s: float = 180, extra_env: dict | None = None,
+                 serve_args: tuple[str, ...] = ()):
         self.database_url = database_url
         self.migrate_and_seed = migrate_and_seed
         self.log_level = log_level
         self.start_timeout_s = start_timeout_s
+        self.serve_args = tuple(serve_args)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data_dir: Path | None = None
@@ -51,6 +53,37 @@ class Server:
         self.log_path = log_path or Path(tempfile.mkstemp(prefix="kernelindex-serve-", suffix=".log")[1])
         self.process: subprocess.Popen | None = None
 
+    def processes(self) -> list:
+        """psutil.Process of `kernelindex serve` and of its worker processes (with --workers)."""
+        import psutil
+
+        main = psutil.Process(self.process.pid)
+        return [main] + [p for p in main.children(recursive=True) if any("spawn_main" in part for part in p.cmdline())]
+
+    def pin(self, server_cpus: set[int], database_cpus: set[int] | None = None) -> set[int]:
+        """Give the server process (every thread) `server_cpus` and move this process (and so every
+        child it starts later: the load generator) and the embedded PostgreSQL off them. Returns the
+        CPUs left to the others. On a small machine a load generator on the server's core measures
+        the scheduler's time slice (~10 ms), not the server."""
+        others = set(os.sched_getaffinity(0)) - server_cpus
+        if not server_cpus or not others:
+            raise ValueError(f"cannot split CPUs {sorted(os.sched_getaffinity(0))} into {sorted(server_cpus)} and the rest")
+        for proc in self.processes():
+            for task in Path(f"/proc/{proc.pid}/task").iterdir():
+                os.sched_setaffinity(int(task.name), server_cpus)
+        os.sched_setaffinity(0, others)
+        if self.data_dir is not None:
+            postmaster = int((self.data_dir / "pgdata" / "postmaster.pid").read_text().split()[0])
+            import psutil
+
+            # Backends forked later inherit the postmaster's CPUs.
+            for proc in [psutil.Process(postmaster), *psutil.Process(postmaster).children(recursive=True)]:
+                try:
+                    proc.cpu_affinity(sorted(database_cpus or others))
+                except psutil.NoSuchProcess:
+                    pass
+        return others
+
     def kernelindex(self, *args: str, timeout_s: float = 120) -> str:
         """Run another `kernelindex` command against the same database; its stdout."""
         done = subprocess.run([sys.executable, "-m", "kernelindex.cli", *args], env=self.env, capture_output=True,
@@ -64,6 +97,7 @@ class Server:
                    "--log-level", self.log_level]
         if self.migrate_and_seed:
             command += ["--migrate", "--seed"]
+        command += self.serve_args
         self._log = open(self.log_path, "w")
         self.process = subprocess.Popen(command, env=self.env, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO)
         deadline = time.monotonic() + self.start_timeout_s
