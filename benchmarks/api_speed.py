@@ -12,10 +12,17 @@ What it does:
    that database, twice: as deployed (the response cache on) and with the response cache off (what
    the first request after each write costs); and a floor server: a plain Starlette endpoint that
    runs the same SQL as an executed request with asyncpg and returns the same JSON bytes.
-3. Drives each endpoint with `hey` (Debian package `hey`; the asyncio client in this file when hey
-   is missing or with --client python): one client in sequence (unloaded p50/p99), `--clients`
-   concurrent clients for `--seconds` (saturation requests/s), then an open loop at half the
-   saturation rate (p50/p99 at half load).
+3. Drives each endpoint with benchmarks/loadgen.py in a child process: after a warm-up (a short
+   closed-loop burst, `--closed 4 --seconds 2`, discarded: it fills the response cache, opens the
+   pools), one connection in sequence (`--sequential`: unloaded p50/p99), `--clients` connections in
+   a closed loop for `--seconds` (`--closed`: saturation requests/s), then an open loop with Poisson
+   arrivals at half the saturation rate for `--seconds` (`--rate`: p50/p99 at half load).
+   loadgen.py is raw asyncio protocols (on uvloop when installed), about 30 µs of CPU a request: light
+   enough to share the 2-core machine with the server, so the server, not the client, saturates, and
+   its open loop keeps to its schedule whatever the answers do (hey needs one Go process per ~40
+   requests/s to stay open loop, most of a core at 3,000/s; an httpx client costs more a request).
+   Percentiles are of the requests answered 200; any other answer, lost connection or request
+   dropped by the load generator is counted, reported, and makes the exit status 1.
 Two queries: the workload page (everything on a reference page) and a list (first 100 workloads
 with their current records). Everything is on 127.0.0.1, client included, on the same cores; the
 load stops by itself.
@@ -194,90 +201,46 @@ async def capture_sql(url: str, queries: dict[str, tuple[str, dict]]) -> tuple[d
     return sql, bodies, counts
 
 
-async def drive(url_of, seconds: float, clients: int, rate: float | None = None) -> dict:
-    """Closed loop with `clients` workers, or an open loop at `rate` requests/s."""
-    import httpx
-
+def loadgen(url: str, mix: Path, out: Path, *mode: str, seconds: float | None = None) -> dict:
+    """One run of benchmarks/loadgen.py in a child process against `url` with the `mix` file.
+    p50/p99 are of the requests answered 200 in its --out file; rps is the closed loop's completed
+    rate, else the requests answered 200 over `seconds` (the open loop) or over the run's span."""
+    command = [sys.executable, "-m", "benchmarks.loadgen", url, "--mix", str(mix), *mode, "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=(seconds or 0) + 900)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[1:])} exited {done.returncode}: {done.stderr[-2000:]}")
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
     latencies: list[float] = []
-    errors = 0
-    sample: list[str] = []
-    limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
-    async with httpx.AsyncClient(limits=limits, timeout=30) as client:
-        deadline = time.perf_counter() + seconds
-
-        async def one() -> None:
-            nonlocal errors
-            start = time.perf_counter()
-            try:
-                response = await url_of(client)
-                if response.status_code != 200 or b'"errors"' in response.content[:200]:
-                    errors += 1
-                    if not sample:
-                        sample.append(f"HTTP {response.status_code}: {response.text[:300]}")
-            except httpx.HTTPError as exc:
-                errors += 1
-                if not sample:
-                    sample.append(f"{type(exc).__name__}: {exc}")
-            latencies.append(time.perf_counter() - start)
-
-        if rate is None:
-            async def worker():
-                while time.perf_counter() < deadline:
-                    await one()
-            await asyncio.gather(*(worker() for _ in range(clients)))
+    failures: list[str] = []
+    first_sent, last_done = float("inf"), float("-inf")
+    for line in out.read_text().splitlines():
+        sent, latency, _, status = line.split(",", 3)
+        first_sent, last_done = min(first_sent, float(sent)), max(last_done, float(sent) + float(latency))
+        if status == "200":
+            latencies.append(float(latency))
         else:
-            tasks = []
-            interval = 1.0 / rate
-            next_at = time.perf_counter()
-            while next_at < deadline:
-                await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
-                tasks.append(asyncio.create_task(one()))
-                next_at += interval
-            await asyncio.gather(*tasks)
+            failures.append(status)
+    out.unlink(missing_ok=True)
     latencies.sort()
 
     def pct(p: float) -> float:
         return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000 if latencies else float("nan")
 
-    if sample:
-        print(f"first error: {sample[0]}", file=sys.stderr)
-    return {"requests": len(latencies), "rps": len(latencies) / seconds, "p50_ms": pct(0.50), "p99_ms": pct(0.99), "errors": errors}
-
-
-def drive_hey(url: str, seconds: float, clients: int, rate: float | None = None, body: Path | None = None) -> dict:
-    """The same figures as drive(), from `hey` (Debian package hey): a Go client costs the two
-    shared cores far less per request than an asyncio one, so the server, not the client, saturates.
-
-    With a rate: one hey process per client, each at rate/clients, started 1/rate apart. One hey
-    with -q starts all its workers' tickers together, which sends the load in bursts of `clients`
-    requests and measures queueing behind the burst, not latency at that rate."""
-    base = ["hey", "-o", "csv", "-z", f"{seconds}s", "-t", "30"]
-    if body is not None:
-        base += ["-m", "POST", "-T", "application/json", "-D", str(body)]
-    if rate is None:
-        commands = [base + ["-c", str(clients), url]]
+    if "rate" in summary:
+        rps = summary["rate"]
     else:
-        commands = [base + ["-c", "1", "-q", f"{rate / clients:.4f}", url] for _ in range(clients)]
-    procs = []
-    for command in commands:
-        procs.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
-        if rate is not None:
-            time.sleep(1 / rate)
-    latencies, errors = [], 0
-    for proc in procs:
-        out, _ = proc.communicate(timeout=seconds + 120)
-        for line in out.splitlines()[1:]:
-            fields = line.split(",")
-            if len(fields) < 7:
-                continue
-            latencies.append(float(fields[0]))
-            errors += fields[6] != "200"
-    latencies.sort()
-
-    def pct(p: float) -> float:
-        return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000 if latencies else float("nan")
-
-    return {"requests": len(latencies), "rps": len(latencies) / seconds, "p50_ms": pct(0.50), "p99_ms": pct(0.99), "errors": errors}
+        span = seconds if seconds else last_done - first_sent
+        rps = len(latencies) / span if span > 0 else float("nan")
+    errors = len(failures) + summary["dropped"]
+    result = {"requests": len(latencies) + len(failures), "rps": rps, "p50_ms": pct(0.50), "p99_ms": pct(0.99),
+              "errors": errors, "dropped": summary["dropped"]}
+    if summary.get("lag_p99_ms") is not None:
+        result["lag_p99_ms"] = summary["lag_p99_ms"]  # how late the open loop's requests left their schedule
+    if errors:
+        result["first_error"] = failures[0] if failures else "dropped: no connection free (--max-connections)"
+        print(f"{url} {' '.join(mode)}: {errors} failed ({summary['dropped']} dropped); first: {result['first_error']}",
+              file=sys.stderr, flush=True)
+    return result
 
 
 def wait_for(url: str, timeout: float = 60) -> None:
@@ -302,14 +265,15 @@ def httpx_post_or_get(url: str, payload: dict | None) -> bytes:
     return response.content
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--workloads", type=int, default=250)
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--client", choices=("auto", "hey", "python"), default="auto",
-                        help="load generator: hey (apt install hey) or the asyncio client; auto: hey when installed")
+    parser.add_argument("--sequential", type=int,
+                        help="requests for the unloaded figures (default: about min(--seconds, 10) s of them, "
+                             "at least 200, from the warm-up's rate)")
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
 
@@ -321,6 +285,7 @@ def main() -> None:
     data_dir.chmod(0o755)
     server = EmbeddedPostgres(data_dir, delete_on_stop=True)
     procs: list[subprocess.Popen] = []
+    failed = 0  # requests that failed or were dropped
     try:
         upgrade(server.url)
         asyncio.run(build_dataset(server.url, args.workloads, args.runs))
@@ -350,40 +315,35 @@ def main() -> None:
         for port in (api_port, uncached_port):
             wait_for(f"http://127.0.0.1:{port}/healthz")
         wait_for(f"http://127.0.0.1:{floor_port}/q/page")
-        use_hey = args.client == "hey" or (args.client == "auto" and shutil.which("hey") is not None)
-        print(f"load generator: {'hey' if use_hey else 'asyncio (httpx)'}", file=sys.stderr)
-
-        results = {"dataset": {"runs": args.runs, "workloads": args.workloads + 2}, "client": "hey" if use_hey else "httpx",
+        results = {"dataset": {"runs": args.runs, "workloads": args.workloads + 2}, "client": "benchmarks/loadgen.py",
                    "statements_per_request": {"executed": counts, "served from the response cache": 1}}
         for name, (query, variables) in queries.items():
             payload = {"query": query, "variables": variables}
-            body_file = tmp / f"{name}.request.json"
-            body_file.write_text(json.dumps(payload))
             targets = {
-                "api": (f"http://127.0.0.1:{api_port}/graphql", body_file),
-                "api, cache off": (f"http://127.0.0.1:{uncached_port}/graphql", body_file),
-                "floor": (f"http://127.0.0.1:{floor_port}/q/{name}", None),
+                "api": (api_port, "POST", "/graphql", payload),
+                "api, cache off": (uncached_port, "POST", "/graphql", payload),
+                "floor": (floor_port, "GET", f"/q/{name}", None),
             }
-            for label, (url, body) in targets.items():
-                check = httpx_post_or_get(url, payload if body else None)
+            for label, (port, method, path, body) in targets.items():
+                base = f"http://127.0.0.1:{port}"
+                check = httpx_post_or_get(base + path, body)
                 assert b'"errors"' not in check[:200], check[:300]
-                if use_hey:
-                    def run_load(seconds, clients, rate=None, url=url, body=body):
-                        return drive_hey(url, seconds, clients, rate, body)
-                else:
-                    def target(client, url=url, body=body):
-                        return client.post(url, json=payload) if body else client.get(url)
-
-                    def run_load(seconds, clients, rate=None, target=target):
-                        return asyncio.run(drive(target, seconds, clients, rate))
-                run_load(2, 4)  # warm-up
-                unloaded = run_load(min(args.seconds, 10), 1)
-                saturated = run_load(args.seconds, args.clients)
-                half = run_load(args.seconds, args.clients, rate=saturated["rps"] / 2)
-                results[f"{name}/{label}"] = {"unloaded": unloaded, "saturation": saturated, "half_saturation": half}
+                mix = tmp / f"{name}-{port}.mix.json"
+                mix.write_text(json.dumps([{"name": name, "weight": 1, "method": method, "path": path, "body": body}]))
+                out = tmp / f"{name}-{port}.csv"
+                warm = loadgen(base, mix, out, "--closed", "4", "--seconds", "2")  # discarded: fills the cache
+                count = args.sequential or max(200, min(20_000, int(min(args.seconds, 10) * warm["rps"] / 4)))
+                unloaded = loadgen(base, mix, out, "--sequential", str(count))
+                saturated = loadgen(base, mix, out, "--closed", str(args.clients), "--seconds", repr(args.seconds))
+                half = loadgen(base, mix, out, "--rate", repr(saturated["rps"] / 2), "--seconds", repr(args.seconds),
+                               seconds=args.seconds)
+                errors = unloaded["errors"] + saturated["errors"] + half["errors"]
+                failed += errors
+                results[f"{name}/{label}"] = {"unloaded": unloaded, "saturation": saturated, "half_saturation": half,
+                                              "warm_up_errors": warm["errors"]}
                 print(f"{name:5} {label:15} saturation {saturated['rps']:7.0f} req/s | unloaded p50 {unloaded['p50_ms']:6.2f} ms "
                       f"p99 {unloaded['p99_ms']:6.2f} ms | half load p50 {half['p50_ms']:6.2f} ms p99 {half['p99_ms']:6.2f} ms "
-                      f"| errors {saturated['errors'] + half['errors'] + unloaded['errors']}", flush=True)
+                      f"| errors {errors}" + (" FAILED" if errors else ""), flush=True)
             floor_rps = results[f"{name}/floor"]["saturation"]["rps"]
             print(f"{name:5} SQL statements per request: {counts[name]} executed, 1 from the response cache; "
                   f"api/floor throughput {results[f'{name}/api']['saturation']['rps'] / floor_rps:.2f} "
@@ -391,6 +351,8 @@ def main() -> None:
         if args.out:
             Path(args.out).write_text(json.dumps(results, indent=2))
         shutil.rmtree(tmp, ignore_errors=True)
+        if failed:
+            print(f"FAILED: {failed} requests failed or were dropped (first errors above)", file=sys.stderr, flush=True)
     finally:
         for p in procs:
             p.send_signal(signal.SIGINT)
@@ -401,7 +363,8 @@ def main() -> None:
                 p.kill()
         server.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

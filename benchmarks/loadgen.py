@@ -122,11 +122,12 @@ def _complete_response(buffer: bytearray) -> str | None:
 
 
 class LoadGenerator:
-    def __init__(self, url: str, mix: Mix, *, max_connections: int = 512, seed: int = 1):
+    def __init__(self, url: str, mix: Mix, *, max_connections: int = 512, seed: int = 1, timeout_s: float = 30.0):
         parts = urlsplit(url)
         self.host, self.port = parts.hostname, parts.port or 80
         self.mix = mix
         self.max_connections = max_connections
+        self.timeout_s = timeout_s  # an answer not in by then is an error
         self.rng = random.Random(seed)
         self.idle: list[Connection] = []
         self.open = 0
@@ -134,11 +135,14 @@ class LoadGenerator:
         self.dropped = 0
         self.lag: list[float] = []  # how late each request left against its schedule
         self.waiters: list[asyncio.Future] = []
+        self.connections: list[Connection] = []  # every one opened
 
     def _done(self, conn: Connection, kind: int, sent: float, latency: float, status: str) -> None:
         self.results.append((sent, latency, kind, status))
         if conn.closed:
             self.open -= 1
+            if self.waiters:  # a closed or sequential client: it opens another connection
+                self.waiters.pop(0).set_result(None)
         elif self.waiters:
             self.waiters.pop(0).set_result(conn)
         else:
@@ -152,6 +156,7 @@ class LoadGenerator:
         except OSError:
             self.open -= 1
             raise
+        self.connections.append(conn)
         return conn
 
     def _take_idle(self) -> Connection | None:
@@ -217,39 +222,63 @@ class LoadGenerator:
         await asyncio.sleep(0)  # let the last dispatches run
         await self.drain(pending)
 
+    async def _send_and_wait(self, conn: Connection) -> Connection | None:
+        """One request on `conn`; the connection to send the next one on (None: the client stops)."""
+        answered = asyncio.get_running_loop().create_future()
+        self.waiters.append(answered)
+        kind = self.mix.pick(self.rng)
+        conn.send(kind, self.mix.requests[kind])
+        try:
+            conn = await asyncio.wait_for(asyncio.shield(answered), timeout=self.timeout_s)
+        except asyncio.TimeoutError:
+            self.waiters.remove(answered)
+            conn.busy = False
+            conn.transport.close()
+            self.results.append((conn.sent, clock() - conn.sent, kind, f"no answer in {self.timeout_s:g} s"))
+            conn = None
+        if conn is None:  # the server closed the connection: go on with a new one, if it takes one
+            try:
+                conn = await self.connect()
+            except OSError as exc:
+                self.results.append((clock(), 0.0, -1, f"connect failed: {exc}"))
+                return None
+        return conn
+
     async def closed_loop(self, clients: int, seconds: float) -> float:
         """Requests/s completed by `clients` connections that each send again as soon as answered."""
         deadline = clock() + seconds
 
         async def client() -> None:
             conn = await self.connect()
-            while clock() < deadline:
-                answered = asyncio.get_running_loop().create_future()
-                self.waiters.append(answered)
-                kind = self.mix.pick(self.rng)
-                conn.send(kind, self.mix.requests[kind])
-                conn = await answered
-            conn.transport.close()
+            while conn is not None and clock() < deadline:
+                conn = await self._send_and_wait(conn)
+            if conn is not None:
+                conn.transport.close()
 
         started = clock()
         await asyncio.gather(*(client() for _ in range(clients)))
-        return sum(1 for r in self.results if r[0] < deadline) / (clock() - started)
+        return sum(1 for r in self.results if r[0] < deadline and r[3] == "200") / (clock() - started)
 
     async def sequential(self, count: int) -> None:
         conn = await self.connect()
         for _ in range(count):
-            answered = asyncio.get_running_loop().create_future()
-            self.waiters.append(answered)
-            kind = self.mix.pick(self.rng)
-            conn.send(kind, self.mix.requests[kind])
-            conn = await answered
-        conn.transport.close()
+            if conn is None:
+                break
+            conn = await self._send_and_wait(conn)
+        if conn is not None:
+            conn.transport.close()
 
-    async def drain(self, pending: set, timeout_s: float = 60) -> None:
-        deadline = clock() + timeout_s
-        while (pending or self.open > len(self.idle)) and clock() < deadline:
+    async def drain(self, pending: set) -> None:
+        """Wait up to the timeout for the answers still out; the ones that do not come are errors."""
+        deadline = clock() + self.timeout_s
+        while (pending or any(conn.busy for conn in self.connections)) and clock() < deadline:
             await asyncio.sleep(0.01)
-        for conn in self.idle:
+        for task in pending:
+            task.cancel()
+        for conn in self.connections:
+            if conn.busy:
+                conn.busy = False
+                self.results.append((conn.sent, clock() - conn.sent, conn.kind, f"no answer in {self.timeout_s:g} s"))
             if not conn.closed:
                 conn.transport.close()
 
@@ -281,13 +310,16 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--max-connections", type=int, default=512)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds to wait for an answer (open loop: for the last answers once the load stops)")
     parser.add_argument("--t0", type=float, help="CLOCK_MONOTONIC time the output offsets count from")
     parser.add_argument("--out", help="write one line per request here")
     args = parser.parse_args()
     with open(args.mix) as f:
         entries = json.load(f)
     host = urlsplit(args.url).netloc
-    gen = LoadGenerator(args.url, Mix(entries, host), max_connections=args.max_connections, seed=args.seed)
+    gen = LoadGenerator(args.url, Mix(entries, host), max_connections=args.max_connections, seed=args.seed,
+                        timeout_s=args.timeout)
     t0 = args.t0 if args.t0 is not None else clock()
     summary: dict = {}
     if args.rate:

@@ -6,7 +6,7 @@ On Python 3.11 the server used to die with SIGSEGV within 1–3 such cycles whil
 requests committed their sessions (see kernelindex/web/middleware.py, _read_only). This replays
 that load: an embedded PostgreSQL with the api_speed synthetic dataset, the server in a child
 process with faulthandler on, 16 clients on the workload page, a pause, 8 clients on the list of
-100, with the response cache off unless --with-cache. Each cycle prints the requests, errors and the server's exit status (-11 is a segfault);
+100 (closed loops of benchmarks/loadgen.py), with the response cache off unless --with-cache. Each cycle prints the requests, errors and the server's exit status (-11 is a segfault);
 exit status 1 if the server died or any request failed.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -22,10 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.api_speed import LIST_QUERY, build_dataset, drive, free_port, wait_for  # noqa: E402
+from benchmarks.api_speed import LIST_QUERY, build_dataset, free_port, loadgen, wait_for  # noqa: E402
 
 
 def main() -> int:
@@ -61,13 +64,22 @@ def main() -> int:
             server = subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(port),
                                        "--log-level", "warning"], env=env, stdout=log, stderr=subprocess.STDOUT)
         wait_for(f"http://127.0.0.1:{port}/healthz")
+        url = f"http://127.0.0.1:{port}"
         page = {"query": WORKLOAD_PAGE_QUERY, "variables": {"slug": "kernelbench-l2-p101-synthetic-1"}}
+        mixes = {}
+        for name, body in (("page", page), ("list", {"query": LIST_QUERY})):
+            # The load generator sees HTTP statuses only: one request first, checked for GraphQL errors.
+            answer = httpx.post(f"{url}/graphql", json=body, timeout=60).json()
+            if answer.get("errors") or not answer.get("data"):
+                raise SystemExit(f"the {name} query fails before any load: {answer}")
+            mixes[name] = log_path.with_suffix(f".{name}.json")
+            mixes[name].write_text(json.dumps([{"name": name, "weight": 1, "method": "POST", "path": "/graphql", "body": body}]))
+        out = log_path.with_suffix(".requests.csv")
         started = time.monotonic()
         for cycle in range(args.cycles):
-            pages = asyncio.run(drive(lambda c: c.post(f"http://127.0.0.1:{port}/graphql", json=page), args.page_s, 16))
+            pages = loadgen(url, mixes["page"], out, "--closed", "16", "--seconds", str(args.page_s))
             time.sleep(args.idle_s)
-            lists = asyncio.run(drive(lambda c: c.post(f"http://127.0.0.1:{port}/graphql", json={"query": LIST_QUERY}),
-                                      args.list_s, 8)) if server.poll() is None else None
+            lists = loadgen(url, mixes["list"], out, "--closed", "8", "--seconds", str(args.list_s)) if server.poll() is None else None
             status = server.poll()
             errors = pages["errors"] + (lists["errors"] if lists else 0)
             failed = failed or errors > 0 or status is not None

@@ -70,3 +70,52 @@ def test_a_server_that_is_not_there_is_an_error_not_a_hang(tmp_path):
                            "--sequential", "3"], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert done.returncode != 0
     assert "Connect" in done.stderr or "refused" in done.stderr.lower()
+
+
+def serve_badly(behaviour: str):
+    """A TCP server on a free port that reads each request and then closes the connection
+    ("close") or never answers ("silent"); yields its URL."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            if behaviour == "close":
+                conn.close()
+            else:
+                held.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    return listener, f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("behaviour, mode", [
+    ("close", ("--closed", "2", "--seconds", "1")),
+    ("close", ("--sequential", "5")),
+    ("silent", ("--closed", "2", "--seconds", "0.5", "--timeout", "0.5")),
+    ("silent", ("--rate", "20", "--seconds", "0.5", "--timeout", "0.5")),
+])
+def test_a_server_that_drops_or_ignores_requests_gives_errors_not_a_hang(tmp_path, behaviour, mode):
+    listener, url = serve_badly(behaviour)
+    try:
+        mix = tmp_path / "mix.json"
+        mix.write_text(json.dumps([{"name": "x", "weight": 1, "method": "GET", "path": "/", "body": None}]))
+        done = subprocess.run([sys.executable, "-m", "benchmarks.loadgen", url, "--mix", str(mix), *mode],
+                              capture_output=True, text=True, cwd=REPO, timeout=100)
+    finally:
+        listener.close()
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["ok"] == 0 and summary["errors"] > 0
+    if "scheduled" in summary:  # the open loop: every request it sent is accounted for
+        assert summary["completed"] + summary["dropped"] == summary["scheduled"]
