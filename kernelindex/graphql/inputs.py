@@ -30,20 +30,10 @@ from graphql import (
 )
 from strawberry.extensions import SchemaExtension
 
+from kernelindex.db.text import text_problem
 from kernelindex.graphql.errors import UserInputError
 
 TEXT_TYPES = frozenset({"String", "ID"})
-
-
-def text_problem(text: str) -> str | None:
-    """What PostgreSQL (or asyncpg) cannot take in this text, or None."""
-    if "\x00" in text:
-        return "must not contain NUL (\\u0000) characters"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "is not valid Unicode text (unpaired surrogate)"
-    return None
 
 
 def check_text(name: str, value: str | None) -> None:

@@ -18,8 +18,8 @@ from strawberry.scalars import JSON
 
 from kernelindex.auth import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE, authenticate, require_scope
 from kernelindex.db.models import Run as RunRow
+from kernelindex.db.text import text_problem
 from kernelindex.graphql.errors import UserInputError
-from kernelindex.graphql.inputs import text_problem
 from kernelindex.graphql.node import from_global_id, to_global_id
 from kernelindex.ingest.records import RunRecord, check_record
 from kernelindex.ingest.writer import RunWriter

@@ -12,8 +12,8 @@ import strawberry
 from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kernelindex.db.text import text_problem
 from kernelindex.graphql.errors import UserInputError
-from kernelindex.graphql.inputs import text_problem
 
 T = TypeVar("T")
 

@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from kernelindex.db.text import text_problem
 from kernelindex.ingest.errors import InputProblem
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "schemas" / "run-record.schema.json"
@@ -248,16 +249,6 @@ def _key_path(parts: Iterable[Any]) -> str:
     return out or "(record)"
 
 
-def _bad_text(text: str) -> str | None:
-    if "\x00" in text:
-        return "holds a NUL character (\\u0000), which PostgreSQL cannot store"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text"
-    return None
-
-
 def _find_refused(data: Any, check_text: bool) -> list[tuple[str | None, str]]:
     """Walk the parsed value (iteratively) for the markers the parse hooks left, and for bad text."""
     found: list[tuple[str | None, str]] = []
@@ -272,7 +263,7 @@ def _find_refused(data: Any, check_text: bool) -> list[tuple[str | None, str]]:
                     found.append((_key_path(path + (k,)), f"duplicate key {k!r} in one object"))
             for k, v in value.items():
                 if check_text:
-                    bad = _bad_text(k)
+                    bad = text_problem(k)
                     if bad:
                         found.append((_key_path(path + (k,)), f"the key {bad}"))
                 stack.append((v, path + (k,)))
@@ -280,7 +271,7 @@ def _find_refused(data: Any, check_text: bool) -> list[tuple[str | None, str]]:
             for i, v in enumerate(value):
                 stack.append((v, path + (i,)))
         elif check_text and isinstance(value, str):
-            bad = _bad_text(value)
+            bad = text_problem(value)
             if bad:
                 found.append((_key_path(path), f"the text {bad}"))
     found.sort(key=lambda p: p[0] or "")

@@ -15,7 +15,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from kernelindex.db.models import Hardware, Run, Workload, WorkloadRevision
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, UserInputError, is_database_unavailable
-from kernelindex.graphql.inputs import check_datetime, text_problem
+from kernelindex.db.text import text_problem
+from kernelindex.graphql.inputs import check_datetime
 from kernelindex.rules import stats, trust
 from kernelindex.services.evidence import run_rows_statement
 from kernelindex.services.export import hardware_line, run_record, workload_line
