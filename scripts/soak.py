@@ -317,6 +317,7 @@ def main() -> int:
 
     print(f"\nload: {summary['scheduled']} scheduled ({summary['scheduled'] / seconds:.1f}/s), {summary['completed']} "
           f"completed, {summary['dropped']} dropped, {summary['errors']} errors; sender lag p99 {summary['lag_p99_ms']:.2f} ms; "
+          f"load generator's event loop held up at most {summary['stall_max_ms']:.1f} ms ({summary['stalls_over_10ms']} times over 10 ms); "
           f"{summary['connections']} connections at the end; {len(checks)} checks and writes from this script")
     for kind in [m[0] for m in MIX] + sorted({r[2] for r in checks}):
         lat = [r[1] for r in results + checks if r[2] == kind and not r[3] and r[0] >= warmup]
