@@ -90,7 +90,7 @@ async def test_entries_expire_after_the_ttl_of_the_app_clock(db_url, count_state
         transport = httpx.ASGITransport(app=application)
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
             await post(client, COUNT, RESNET18)
-            now[0] = FIXED_NOW + timedelta(seconds=59)
+            now[0] = FIXED_NOW + timedelta(seconds=53)  # under the shortest lifetime, 90 % of the TTL
             with count_statements(application.state.engine) as cached:
                 await post(client, COUNT, RESNET18)
             now[0] = FIXED_NOW + timedelta(seconds=61)
@@ -239,3 +239,24 @@ async def test_a_failed_execution_lets_the_waiting_requests_run_their_own():
         await leader
     assert await follower == ("body", None)
     assert calls == ["leader", "follower"]
+
+
+def test_lifetimes_are_spread_over_the_last_tenth_of_the_ttl_per_key():
+    from kernelindex.web.response_cache import CacheKey, ResponseCache
+
+    cache = ResponseCache(max_entries=1000, max_bytes=10_000_000, ttl_s=100)
+    keys = [CacheKey(f"{{ q{i} }}", None, "{}") for i in range(200)]
+    for key in keys:
+        cache.put(key, 1, FIXED_NOW, "body")
+
+    def alive(seconds: float) -> int:
+        return sum(cache.get(key, 1, FIXED_NOW + timedelta(seconds=seconds)) is not None for key in keys)
+
+    assert alive(89.9) == 200 and alive(100.1) == 0
+    assert 50 < alive(95) < 150  # spread, not all at one instant
+    # The same key always gets the same lifetime.
+    again = ResponseCache(max_entries=1000, max_bytes=10_000_000, ttl_s=100)
+    for key in keys:
+        again.put(key, 1, FIXED_NOW, "body")
+    assert [again.get(k, 1, FIXED_NOW + timedelta(seconds=95)) for k in keys] == \
+        [cache.get(k, 1, FIXED_NOW + timedelta(seconds=95)) for k in keys]
