@@ -101,6 +101,7 @@ class DataVersionReader:
 
     async def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
+        self._statement = None
         if conn is not None:
             conn.terminate()
 
