@@ -19,11 +19,8 @@ import argparse
 import asyncio
 import cProfile
 import json
-import os
 import pstats
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -115,28 +112,15 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000, help="requests per route and mode")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    from kernelindex.db.embedded import EmbeddedPostgres
+    from benchmarks.loadgen import run
+    from kernelindex.db.embedded import temporary_embedded
+    from kernelindex.db.migrate import upgrade
+    from kernelindex.seed import seed_database
 
-    folder = Path(tempfile.mkdtemp(prefix="kernelindex-overhead-"))
-    folder.chmod(0o755)  # the embedded server runs as another OS user when we are root
-    pg = EmbeddedPostgres(folder, delete_on_stop=True)
-    try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELINDEX_")}
-        env["KERNELINDEX_DATABASE_URL"] = pg.url
-        for command in (["migrate"], ["seed"]):
-            subprocess.run([sys.executable, "-m", "kernelindex.cli", *command], env=env, check=True, cwd=ROOT,
-                           capture_output=True)
-        try:  # the event loop `kernelindex serve` runs on (uvicorn picks uvloop when installed)
-            import uvloop
-
-            loop_factory = uvloop.new_event_loop
-        except ImportError:
-            loop_factory = None
-        with asyncio.Runner(loop_factory=loop_factory) as runner:
-            runner.run(measure(pg.url, args.requests, args.profile))
-    finally:
-        pg.stop()
-
+    with temporary_embedded("kernelindex-overhead-") as pg:
+        upgrade(pg.url)
+        asyncio.run(seed_database(pg.url))
+        run(measure(pg.url, args.requests, args.profile))  # on the loop `kernelindex serve` uses: uvloop
 
 if __name__ == "__main__":
     main()

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import shutil
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -44,15 +42,10 @@ def pg_url(tmp_path_factory) -> str:
     if external:
         yield external
         return
-    from kernelindex.db.embedded import EmbeddedPostgres
+    from kernelindex.db.embedded import temporary_embedded
 
-    # Not under pytest's tmp_path: pytest makes its base folder 0700, and the server runs as another user.
-    data_dir = Path(tempfile.mkdtemp(prefix="kernelindex-test-pg-"))
-    data_dir.chmod(0o755)
-    server = EmbeddedPostgres(data_dir, delete_on_stop=True)
-    yield server.url
-    server.stop()
-    shutil.rmtree(data_dir, ignore_errors=True)
+    with temporary_embedded("kernelindex-test-pg-") as server:
+        yield server.url
 
 
 @pytest.fixture(scope="session")

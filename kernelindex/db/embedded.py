@@ -8,10 +8,14 @@ last one exits).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 DATABASE_NAME = "kernelindex"
 
@@ -74,3 +78,20 @@ def resolve_database_url(settings) -> str:
     if settings.database_url:
         return settings.database_url
     return ensure_embedded(settings.resolved_data_dir).url
+
+
+@contextlib.contextmanager
+def temporary_embedded(prefix: str) -> Iterator[EmbeddedPostgres]:
+    """A throwaway server in a new temporary folder, stopped and deleted on exit: for the test suite
+    and the figures scripts."""
+    # Not 0700 (mkdtemp's mode, and pytest's tmp_path): the server runs as another OS user when we are root.
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder.chmod(0o755)
+    server = None
+    try:
+        server = EmbeddedPostgres(folder, delete_on_stop=True)
+        yield server
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
