@@ -43,6 +43,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.loadgen import percentile, run_child, write_mix
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "kernelbench_checkout" / "KernelBench"
 
@@ -205,34 +207,18 @@ def loadgen(url: str, mix: Path, out: Path, *mode: str, seconds: float | None = 
     """One run of benchmarks/loadgen.py in a child process against `url` with the `mix` file.
     p50/p99 are of the requests answered 200 in its --out file; rps is the closed loop's completed
     rate, else the requests answered 200 over `seconds` (the open loop) or over the run's span."""
-    command = [sys.executable, "-m", "benchmarks.loadgen", url, "--mix", str(mix), *mode, "--out", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=(seconds or 0) + 900)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[1:])} exited {done.returncode}: {done.stderr[-2000:]}")
-    summary = json.loads(done.stdout.strip().splitlines()[-1])
-    latencies: list[float] = []
-    failures: list[str] = []
-    first_sent, last_done = float("inf"), float("-inf")
-    for line in out.read_text().splitlines():
-        sent, latency, _, status = line.split(",", 3)
-        first_sent, last_done = min(first_sent, float(sent)), max(last_done, float(sent) + float(latency))
-        if status == "200":
-            latencies.append(float(latency))
-        else:
-            failures.append(status)
+    summary, rows = run_child(url, mix, out, *mode, timeout_s=(seconds or 0) + 900)
     out.unlink(missing_ok=True)
-    latencies.sort()
-
-    def pct(p: float) -> float:
-        return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000 if latencies else float("nan")
-
+    latencies = [latency for _, latency, _, status in rows if status == "200"]
+    failures = [status for _, _, _, status in rows if status != "200"]
     if "rate" in summary:
         rps = summary["rate"]
     else:
-        span = seconds if seconds else last_done - first_sent
+        span = seconds or (max(sent + latency for sent, latency, _, _ in rows) - min(sent for sent, _, _, _ in rows) if rows else 0)
         rps = len(latencies) / span if span > 0 else float("nan")
     errors = len(failures) + summary["dropped"]
-    result = {"requests": len(latencies) + len(failures), "rps": rps, "p50_ms": pct(0.50), "p99_ms": pct(0.99),
+    result = {"requests": len(latencies) + len(failures), "rps": rps,
+              "p50_ms": percentile(latencies, 0.50) * 1000, "p99_ms": percentile(latencies, 0.99) * 1000,
               "errors": errors, "dropped": summary["dropped"]}
     if summary.get("lag_p99_ms") is not None:
         result["lag_p99_ms"] = summary["lag_p99_ms"]  # how late the open loop's requests left their schedule
@@ -277,92 +263,88 @@ def main() -> int:
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
 
-    from kernelindex.db.embedded import EmbeddedPostgres
+    from kernelindex.db.embedded import temporary_embedded
     from kernelindex.db.migrate import upgrade
     from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
 
-    data_dir = Path(tempfile.mkdtemp(prefix="kernelindex-speed-"))
-    data_dir.chmod(0o755)
-    server = EmbeddedPostgres(data_dir, delete_on_stop=True)
     procs: list[subprocess.Popen] = []
     failed = 0  # requests that failed or were dropped
-    try:
-        upgrade(server.url)
-        asyncio.run(build_dataset(server.url, args.workloads, args.runs))
-        queries = {
-            "page": (WORKLOAD_PAGE_QUERY, {"slug": "kernelbench-l2-p101-synthetic-1"}),
-            "list": (LIST_QUERY, {}),
-        }
-        sql, bodies, counts = asyncio.run(capture_sql(server.url, queries))
-        tmp = Path(tempfile.mkdtemp(prefix="kernelindex-floor-"))
-        (tmp / "sql.json").write_text(json.dumps(sql, default=str))
-        body_files = {}
-        for name, body in bodies.items():
-            (tmp / f"{name}.json").write_bytes(body)
-            body_files[name] = str(tmp / f"{name}.json")
-        (tmp / "floor_app.py").write_text(floor_app_source())
-
-        api_port, uncached_port, floor_port = free_port(), free_port(), free_port()
-        env = {**os.environ, "KERNELINDEX_DATABASE_URL": server.url, "KERNELINDEX_ENVIRONMENT": "production", "PYTHONFAULTHANDLER": "1", **dict(a.split("=", 1) for a in os.environ.get("API_SPEED_SERVER_ENV", "").split() if "=" in a)}
-        # As deployed (the response cache on), and with the cache off: what every first request after a write costs.
-        procs.append(subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(api_port), "--log-level", "warning"], env=env))
-        procs.append(subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(uncached_port), "--log-level", "warning"],
-                                      env={**env, "KERNELINDEX_RESPONSE_CACHE_ENTRIES": "0"}))
-        floor_env = {**os.environ, "FLOOR_SQL": str(tmp / "sql.json"), "FLOOR_BODIES": json.dumps(body_files),
-                     "FLOOR_DSN": server.url.replace("postgresql+asyncpg", "postgresql")}
-        procs.append(subprocess.Popen([sys.executable, "-m", "uvicorn", "floor_app:app", "--port", str(floor_port),
-                                       "--log-level", "warning", "--app-dir", str(tmp)], env=floor_env))
-        for port in (api_port, uncached_port):
-            wait_for(f"http://127.0.0.1:{port}/healthz")
-        wait_for(f"http://127.0.0.1:{floor_port}/q/page")
-        results = {"dataset": {"runs": args.runs, "workloads": args.workloads + 2}, "client": "benchmarks/loadgen.py",
-                   "statements_per_request": {"executed": counts, "served from the response cache": 1}}
-        for name, (query, variables) in queries.items():
-            payload = {"query": query, "variables": variables}
-            targets = {
-                "api": (api_port, "POST", "/graphql", payload),
-                "api, cache off": (uncached_port, "POST", "/graphql", payload),
-                "floor": (floor_port, "GET", f"/q/{name}", None),
+    with temporary_embedded("kernelindex-speed-") as server:
+        try:
+            upgrade(server.url)
+            asyncio.run(build_dataset(server.url, args.workloads, args.runs))
+            queries = {
+                "page": (WORKLOAD_PAGE_QUERY, {"slug": "kernelbench-l2-p101-synthetic-1"}),
+                "list": (LIST_QUERY, {}),
             }
-            for label, (port, method, path, body) in targets.items():
-                base = f"http://127.0.0.1:{port}"
-                check = httpx_post_or_get(base + path, body)
-                assert b'"errors"' not in check[:200], check[:300]
-                mix = tmp / f"{name}-{port}.mix.json"
-                mix.write_text(json.dumps([{"name": name, "weight": 1, "method": method, "path": path, "body": body}]))
-                out = tmp / f"{name}-{port}.csv"
-                warm = loadgen(base, mix, out, "--closed", "4", "--seconds", "2")  # discarded: fills the cache
-                count = args.sequential or max(200, min(20_000, int(min(args.seconds, 10) * warm["rps"] / 4)))
-                unloaded = loadgen(base, mix, out, "--sequential", str(count))
-                saturated = loadgen(base, mix, out, "--closed", str(args.clients), "--seconds", repr(args.seconds))
-                half = loadgen(base, mix, out, "--rate", repr(saturated["rps"] / 2), "--seconds", repr(args.seconds),
-                               seconds=args.seconds)
-                errors = unloaded["errors"] + saturated["errors"] + half["errors"]
-                failed += errors
-                results[f"{name}/{label}"] = {"unloaded": unloaded, "saturation": saturated, "half_saturation": half,
-                                              "warm_up_errors": warm["errors"]}
-                print(f"{name:5} {label:15} saturation {saturated['rps']:7.0f} req/s | unloaded p50 {unloaded['p50_ms']:6.2f} ms "
-                      f"p99 {unloaded['p99_ms']:6.2f} ms | half load p50 {half['p50_ms']:6.2f} ms p99 {half['p99_ms']:6.2f} ms "
-                      f"| errors {errors}" + (" FAILED" if errors else ""), flush=True)
-            floor_rps = results[f"{name}/floor"]["saturation"]["rps"]
-            print(f"{name:5} SQL statements per request: {counts[name]} executed, 1 from the response cache; "
-                  f"api/floor throughput {results[f'{name}/api']['saturation']['rps'] / floor_rps:.2f} "
-                  f"(cache off {results[f'{name}/api, cache off']['saturation']['rps'] / floor_rps:.2f})", flush=True)
-        if args.out:
-            Path(args.out).write_text(json.dumps(results, indent=2))
-        shutil.rmtree(tmp, ignore_errors=True)
-        if failed:
-            print(f"FAILED: {failed} requests failed or were dropped (first errors above)", file=sys.stderr, flush=True)
-    finally:
-        for p in procs:
-            p.send_signal(signal.SIGINT)
-        for p in procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        server.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
+            sql, bodies, counts = asyncio.run(capture_sql(server.url, queries))
+            tmp = Path(tempfile.mkdtemp(prefix="kernelindex-floor-"))
+            (tmp / "sql.json").write_text(json.dumps(sql, default=str))
+            body_files = {}
+            for name, body in bodies.items():
+                (tmp / f"{name}.json").write_bytes(body)
+                body_files[name] = str(tmp / f"{name}.json")
+            (tmp / "floor_app.py").write_text(floor_app_source())
+
+            api_port, uncached_port, floor_port = free_port(), free_port(), free_port()
+            env = {**os.environ, "KERNELINDEX_DATABASE_URL": server.url, "KERNELINDEX_ENVIRONMENT": "production", "PYTHONFAULTHANDLER": "1", **dict(a.split("=", 1) for a in os.environ.get("API_SPEED_SERVER_ENV", "").split() if "=" in a)}
+            # As deployed (the response cache on), and with the cache off: what every first request after a write costs.
+            procs.append(subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(api_port), "--log-level", "warning"], env=env))
+            procs.append(subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(uncached_port), "--log-level", "warning"],
+                                          env={**env, "KERNELINDEX_RESPONSE_CACHE_ENTRIES": "0"}))
+            floor_env = {**os.environ, "FLOOR_SQL": str(tmp / "sql.json"), "FLOOR_BODIES": json.dumps(body_files),
+                         "FLOOR_DSN": server.url.replace("postgresql+asyncpg", "postgresql")}
+            procs.append(subprocess.Popen([sys.executable, "-m", "uvicorn", "floor_app:app", "--port", str(floor_port),
+                                           "--log-level", "warning", "--app-dir", str(tmp)], env=floor_env))
+            for port in (api_port, uncached_port):
+                wait_for(f"http://127.0.0.1:{port}/healthz")
+            wait_for(f"http://127.0.0.1:{floor_port}/q/page")
+            results = {"dataset": {"runs": args.runs, "workloads": args.workloads + 2}, "client": "benchmarks/loadgen.py",
+                       "statements_per_request": {"executed": counts, "served from the response cache": 1}}
+            for name, (query, variables) in queries.items():
+                payload = {"query": query, "variables": variables}
+                targets = {
+                    "api": (api_port, "POST", "/graphql", payload),
+                    "api, cache off": (uncached_port, "POST", "/graphql", payload),
+                    "floor": (floor_port, "GET", f"/q/{name}", None),
+                }
+                for label, (port, method, path, body) in targets.items():
+                    base = f"http://127.0.0.1:{port}"
+                    check = httpx_post_or_get(base + path, body)
+                    assert b'"errors"' not in check[:200], check[:300]
+                    mix = tmp / f"{name}-{port}.mix.json"
+                    write_mix(mix, [(name, 1, method, path, body)])
+                    out = tmp / f"{name}-{port}.csv"
+                    warm = loadgen(base, mix, out, "--closed", "4", "--seconds", "2")  # discarded: fills the cache
+                    count = args.sequential or max(200, min(20_000, int(min(args.seconds, 10) * warm["rps"] / 4)))
+                    unloaded = loadgen(base, mix, out, "--sequential", str(count))
+                    saturated = loadgen(base, mix, out, "--closed", str(args.clients), "--seconds", repr(args.seconds))
+                    half = loadgen(base, mix, out, "--rate", repr(saturated["rps"] / 2), "--seconds", repr(args.seconds),
+                                   seconds=args.seconds)
+                    errors = unloaded["errors"] + saturated["errors"] + half["errors"]
+                    failed += errors
+                    results[f"{name}/{label}"] = {"unloaded": unloaded, "saturation": saturated, "half_saturation": half,
+                                                  "warm_up_errors": warm["errors"]}
+                    print(f"{name:5} {label:15} saturation {saturated['rps']:7.0f} req/s | unloaded p50 {unloaded['p50_ms']:6.2f} ms "
+                          f"p99 {unloaded['p99_ms']:6.2f} ms | half load p50 {half['p50_ms']:6.2f} ms p99 {half['p99_ms']:6.2f} ms "
+                          f"| errors {errors}" + (" FAILED" if errors else ""), flush=True)
+                floor_rps = results[f"{name}/floor"]["saturation"]["rps"]
+                print(f"{name:5} SQL statements per request: {counts[name]} executed, 1 from the response cache; "
+                      f"api/floor throughput {results[f'{name}/api']['saturation']['rps'] / floor_rps:.2f} "
+                      f"(cache off {results[f'{name}/api, cache off']['saturation']['rps'] / floor_rps:.2f})", flush=True)
+            if args.out:
+                Path(args.out).write_text(json.dumps(results, indent=2))
+            shutil.rmtree(tmp, ignore_errors=True)
+            if failed:
+                print(f"FAILED: {failed} requests failed or were dropped (first errors above)", file=sys.stderr, flush=True)
+        finally:
+            for p in procs:
+                p.send_signal(signal.SIGINT)
+            for p in procs:
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
     return 1 if failed else 0
 
 

@@ -31,12 +31,20 @@ import asyncio
 import gc
 import json
 import random
+import subprocess
 import sys
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 clock = time.monotonic  # CLOCK_MONOTONIC: the same clock in every process on the machine
 KEEP_IDLE_S = 2.0
+
+
+def write_mix(path, kinds) -> None:
+    """Write a --mix file: `kinds` is (name, weight, method, path, JSON body or None) per request kind."""
+    path.write_text(json.dumps([{"name": name, "weight": weight, "method": method, "path": url_path, "body": body}
+                                for name, weight, method, url_path, body in kinds]))
 
 
 class Mix:
@@ -284,6 +292,32 @@ class LoadGenerator:
                 conn.transport.close()
 
 
+REPO = Path(__file__).resolve().parent.parent
+
+
+def command(url: str, mix: Path, out: Path, *mode: str, t0: float | None = None) -> list[str]:
+    """The command line that runs this load generator in a child process, writing --out."""
+    cmd = [sys.executable, "-m", "benchmarks.loadgen", url, "--mix", str(mix), *mode, "--out", str(out)]
+    return cmd + (["--t0", repr(t0)] if t0 is not None else [])
+
+
+def read_out(out: Path) -> list[tuple[float, float, int, str]]:
+    """An --out file: (sent offset, latency, kind index or -1 for a failed connect, status or error) per request."""
+    rows = []
+    for line in out.read_text().splitlines():
+        sent, latency, kind, status = line.split(",", 3)
+        rows.append((float(sent), float(latency), int(kind), status))
+    return rows
+
+
+def run_child(url: str, mix: Path, out: Path, *mode: str, timeout_s: float = 3600) -> tuple[dict, list[tuple[float, float, int, str]]]:
+    """Run the load generator in a child process to its end: its summary and its --out rows."""
+    done = subprocess.run(command(url, mix, out, *mode), capture_output=True, text=True, cwd=REPO, timeout=timeout_s)
+    if done.returncode != 0:
+        raise RuntimeError(f"loadgen {' '.join(mode)} exited {done.returncode}: {done.stderr[-2000:]}")
+    return json.loads(done.stdout), read_out(out)
+
+
 def percentile(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
@@ -309,7 +343,8 @@ class StallWatch:
             self.over_10ms += late > 0.010
 
 
-def run(loop_coro, stalls: StallWatch | None = None) -> None:
+def run(loop_coro, stalls: StallWatch | None = None):
+    """Run the coroutine to its end on uvloop (the loop `kernelindex serve` uses) when installed; its result."""
     try:
         import uvloop
 
@@ -326,7 +361,7 @@ def run(loop_coro, stalls: StallWatch | None = None) -> None:
                 watcher.cancel()
 
     with asyncio.Runner(loop_factory=factory) as runner:
-        runner.run(watched())
+        return runner.run(watched())
 
 
 def main() -> int:
@@ -362,13 +397,7 @@ def main() -> int:
         run(gen.open_loop(args.rate, args.seconds), stalls)
         summary["scheduled"] = len(gen.lag) + gen.dropped
     elif args.closed:
-        holder = {}
-
-        async def closed() -> None:
-            holder["rate"] = await gen.closed_loop(args.closed, args.seconds)
-
-        run(closed(), stalls)
-        summary["rate"] = holder["rate"]
+        summary["rate"] = run(gen.closed_loop(args.closed, args.seconds), stalls)
     else:
         run(gen.sequential(args.sequential), stalls)
     ok = [r[1] for r in gen.results if r[3] == "200"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -29,6 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.api_speed import LIST_QUERY, build_dataset, free_port, loadgen, wait_for  # noqa: E402
+from benchmarks.loadgen import write_mix  # noqa: E402
 
 
 def main() -> int:
@@ -43,16 +43,13 @@ def main() -> int:
                         help="keep the response cache on (default off: every request executes, the path that crashed)")
     args = parser.parse_args()
 
-    from kernelindex.db.embedded import EmbeddedPostgres
+    from kernelindex.db.embedded import temporary_embedded
     from kernelindex.db.migrate import upgrade
     from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
 
-    data_dir = Path(tempfile.mkdtemp(prefix="kernelindex-crash-"))
-    data_dir.chmod(0o755)  # the embedded server runs as another OS user when we are root
-    pg = EmbeddedPostgres(data_dir, delete_on_stop=True)
     log_path = Path(tempfile.mkstemp(prefix="kernelindex-crash-", suffix=".log")[1])
     failed = False
-    try:
+    with temporary_embedded("kernelindex-crash-") as pg:
         upgrade(pg.url)
         asyncio.run(build_dataset(pg.url, args.workloads, args.runs))
         port = free_port()
@@ -73,7 +70,7 @@ def main() -> int:
             if answer.get("errors") or not answer.get("data"):
                 raise SystemExit(f"the {name} query fails before any load: {answer}")
             mixes[name] = log_path.with_suffix(f".{name}.json")
-            mixes[name].write_text(json.dumps([{"name": name, "weight": 1, "method": "POST", "path": "/graphql", "body": body}]))
+            write_mix(mixes[name], [(name, 1, "POST", "/graphql", body)])
         out = log_path.with_suffix(".requests.csv")
         started = time.monotonic()
         for cycle in range(args.cycles):
@@ -91,8 +88,6 @@ def main() -> int:
         if server.poll() is None:
             server.send_signal(signal.SIGINT)
             server.wait(timeout=15)
-    finally:
-        pg.stop()
     return 1 if failed else 0
 
 

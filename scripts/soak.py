@@ -32,6 +32,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,6 +44,8 @@ import httpx
 import psutil
 
 from _server import REPO, Server
+
+from benchmarks.loadgen import command, percentile, read_out, run_child, write_mix  # _server put the repository on sys.path
 
 RESNET18 = "kernelbench-l3-p9-resnet18"
 PAGE = {"query": """{ workload(slug: "%s") { title eligibleRunCountDisplay
@@ -108,11 +111,6 @@ def failed(response: httpx.Response) -> str | None:
     return None
 
 
-def percentile(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
-
-
 class LoadGen:
     """benchmarks/loadgen.py in a child process (it inherits this process's CPUs), on the MIX."""
 
@@ -120,35 +118,27 @@ class LoadGen:
         self.url = url
         self.folder = folder
         self.mix = folder / "mix.json"
-        self.mix.write_text(json.dumps([{"name": n, "weight": w, "method": m, "path": p, "body": b} for n, w, m, p, b in MIX]))
+        write_mix(self.mix, MIX)
         self.runs = 0
 
-    def command(self, *mode: str, t0: float | None = None) -> tuple[list[str], Path]:
+    def out(self) -> Path:
         self.runs += 1
-        out = self.folder / f"run-{self.runs}.csv"
-        cmd = [sys.executable, "-m", "benchmarks.loadgen", self.url, "--mix", str(self.mix), *mode, "--out", str(out)]
-        return cmd + (["--t0", repr(t0)] if t0 is not None else []), out
+        return self.folder / f"run-{self.runs}.csv"
 
     def run(self, *mode: str) -> tuple[dict, list[tuple[float, float, str, str | None]]]:
-        cmd, out = self.command(*mode)
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=3600)
-        if done.returncode != 0:
-            raise RuntimeError(f"loadgen failed: {done.stderr[-2000:]}")
-        return json.loads(done.stdout), self.read(out)
+        out = self.out()
+        summary, _ = run_child(self.url, self.mix, out, *mode)
+        return summary, self.read(out)
 
     def start(self, *mode: str, t0: float) -> tuple[subprocess.Popen, Path]:
-        cmd, out = self.command(*mode, t0=t0)
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=REPO), out
+        out = self.out()
+        return subprocess.Popen(command(self.url, self.mix, out, *mode, t0=t0), stdout=subprocess.PIPE, text=True, cwd=REPO), out
 
     @staticmethod
     def read(out: Path) -> list[tuple[float, float, str, str | None]]:
         """(offset, latency, kind, error) per request."""
-        results = []
-        for line in out.read_text().splitlines():
-            offset, latency, kind, status = line.split(",", 3)
-            name = MIX[int(kind)][0] if int(kind) >= 0 else "connect"
-            results.append((float(offset), float(latency), name, None if status == "200" else status))
-        return results
+        return [(sent, latency, MIX[kind][0] if kind >= 0 else "connect", None if status == "200" else status)
+                for sent, latency, kind, status in read_out(out)]
 
 
 async def send(client: httpx.AsyncClient, method: str, path: str, body: dict | None) -> httpx.Response:
@@ -295,8 +285,6 @@ def main() -> int:
         try:
             out = asyncio.run(run())
         finally:
-            import shutil
-
             shutil.rmtree(folder, ignore_errors=True)
         log = server.log_path.read_text()
 
