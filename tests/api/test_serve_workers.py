@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,14 +12,10 @@ from pathlib import Path
 import httpx
 import psutil
 
+from tests.serving import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 PAGE = '{ workload(slug: "kernelbench-l3-p9-resnet18") { title eligibleRunCount } }'
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_two_workers_serve_the_same_database(db_url, tmp_path):

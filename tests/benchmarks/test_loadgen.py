@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.loadgen import _complete_response
+from tests.serving import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,11 +60,7 @@ def test_sequential_closed_and_open_loop_against_the_server(live_server, tmp_pat
 
 
 def test_a_server_that_is_not_there_is_an_error_not_a_hang(tmp_path):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again: nothing listens there
+    port = free_port()
     mix = tmp_path / "mix.json"
     mix.write_text(json.dumps([{"name": "x", "weight": 1, "method": "GET", "path": "/", "body": None}]))
     done = subprocess.run([sys.executable, "-m", "benchmarks.loadgen", f"http://127.0.0.1:{port}", "--mix", str(mix),
