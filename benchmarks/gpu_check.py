@@ -314,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         samples = crosscheck.pop("samples_ms")
                         figures["crosscheck"] = crosscheck
                         figures["crosscheck_samples_ms"] = samples
-                    except Exception as exc:  # noqa: BLE001 - report and go on to the next figure
+                    except Exception as exc:
                         figures["crosscheck"] = {"error": f"{type(exc).__name__}: {exc}"}
                         summary["errors"].append(f"{slug} {impl} cross-check: {type(exc).__name__}: {exc}")
                         exit_status = 1

@@ -53,7 +53,7 @@ class Problem:
     filename: str | None = None
 
     @classmethod
-    def from_file(cls, path: str | Path, slug: str | None = None) -> "Problem":
+    def from_file(cls, path: str | Path, slug: str | None = None) -> Problem:
         path = Path(path)
         return cls(slug=slug or slug_from_filename(path), source_text=path.read_text(encoding="utf-8"), filename=str(path))
 
@@ -67,7 +67,7 @@ class Problem:
         return self.filename or f"<problem {self.slug}>"
 
 
-def as_problem(item: "Problem | tuple[str, str, str | None] | tuple[str, str]") -> Problem:
+def as_problem(item: Problem | tuple[str, str, str | None] | tuple[str, str]) -> Problem:
     """Accept a Problem or a plain (slug, source_text[, filename]) tuple."""
     if isinstance(item, Problem):
         return item
@@ -251,7 +251,7 @@ def _constant_sizes_inputs(
     setattr(module, name, probe)
     try:
         return _meta_input_shapes(module) != shapes
-    except Exception:  # noqa: BLE001 - any failure just means the probe cannot tell
+    except Exception:
         return None
     finally:
         setattr(module, name, value)

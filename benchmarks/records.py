@@ -17,7 +17,7 @@ RUNNER_REVISION = "benchmarks/1"
 
 
 def utc_now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def build_record(
@@ -100,7 +100,7 @@ class JsonlWriter:
         if self._owns_file:
             self._file.close()
 
-    def __enter__(self) -> "JsonlWriter":
+    def __enter__(self) -> JsonlWriter:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

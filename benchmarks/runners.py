@@ -103,7 +103,7 @@ for _mode in COMPILE_MODES:
     IMPLEMENTATIONS[_implementation.slug] = _implementation
 
 
-def get_implementation(choice: "str | Implementation") -> Implementation:
+def get_implementation(choice: str | Implementation) -> Implementation:
     if isinstance(choice, Implementation):
         return choice
     try:
@@ -341,7 +341,7 @@ def measure_implementation(
                 correctness=correctness,
             )
         return Outcome("passed", samples_ms=samples, compile_time_ms=compile_time_ms, correctness=correctness)
-    except Exception as exc:  # noqa: BLE001 - every failure becomes a record; the sweep goes on
+    except Exception as exc:
         reason = describe_exception(phase, exc, instance.problem.code_filename)
         return Outcome("failed", reason, compile_time_ms=compile_time_ms, correctness=correctness)
     finally:
@@ -417,7 +417,7 @@ def run_problem(
             del reference_model
     except ProblemError as exc:
         failure = str(exc)
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a module calling sys.exit() must not end the sweep
+    except (Exception, SystemExit) as exc:
         failure = describe_exception(phase, exc, problem.code_filename)
 
     if failure is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -16,7 +16,7 @@ import pytest
 
 from kernelindex.db.urls import to_libpq_url
 
-FIXED_NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+FIXED_NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 TEMPLATE_DB = "kernelindex_test_template"
 _counter = itertools.count()
 
@@ -51,7 +51,7 @@ def pg_url(tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def template_url(pg_url) -> str:
     from kernelindex.db.migrate import upgrade
-    from kernelindex.seed import seed_database
+    from kernelindex.ingest.seed import seed_database
 
     asyncio.run(_admin(pg_url, f'DROP DATABASE IF EXISTS "{TEMPLATE_DB}"', f'CREATE DATABASE "{TEMPLATE_DB}"'))
     url = _with_database(pg_url, TEMPLATE_DB)
@@ -175,7 +175,7 @@ def live_server(db_url):
 @pytest.fixture
 def cli(db_url, monkeypatch):
     """Run `kernelindex …` in-process against this test's database; returns (exit status, stdout, stderr)."""
-    from kernelindex.cli import main
+    from kernelindex.cli.main import main
     from kernelindex.settings import get_settings
 
     monkeypatch.setenv("KERNELINDEX_DATABASE_URL", db_url)

@@ -14,8 +14,8 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 DATABASE_NAME = "kernelindex"
 

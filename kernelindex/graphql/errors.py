@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from graphql import GraphQLError
 from strawberry.extensions import SchemaExtension
 
+from kernelindex.db.errors import is_unavailable
+
 log = logging.getLogger("kernelindex.graphql")
 
 UNAVAILABLE_MESSAGE = "The database is unavailable; retry shortly."
@@ -33,28 +35,6 @@ def should_mask_error(error: GraphQLError) -> bool:
     return not isinstance(original, GraphQLError)
 
 
-def is_database_unavailable(exc: BaseException | None) -> bool:
-    """Connection-level failures (refused, reset, closed, server shutting down), not bad SQL or a
-    statement the driver refused (those are bugs, and stay internal errors)."""
-    import asyncpg
-    from sqlalchemy.exc import DBAPIError
-
-    connection_errors = (
-        ConnectionError, OSError, asyncpg.exceptions.ConnectionDoesNotExistError,
-        asyncpg.exceptions.CannotConnectNowError, asyncpg.exceptions.AdminShutdownError,
-        asyncpg.exceptions.PostgresConnectionError, asyncpg.exceptions.ConnectionFailureError,
-    )
-    while exc is not None:
-        if isinstance(exc, connection_errors):
-            return True
-        if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-            return True
-        if isinstance(exc, asyncpg.exceptions.InterfaceError) and "connection" in str(exc).lower() and "closed" in str(exc).lower():
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
 class ErrorPolicy(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         yield
@@ -68,7 +48,7 @@ class ErrorPolicy(SchemaExtension):
         processed = []
         for error in errors:
             original = error.original_error
-            if original is not None and is_database_unavailable(original):
+            if original is not None and is_unavailable(original):
                 log.warning("database unavailable (request %s): %s", request_id, original)
                 response = getattr(context, "response", None)
                 if response is not None:

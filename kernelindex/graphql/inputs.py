@@ -10,7 +10,7 @@ JSON arguments are left to their resolvers: submitRuns reports such problems rec
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from graphql import (
@@ -49,7 +49,7 @@ def check_datetime(name: str, value: datetime | None) -> None:
     if value is None or value.tzinfo is None:
         return
     try:
-        value.astimezone(timezone.utc)
+        value.astimezone(UTC)
     except (OverflowError, ValueError):
         raise UserInputError(f"{name} is out of range: {value.isoformat()} is not a time in years 1 to 9999 UTC")
 

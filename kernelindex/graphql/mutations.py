@@ -16,14 +16,14 @@ from graphql import GraphQLError
 from sqlalchemy import select, update
 from strawberry.scalars import JSON
 
-from kernelindex.auth import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE, authenticate, require_scope
 from kernelindex.db.models import Run as RunRow
 from kernelindex.db.text import text_problem
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import from_global_id, to_global_id
-from kernelindex.ingest.records import RunRecord, check_record
+from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record
 from kernelindex.ingest.writer import RunWriter
 from kernelindex.services.records import refresh_cohorts_of_runs
+from kernelindex.services.tokens import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE, authenticate, require_scope
 
 MAX_RECORDS_PER_CALL = 1000
 MAX_REASON_LENGTH = 2000
@@ -185,7 +185,7 @@ def _short(raw: str) -> str:
 )
 class Mutation:
     @strawberry.mutation(
-        description="Submit run records in the ingest format (schemas/run-record.schema.json, 'kernelindex.run/1'); "
+        description=f"Submit run records in the ingest format (schemas/run-record.schema.json, '{RECORD_FORMAT}'); "
         "at most 1,000 per call, passed as a variable. Needs the runs:write scope. Every record is checked first: "
         "with any problem nothing is written and the result lists the problems. Otherwise the runs are stored "
         "(idempotent: an identical record is 'unchanged', a changed figure for the same natural key supersedes the old run)."

@@ -5,8 +5,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import Any, Callable, Generic, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 import strawberry
 from sqlalchemy import Select, func, select, tuple_

@@ -16,12 +16,12 @@ from strawberry.tools import merge_types
 from kernelindex.graphql.errors import ErrorPolicy
 from kernelindex.graphql.inputs import TextInputPolicy
 from kernelindex.graphql.limits import alias_limit_rule, depth_limit_rule
-from kernelindex.graphql.session import SessionConnection
 from kernelindex.graphql.queries.catalogue import CatalogueQueries
 from kernelindex.graphql.queries.history import HistoryQueries
 from kernelindex.graphql.queries.records import RecordQueries
 from kernelindex.graphql.queries.runs import RunQueries
 from kernelindex.graphql.queries.workloads import WorkloadQueries
+from kernelindex.graphql.session import SessionConnection
 from kernelindex.settings import Settings, get_settings
 
 Query = merge_types("Query", (WorkloadQueries, RunQueries, RecordQueries, HistoryQueries, CatalogueQueries))

@@ -10,10 +10,10 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.ingest.errors import InputProblem
-from kernelindex.ingest.records import CATALOG_FORMATS
+from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
+from kernelindex.ingest.records import CATALOG_FORMATS, HARDWARE_FORMAT
 from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload
 
-HARDWARE_FORMAT, WORKLOAD_FORMAT = CATALOG_FORMATS
 WORKLOAD_REQUIRED = ("suite", "level", "problem_number", "name", "reference_source", "canonical")
 
 
@@ -34,8 +34,6 @@ def catalog_lines(path: Path, label: str) -> tuple[list[tuple[str, dict[str, Any
             if not isinstance(data, dict) or data.get("format") not in CATALOG_FORMATS:
                 continue
             if data["format"] == HARDWARE_FORMAT:
-                from kernelindex.seed import hardware_problem
-
                 problem = hardware_problem(data)
             else:
                 missing = [k for k in WORKLOAD_REQUIRED if data.get(k) in (None, "")]
@@ -49,8 +47,6 @@ def catalog_lines(path: Path, label: str) -> tuple[list[tuple[str, dict[str, Any
 
 async def apply_catalog(session: AsyncSession, lines: list[tuple[str, dict[str, Any]]]) -> tuple[int, list[int]]:
     """Upsert the hardware and workloads; (hardware count, workload ids touched)."""
-    from kernelindex.seed import upsert_hardware
-
     hardware = 0
     touched: list[int] = []
     for _, data in lines:

@@ -7,20 +7,19 @@ problem that allocates 100 GB, hangs or exits costs nothing but its own semantic
 
 from __future__ import annotations
 
-import argparse
 import ast
 import asyncio
 import re
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.ingest.errors import IngestAborted, InputProblem
-from kernelindex.ingest.progress import Progress, print_table
-from kernelindex.ingest.records import RunRecord, check_record
+from kernelindex.ingest.progress import Progress, say
+from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record, parse_json_line
 from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload, workload_slug
 from kernelindex.ingest.writer import IngestSummary, RunWriter
 from kernelindex.services.records import refresh_workloads
@@ -159,7 +158,7 @@ def literal_int_constants(source: str) -> dict[str, int]:
 
 
 def workload_spec(problem: ProblemFile, trace: Any, revision: str) -> WorkloadSpec:
-    from kernelindex.ingest.problem_trace import ProblemTraceError
+    from kernelindex.ingest.problem_trace import ProblemTraceError  # torch: loaded only when a checkout is imported
 
     spec = WorkloadSpec(
         suite="kernelbench", level=problem.level, problem_number=problem.number, name=problem.name,
@@ -193,7 +192,7 @@ def timing_record(
 ) -> dict[str, Any]:
     """A timing-file entry in the run-record format (the seed's runs use exactly this shape)."""
     return {
-        "format": "kernelindex.run/1",
+        "format": RECORD_FORMAT,
         "workload": {"slug": problem_slug},
         "configuration": {"bindings": bindings, "dtype": dtype},
         "implementation": implementation,
@@ -214,8 +213,6 @@ def timing_record(
 
 
 def read_timing_file(path: Path, label: str) -> tuple[dict[str, dict[str, dict]], list[InputProblem]]:
-    from kernelindex.ingest.records import parse_json_line
-
     try:
         data = parse_json_line(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
@@ -232,8 +229,10 @@ async def import_kernelbench(
     levels: list[int] | None = None, strict: bool = False, dry_run: bool = False, batch_size: int = 5000,
     timeout_s: float = 60.0, progress: bool = True,
 ) -> KernelBenchSummary:
-    from kernelindex.db.engine import make_engine, make_sessionmaker
-    from kernelindex.ingest.problem_trace import ProblemTraceError, trace_problems_isolated
+    from kernelindex.ingest.problem_trace import (  # torch: loaded only when a checkout is imported
+        ProblemTraceError,
+        trace_problems_isolated,
+    )
 
     root = root.resolve()
     if not root.is_dir():
@@ -250,7 +249,8 @@ async def import_kernelbench(
 
     summary = KernelBenchSummary()
     problems = discover_problems(root, levels or [1, 2, 3, 4])
-    say(f"tracing {len(problems)} problems on the meta device")
+    if progress:
+        say(f"tracing {len(problems)} problems on the meta device")
     traces = await asyncio.to_thread(
         trace_problems_isolated, [(p.source, p.path.name) for p in problems], timeout_s
     ) if problems else []
@@ -355,34 +355,3 @@ async def import_kernelbench(
     return summary
 
 
-def say(message: str) -> None:
-    print(f"kernelindex: {message}", file=sys.stderr, flush=True)
-
-
-def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
-    from kernelindex.cli import database_url
-
-    try:
-        levels = [int(x) for x in args.levels.split(",") if x.strip()]
-    except ValueError:
-        raise IngestAborted([InputProblem("--levels", args.levels, "expected comma-separated level numbers")])
-    url = database_url()
-    summary = asyncio.run(
-        import_kernelbench(
-            url, Path(args.path), revision=args.revision, observed=args.observed, levels=levels,
-            strict=args.strict, dry_run=args.dry_run, batch_size=args.batch_size, timeout_s=args.timeout,
-        )
-    )
-    for line in summary.untraced:
-        say(f"imported without semantics: {line}")
-    skipped = [w for w in summary.runs.warnings if "no such problem file" in w]
-    for warning in [w for w in summary.runs.warnings if w not in skipped] + skipped[:10]:
-        say(f"warning: {warning}")
-    if len(skipped) > 10:
-        say(f"… and {len(skipped) - 10} more timing entries without a problem file at this revision")
-    for problem in summary.runs.problems[:100]:
-        say(f"rejected: {problem}")
-    if args.dry_run:
-        say("dry run: nothing was written; this is what would happen")
-    print_table(summary.table())
-    return 1 if summary.runs.rejected else 0

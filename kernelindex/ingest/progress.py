@@ -1,10 +1,15 @@
-"""Progress for long work: a bar on a terminal, plain lines otherwise; and the closing table."""
+"""What long work tells the operator, on stderr: `kernelindex: …` lines, a progress bar on a terminal
+(plain lines otherwise), and the closing table on stdout."""
 
 from __future__ import annotations
 
 import sys
 import time
 from typing import TextIO
+
+
+def say(message: str) -> None:
+    print(f"kernelindex: {message}", file=sys.stderr, flush=True)
 
 
 class Progress:

@@ -16,11 +16,12 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from kernelindex.db.text import text_problem
 from kernelindex.ingest.errors import InputProblem
@@ -28,7 +29,9 @@ from kernelindex.ingest.errors import InputProblem
 SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "schemas" / "run-record.schema.json"
 RECORD_FORMAT = "kernelindex.run/1"
 # Catalogue lines an export carries before its runs (kernelindex.ingest.catalog applies them).
-CATALOG_FORMATS = ("kernelindex.hardware/1", "kernelindex.workload/1")
+HARDWARE_FORMAT = "kernelindex.hardware/1"
+WORKLOAD_FORMAT = "kernelindex.workload/1"
+CATALOG_FORMATS = (HARDWARE_FORMAT, WORKLOAD_FORMAT)
 
 # A longer line is refused without being read into memory whole.
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -177,7 +180,7 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
     except _Unsupported:
         return lambda _: False
     namespace: dict[str, Any] = dict(compiler.constants, _conforms=_validator().format_checker.conforms)
-    exec("\n\n".join(compiler.functions), namespace)  # noqa: S102 - source generated from the schema file
+    exec("\n\n".join(compiler.functions), namespace)
     return namespace[entry]
 
 
@@ -343,7 +346,7 @@ class RunRecord:
 
 def parse_observed_at(text: str) -> datetime:
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _short(text: str) -> str:

@@ -26,9 +26,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
-from typing import Any, Iterable, Sequence
+from datetime import UTC, date, datetime
+from typing import Any
 
 from sqlalchemy import Table, or_, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -48,6 +49,7 @@ from kernelindex.db.models import (
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.records import RunRecord
 from kernelindex.rules.identity import configuration_key, digest
+from kernelindex.services.records import refresh_cohorts
 
 # Ingest batches take this transaction-scoped lock so concurrent ingests serialise instead of
 # racing on the same natural keys.
@@ -295,7 +297,7 @@ class RunWriter:
 
     def __init__(self, session: AsyncSession, *, now: datetime | None = None, dry_run: bool = False):
         self.session = session
-        self.now = now or datetime.now(timezone.utc)
+        self.now = now or datetime.now(UTC)
         self.dry_run = dry_run
         self._placeholders = itertools.count(-1, -1)
         self.forget()
@@ -532,8 +534,6 @@ class RunWriter:
             # at its canonical configuration): the same cohorts refresh_workloads rebuilds.
             # In chunks: cohorts are independent, and one call's multi-row statements must stay under
             # PostgreSQL's 32,767 parameters.
-            from kernelindex.services.records import refresh_cohorts
-
             ordered = sorted(cohorts)
             for chunk in _chunks(ordered, COHORTS_PER_REFRESH):
                 await refresh_cohorts(self.session, chunk, now=self.now)

@@ -3,14 +3,14 @@ ingest all call these modules; each rule carries a version string that is shown 
 
 from kernelindex.rules.compare import COMPARE_VERSION
 from kernelindex.rules.deployability import DEPLOYABILITY_VERSION
-from kernelindex.rules.evidence import EVIDENCE_VERSION
-from kernelindex.rules.headroom import HEADROOM_V1
+from kernelindex.rules.headroom_v1 import HEADROOM_V1
+from kernelindex.rules.headroom_v2 import ROOFLINE_VERSION
 from kernelindex.rules.history import HISTORY_VERSION
 from kernelindex.rules.plausibility import PLAUSIBILITY_VERSION
 from kernelindex.rules.ranking import RANKING_VERSION
-from kernelindex.rules.roofline import ROOFLINE_VERSION
 from kernelindex.rules.ties import TIES_VERSION
-from kernelindex.rules.trust import TRUST_VERSION
+from kernelindex.rules.trust_labels import TRUST_VERSION
+from kernelindex.rules.trust_ladder import EVIDENCE_VERSION
 
 POLICY_VERSION = " · ".join((
     RANKING_VERSION, TIES_VERSION, TRUST_VERSION, EVIDENCE_VERSION, HEADROOM_V1, ROOFLINE_VERSION,

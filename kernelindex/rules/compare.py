@@ -14,8 +14,9 @@ compare-v1:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.ranking import order_key

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from kernelindex.rules.facts import ImplementationFacts
-from kernelindex.rules.trust import has_source
+from kernelindex.rules.trust_labels import has_source
 
 DEPLOYABILITY_VERSION = "deployability-v1"
 

@@ -16,8 +16,9 @@ history-v1:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from kernelindex.rules.display import format_latency
 from kernelindex.rules.facts import RunFacts

@@ -12,9 +12,9 @@ plausibility-v1:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable
 
 from kernelindex.rules.display import format_duration_ns, format_latency, format_ratio
 from kernelindex.rules.facts import RunFacts

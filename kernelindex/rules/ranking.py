@@ -15,8 +15,8 @@ ranking-v1, as the reference pages define it:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from kernelindex.rules.facts import RunFacts, WorkloadFacts
 

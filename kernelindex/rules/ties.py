@@ -20,8 +20,8 @@ ranking-v2 (on top of ranking-v1's eligibility, cohorts and order):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.ranking import order_key

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelindex.rules.display import format_ratio
-from kernelindex.rules.trust import evidence_word
+from kernelindex.rules.trust_labels import evidence_word
 
 BASELINE_UNBEATEN = "Source baseline · unbeaten"
 

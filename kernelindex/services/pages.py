@@ -10,15 +10,25 @@ does. `tests/api/test_page_paths.py` checks this path against the full computati
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from functools import cached_property
-from typing import Sequence
 
 from sqlalchemy import Integer, Text, any_, column, select, values
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kernelindex.db.models import CohortBest, Hardware, Run, RunFlag, RunReview, Source, SourceSnapshot, Workload, WorkloadRevision
+from kernelindex.db.models import (
+    CohortBest,
+    Hardware,
+    Run,
+    RunFlag,
+    RunReview,
+    Source,
+    SourceSnapshot,
+    Workload,
+    WorkloadRevision,
+)
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts, WorkloadFacts
 from kernelindex.services.evidence import FactsBuilder, run_rows_statement, workload_facts
@@ -130,7 +140,7 @@ def _order(row: CohortBest) -> tuple:
     return ranking.order_key(_BestKey(row))
 
 
-async def load_comparison_runs(session: AsyncSession, pages: dict[int, "PageEvidence"]) -> None:
+async def load_comparison_runs(session: AsyncSession, pages: dict[int, PageEvidence]) -> None:
     """The eligible runs of each page's record cohort (only the comparison asks for them)."""
     keys = [p.record_cohort for p in pages.values() if p.record_cohort]
     if not keys:
@@ -155,7 +165,7 @@ async def load_comparison_runs(session: AsyncSession, pages: dict[int, "PageEvid
 MEASURED_PER_IMPLEMENTATION_AND_SKU = 5
 
 
-async def load_measured_runs(session: AsyncSession, pages: dict[int, "PageEvidence"]) -> None:
+async def load_measured_runs(session: AsyncSession, pages: dict[int, PageEvidence]) -> None:
     """Eligible KernelIndex measurements of these workloads, for the trust ladder and cross-checks:
     the latest few per implementation and SKU (what the ladder's rules look at: a passed
     measurement, two agreeing ones in different environments, the latest one to cross-check)."""

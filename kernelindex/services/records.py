@@ -9,13 +9,12 @@ plausibility decides the flags, ranking decides eligibility and order, history d
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from typing import Iterable
+from datetime import UTC, datetime
 
 from sqlalchemy import BigInteger, any_, bindparam, delete, select, tuple_
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -28,10 +27,11 @@ from kernelindex.db.models import (
     Workload,
     WorkloadRevision,
 )
-from kernelindex.rules import headroom, plausibility, ranking
+from kernelindex.rules import headroom_v1 as headroom
+from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
+from kernelindex.rules.headroom_v2 import roofline_floor
 from kernelindex.rules.history import HISTORY_VERSION, next_events
-from kernelindex.rules.roofline import roofline_floor
 from kernelindex.services.evidence import FactsBuilder, load_catalogue, run_rows_statement, workload_facts
 
 CohortKey = tuple[int, str, int, int]  # workload revision, configuration key, protocol, environment
@@ -111,7 +111,7 @@ async def refresh_all_records(session: AsyncSession, now: datetime | None = None
 
 async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], now: datetime | None = None) -> RefreshSummary:
     """Recompute these cohorts: flags, cohort_bests rows and record events."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     keys = sorted(set(cohorts))
     summary = RefreshSummary(cohorts=len(keys))
     if not keys:

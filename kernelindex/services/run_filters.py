@@ -9,7 +9,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from kernelindex.db.models import Hardware, Implementation, Run, Workload
-from kernelindex.rules.trust import STALE_AFTER_DAYS
+from kernelindex.rules.trust_labels import STALE_AFTER_DAYS
 from kernelindex.services.eligibility import eligible_run_clause
 
 

@@ -7,28 +7,28 @@ import contextlib
 import gc
 import json
 import logging
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from graphql import ExecutionResult
 from sqlalchemy import text
 from starlette.applications import Starlette
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
-from graphql import ExecutionResult
 from strawberry.asgi import GraphQL
 
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.schema import build_schema
 from kernelindex.settings import Settings, get_settings
-from starlette.middleware.cors import CORSMiddleware
-
+from kernelindex.web.exports import catalog_jsonl, runs_csv
 from kernelindex.web.http import BodySizeLimitMiddleware, ConditionalGetMiddleware, RequestIdMiddleware, TimeoutMiddleware
 from kernelindex.web.middleware import DatabaseSessionMiddleware
 from kernelindex.web.response_cache import DataVersionReader, ResponseCache, cache_key, twin_key
-from kernelindex.web.exports import catalog_jsonl, runs_csv
 from kernelindex.web.twins import TwinError, workload_twin
 
 log = logging.getLogger("kernelindex.web")
@@ -39,7 +39,7 @@ Clock = Callable[[], datetime]
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class EncodedResponse(str):
@@ -149,7 +149,7 @@ _gc_tuned = False
 # as it finishes; what is alive at any moment is mostly requests in flight, so under load the default
 # ran a collection every ~20 requests and a full one (4–7 ms with the event loop waiting) once or twice
 # a second. At 10,000 a collection is rare (measured: 3 in a 60 s soak) and memory stays bounded by
-# the threshold; scripts/soak.py checks the server's memory does not grow.
+# the threshold; perf/soak.py checks the server's memory does not grow.
 GC_YOUNG_THRESHOLD = 10_000
 
 

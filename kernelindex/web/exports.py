@@ -6,20 +6,22 @@ import csv
 import io
 import json
 import logging
+from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import AsyncIterator
 
 from sqlalchemy import select, text
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from kernelindex.db.errors import is_unavailable
 from kernelindex.db.models import Hardware, Run, Workload, WorkloadRevision
-from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, UserInputError, is_database_unavailable
 from kernelindex.db.text import text_problem
+from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, UserInputError
 from kernelindex.graphql.inputs import check_datetime
-from kernelindex.rules import stats, trust
+from kernelindex.ingest.export import hardware_line, run_record, workload_line
+from kernelindex.rules import stats
+from kernelindex.rules import trust_labels as trust
 from kernelindex.services.evidence import run_rows_statement
-from kernelindex.services.export import hardware_line, run_record, workload_line
 from kernelindex.services.run_filters import FilterError, RunFilters
 from kernelindex.web.response_cache import ResponseCache, export_key
 
@@ -92,7 +94,7 @@ async def database_unavailable(request: Request) -> Response | None:
     try:
         await request.state.session.execute(text("SELECT 1"))
     except Exception as exc:
-        if not is_database_unavailable(exc):
+        if not is_unavailable(exc):
             raise
         log.warning("database unavailable (request %s): %s", request.state.request_id, exc)
         return JSONResponse({"error": UNAVAILABLE_MESSAGE, "request_id": request.state.request_id}, status_code=503)

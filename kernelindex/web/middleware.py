@@ -13,7 +13,8 @@ import logging
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, is_database_unavailable
+from kernelindex.db.errors import is_unavailable
+from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE
 from kernelindex.web.http import new_request_id
 
 log = logging.getLogger("kernelindex.web")
@@ -47,7 +48,7 @@ class DatabaseSessionMiddleware:
                         except Exception as exc:
                             log.exception("commit failed (request %s)", request_id)
                             await _rollback_quietly(session, request_id)
-                            await _send_503(scope, send, request_id, is_database_unavailable(exc))
+                            await _send_503(scope, send, request_id, is_unavailable(exc))
                             raise _ResponseReplaced()
                     else:
                         await _rollback_quietly(session, request_id)
@@ -59,7 +60,7 @@ class DatabaseSessionMiddleware:
                 return
             except Exception as exc:
                 await _rollback_quietly(session, request_id)
-                if not finished and is_database_unavailable(exc):
+                if not finished and is_unavailable(exc):
                     # A route that let a connection failure through: still a 503, not a 500.
                     log.warning("database unavailable (request %s): %s", request_id, exc)
                     await _send_503(scope, send, request_id, True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 
-from kernelindex.seed import SEEDS_DIR
+from kernelindex.ingest.seed import SEEDS_DIR
 
 
 def seed_record(index: int = 0) -> dict:
@@ -51,8 +51,8 @@ async def write_records(db_url: str, records: list[dict]):
 
 async def make_token(db_url: str, *scopes: str, name: str = "test", revoked: bool = False) -> str:
     """A new API token with the scopes (default runs:write), printed nowhere: returned."""
-    from kernelindex import auth
     from kernelindex.db.engine import in_own_transaction
+    from kernelindex.services import tokens as auth
 
     async def work(session) -> str:
         row, token = await auth.create_token(session, scopes=scopes or ("runs:write",), name=name)

@@ -51,7 +51,7 @@ async def test_catalog_round_trip_into_an_empty_database(client, db_url, empty_d
     import asyncio as _asyncio
 
     from kernelindex.db.migrate import upgrade
-    from kernelindex.ingest.commands import ingest_runs_file
+    from kernelindex.ingest.runs import ingest_runs_file
     from tests.api.helpers import synthetic_records, write_records
 
     await write_records(db_url, synthetic_records(5))

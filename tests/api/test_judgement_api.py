@@ -3,8 +3,6 @@ deployability and compare."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from tests.api.helpers import make_token, seed_record, synthetic_records, write_records

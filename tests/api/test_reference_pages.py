@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
 
 from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
@@ -183,14 +185,14 @@ async def test_unknown_workload(graphql, client):
 
 async def test_stale_flag_follows_the_clock(db_url):
     """'now' is injected: the same runs are fresh the day after they were observed."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     import httpx
 
     from kernelindex.settings import Settings
     from kernelindex.web.app import create_app
 
-    app = create_app(Settings(), database_url=db_url, clock=lambda: datetime(2026, 3, 6, tzinfo=timezone.utc))
+    app = create_app(Settings(), database_url=db_url, clock=lambda: datetime(2026, 3, 6, tzinfo=UTC))
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
             body = (await client.get(f"/workloads/{RESNET18}.json")).json()

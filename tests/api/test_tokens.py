@@ -107,7 +107,7 @@ def cli_env(db_url, monkeypatch):
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from kernelindex.cli import main
+    from kernelindex.cli.main import main
 
     capsys.readouterr()
     code = main(list(argv))
@@ -304,7 +304,7 @@ async def test_mutations_are_not_allowed_over_get(client, db_url):
 
 
 def test_unknown_scopes_are_refused_by_the_library():
-    from kernelindex import auth
+    from kernelindex.services import tokens as auth
 
     with pytest.raises(auth.UnknownScopeError, match="unknown scope 'runs:delete'"):
         auth.normalise_scopes(["runs:write", "runs:delete"])

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from kernelindex.db.models import Run
 from kernelindex.ingest.errors import IngestAborted
-from kernelindex.seed import SEEDS_DIR, load_seed
+from kernelindex.ingest.seed import SEEDS_DIR, load_seed
 
 
 async def _insert_copy_of_first_run(session, **changes) -> None:

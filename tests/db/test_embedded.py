@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import psutil
 import pytest
-import shutil
-import tempfile
-from pathlib import Path
 
 SCRIPT = textwrap.dedent(
     """

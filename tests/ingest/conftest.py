@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from kernelindex.db.urls import to_libpq_url
-from kernelindex.seed import SEEDS_DIR
+from kernelindex.ingest.seed import SEEDS_DIR
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SHARED_TIMING = Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "results" / "timing"

@@ -30,7 +30,7 @@ def corpus_db(pg_url, template_url) -> str:
 
 @pytest.fixture
 def ingest(corpus_db, monkeypatch, capsys):
-    from kernelindex.cli import main
+    from kernelindex.cli.main import main
     from kernelindex.settings import get_settings
 
     monkeypatch.setenv("KERNELINDEX_DATABASE_URL", corpus_db)
@@ -156,7 +156,7 @@ def test_validation_streams_in_bounded_memory(corpus_db):
     small entry per distinct run and the first problems, never the lines. (tracemalloc slows every
     allocation, hence few, long lines; a true 1 GB run: benchmarks/ingest_speed.py --lines.)"""
     from kernelindex.db.engine import make_engine, make_sessionmaker
-    from kernelindex.ingest.commands import MAX_KEPT_PROBLEMS, References, validate_lines
+    from kernelindex.ingest.runs import MAX_KEPT_PROBLEMS, References, validate_lines
     from tests.fixtures.bad.make_corpus import good
 
     async def load():

@@ -82,7 +82,7 @@ def test_ingesting_a_file_twice_changes_nothing_the_second_time(cli, db_url, tmp
 
 
 def test_the_seed_file_is_all_unchanged(cli, db_url, capsys):
-    from kernelindex.seed import SEEDS_DIR
+    from kernelindex.ingest.seed import SEEDS_DIR
 
     before = snapshot(db_url)
     assert cli("ingest", "runs", str(SEEDS_DIR / "runs.jsonl")) == 0
@@ -295,9 +295,9 @@ def test_a_record_naming_its_workload_by_suite_level_and_problem(cli, db_url, tm
 
 def test_a_record_measured_on_an_older_revision(cli, db_url, tmp_path, capsys):
     from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
+    from kernelindex.ingest.seed import SEEDS_DIR
     from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload
     from kernelindex.rules.identity import sha256_hex
-    from kernelindex.seed import SEEDS_DIR
 
     source = (SEEDS_DIR / "reference" / "resnet18.py").read_text()
 

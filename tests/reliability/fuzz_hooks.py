@@ -7,7 +7,7 @@
   message 'Unexpected error.'). Refusals the client caused (validation, BAD_USER_INPUT,
   UNAUTHENTICATED, FORBIDDEN) are the API working as documented and pass.
 
-Used by tests/reliability/test_schema_fuzz.py (short, in CI) and scripts/fuzz_graphql.py (long).
+Used by tests/reliability/test_schema_fuzz.py (short, in CI) and perf/fuzz_graphql.py (long).
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ class OwnPostgres:
         async def probe() -> bool:
             try:
                 conn = await asyncpg.connect(to_libpq_url(self.url), timeout=timeout_s)
-            except (OSError, asyncpg.PostgresError, asyncio.TimeoutError):
+            except (TimeoutError, OSError, asyncpg.PostgresError):
                 return False
             await conn.close()
             return True
@@ -92,7 +92,7 @@ class OwnPostgres:
 
 def migrate_and_seed(url: str) -> None:
     from kernelindex.db.migrate import upgrade
-    from kernelindex.seed import seed_database
+    from kernelindex.ingest.seed import seed_database
 
     upgrade(url)
     asyncio.run(seed_database(url))

@@ -228,7 +228,7 @@ async def test_bad_arguments_to_the_plain_urls(shared_client, path, status, frag
 async def test_a_user_error_beside_database_reads_stays_a_user_error(client):
     """A field error cancels its sibling fields, mid-statement (graphql-core 3.3 cancels on error). That
     closed the request's connection, the commit at response start failed, and a bad `first` came back
-    as a 503 'database unavailable'. Queries are now rolled back, not committed (found by scripts/fuzz_graphql.py)."""
+    as a 503 'database unavailable'. Queries are now rolled back, not committed (found by perf/fuzz_graphql.py)."""
     query = (
         f'{{ workload(slug: "{RESNET18}") {{ databaseId comparisons {{ rows(first: 256) {{ run {{ id numTrials '
         "flags { reason } implementation { framework } } } } roofline { unavailableReason } } }"

@@ -2,7 +2,7 @@
 error (GraphQL: SERVICE_UNAVAILABLE); once PostgreSQL is back, no request fails.
 
 The server runs against an embedded PostgreSQL of its own (tests/reliability/pg.py), not the
-suite's shared one, so that stopping it harms nothing else. scripts/outage_check.py is the
+suite's shared one, so that stopping it harms nothing else. perf/outage_check.py is the
 longer version under load, and measures the recovery time.
 """
 

@@ -6,7 +6,7 @@ scope, so the fuzzer reaches their resolvers. A response fails when it is 5xx, o
 error with code INTERNAL_SERVER_ERROR or the message 'Unexpected error.'
 (tests/reliability/fuzz_hooks.py). Refusals of bad input are the API working and pass.
 
-The long run is scripts/fuzz_graphql.py (200 examples per operation and mode).
+The long run is perf/fuzz_graphql.py (200 examples per operation and mode).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ REVIEW = """mutation($id: ID!, $decision: String!) { reviewRun(id: $id, decision
 
 
 def seed_record() -> dict:
-    from kernelindex.seed import SEEDS_DIR
+    from kernelindex.ingest.seed import SEEDS_DIR
 
     record = json.loads((SEEDS_DIR / "runs.jsonl").read_text().splitlines()[0])
     record["statistics"]["mean"] = 0.5  # a new figure: it would land, and supersede, if the call were let through

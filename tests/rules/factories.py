@@ -6,7 +6,7 @@ Everything here is plain data; the seed builder reads only the files under seeds
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from kernelindex.rules.identity import configuration_key
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 
-OBSERVED = datetime(2026, 3, 5, tzinfo=timezone.utc)
+OBSERVED = datetime(2026, 3, 5, tzinfo=UTC)
 CANONICAL_BINDINGS = {"batch_size": 2}
 CANONICAL_DTYPE = "fp32"
 CANONICAL_KEY = configuration_key(CANONICAL_BINDINGS, CANONICAL_DTYPE)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -103,4 +103,4 @@ def test_plural():
 def test_format_date():
     assert format_date(None) is None
     assert format_date(date(2026, 3, 5)) == "2026-03-05"
-    assert format_date(datetime(2026, 3, 5, 23, 59, tzinfo=timezone.utc)) == "2026-03-05"
+    assert format_date(datetime(2026, 3, 5, 23, 59, tzinfo=UTC)) == "2026-03-05"

@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kernelindex.rules.headroom import headroom_v1
+from kernelindex.rules.headroom_v1 import headroom_v1
+from kernelindex.rules.headroom_v2 import roofline_floor
 from kernelindex.rules.plausibility import (
     BELOW_FLOOR,
     IMPLAUSIBLE_SPEEDUP,
     PLAUSIBILITY_VERSION,
     SUSPICIOUS,
     Review,
-    floor_for_run,
     flags_for,
+    floor_for_run,
     is_held_for_review,
     latest_review,
     status_words,
 )
-from kernelindex.rules.roofline import roofline_floor
 from tests.rules.factories import RESNET18, baseline_impl, candidate_impl, run, seed_catalogue, seed_world
-from tests.rules.test_roofline import RESNET18 as RESNET18_ANALYSIS
+from tests.rules.test_headroom_v2 import RESNET18 as RESNET18_ANALYSIS
 
 EAGER = baseline_impl(1)
 INDUCTOR = candidate_impl(2)
-T0 = datetime(2026, 4, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 4, 1, tzinfo=UTC)
 
 
 def test_version():

@@ -6,7 +6,7 @@ import pytest
 
 from kernelindex.rules import verdicts
 from kernelindex.rules.display import format_latency, format_plus_minus, format_ratio, plural
-from kernelindex.rules.headroom import headroom_v1
+from kernelindex.rules.headroom_v1 import headroom_v1
 from kernelindex.rules.ranking import (
     baseline_of,
     eligible_runs,
@@ -15,7 +15,7 @@ from kernelindex.rules.ranking import (
     speedup_vs_baseline,
 )
 from kernelindex.rules.stats import ci95_half_width
-from kernelindex.rules.trust import caveats, trust_label
+from kernelindex.rules.trust_labels import caveats, trust_label
 from tests.rules.factories import RESNET18, VGG19, seed_catalogue, seed_workloads, seed_world
 
 WORLD = seed_world()

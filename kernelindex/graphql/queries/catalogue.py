@@ -14,12 +14,12 @@ from kernelindex.db.models import Run as RunRow
 from kernelindex.graphql.node import Node, from_global_id
 from kernelindex.graphql.pagination import Connection, keyset_page
 from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
-from kernelindex.graphql.types.page import Policy
 from kernelindex.graphql.types.judgement import RunComparison
+from kernelindex.graphql.types.page import Policy
 from kernelindex.graphql.types.run import Run
 from kernelindex.graphql.types.workload import Workload
-from kernelindex.services.run_filters import hardware_matches
 from kernelindex.services.evidence import FactsBuilder, environment_facts, implementation_facts, run_rows_statement
+from kernelindex.services.run_filters import hardware_matches
 
 
 @strawberry.type

@@ -14,13 +14,13 @@ from kernelindex.db.models import Hardware as HardwareRow
 from kernelindex.db.models import Implementation as ImplementationRow
 from kernelindex.db.models import Run as RunRow
 from kernelindex.graphql.enums import Evidence, RunOrder, RunStatus
-from kernelindex.graphql.node import from_global_id
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.inputs import check_datetime
+from kernelindex.graphql.node import from_global_id
 from kernelindex.graphql.pagination import Connection, keyset_page
 from kernelindex.graphql.types.run import Run
-from kernelindex.services.run_filters import FilterError, RunFilters
 from kernelindex.services.evidence import FactsBuilder, run_rows_statement
+from kernelindex.services.run_filters import FilterError, RunFilters
 
 ORDERS = {
     RunOrder.NEWEST: lambda: (-RunRow.id,),

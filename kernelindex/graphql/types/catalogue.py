@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 
 from kernelindex.graphql.node import Node, to_global_id
-from kernelindex.rules import trust
+from kernelindex.rules import trust_labels as trust
 from kernelindex.rules.display import format_date
+
 if TYPE_CHECKING:
     from kernelindex.graphql.types.judgement import Deployability
 from kernelindex.rules.facts import EnvironmentFacts, HardwareFacts, ImplementationFacts, ProtocolFacts, SourceFacts
@@ -189,7 +190,7 @@ class Implementation(Node):
         return trust.implementation_line(self.facts)
 
     @strawberry.field(description="deployability-v1: source, licence and install recipe, with the reasons when not deployable.")
-    def deployability(self) -> Annotated["Deployability", strawberry.lazy("kernelindex.graphql.types.judgement")]:
+    def deployability(self) -> Annotated[Deployability, strawberry.lazy("kernelindex.graphql.types.judgement")]:
         from kernelindex.graphql.types.judgement import Deployability
         from kernelindex.rules.deployability import deployability
 

@@ -10,7 +10,7 @@ import strawberry
 from kernelindex.graphql.types.catalogue import Hardware
 from kernelindex.graphql.types.run import Run
 from kernelindex.rules import compare as compare_rules
-from kernelindex.rules import roofline
+from kernelindex.rules import headroom_v2 as roofline
 from kernelindex.rules.deployability import Deployability as DeployabilityResult
 from kernelindex.rules.display import format_count, format_ratio
 

@@ -9,9 +9,10 @@ import strawberry
 
 from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
 from kernelindex.graphql.types.run import Configuration, Run
-from kernelindex.rules import headroom as headroom_rules
-from kernelindex.rules import evidence as evidence_rules
-from kernelindex.rules import ranking, stats, ties, trust, verdicts
+from kernelindex.rules import headroom_v1 as headroom_rules
+from kernelindex.rules import ranking, stats, ties, verdicts
+from kernelindex.rules import trust_labels as trust
+from kernelindex.rules import trust_ladder as evidence_rules
 from kernelindex.rules.display import format_date, format_latency, format_plus_minus, format_ratio, plural
 from kernelindex.rules.facts import HardwareFacts, RunFacts
 from kernelindex.services.evidence import WorkloadEvidence

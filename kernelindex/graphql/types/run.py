@@ -8,7 +8,8 @@ import strawberry
 
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.types.catalogue import Environment, Implementation, Protocol, Source
-from kernelindex.rules import stats, trust
+from kernelindex.rules import stats
+from kernelindex.rules import trust_labels as trust
 from kernelindex.rules.display import format_date, format_latency, format_plus_minus
 from kernelindex.rules.facts import RunFacts
 

@@ -8,7 +8,9 @@ import strawberry
 
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.node import Node, to_global_id
+from kernelindex.graphql.pagination import Connection
 from kernelindex.graphql.types.catalogue import Source
+from kernelindex.graphql.types.judgement import RecordEvent, RooflineFloor
 from kernelindex.graphql.types.page import (
     Comparison,
     EnvironmentRecord,
@@ -18,12 +20,10 @@ from kernelindex.graphql.types.page import (
     ImplementationSummary,
     Policy,
 )
-from kernelindex.graphql.pagination import Connection
-from kernelindex.graphql.types.judgement import RecordEvent, RooflineFloor
 from kernelindex.graphql.types.run import Configuration, Run
-from kernelindex.rules.roofline import floors_for_catalogue, roofline_floor
-from kernelindex.rules import headroom as headroom_rules
+from kernelindex.rules import headroom_v1 as headroom_rules
 from kernelindex.rules.display import format_date, plural
+from kernelindex.rules.headroom_v2 import floors_for_catalogue, roofline_floor
 from kernelindex.rules.identity import IDENTITY_VERSION, short_digest
 from kernelindex.services.evidence import WorkloadEvidence
 

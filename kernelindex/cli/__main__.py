@@ -1,0 +1,5 @@
+import sys
+
+from kernelindex.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,118 @@
+"""`kernelindex bench`: measure workloads with the benchmarks package and, with --ingest, store the
+runs through the same path as `kernelindex ingest runs`.
+
+The benchmarks package imports with torch alone; this command adds the database around it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from sqlalchemy import select
+
+from benchmarks.bindings import parse_binding  # torch-free
+from kernelindex.cli.common import CommandError, database_url, say
+from kernelindex.cli.ingest import report
+from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.db.models import Workload, WorkloadRevision
+from kernelindex.ingest.runs import ingest_runs_file
+
+
+async def load_problems(database_url: str, slugs: list[str], level: int | None, everything: bool) -> list[tuple[str, str, str]]:
+    """(slug, source, filename) for the current revision of each workload asked for."""
+    engine = make_engine(database_url, pool_size=1, max_overflow=0)
+    try:
+        async with make_sessionmaker(engine)() as session:
+            statement = select(Workload.slug, WorkloadRevision.reference_source, WorkloadRevision.source_filename).join(
+                WorkloadRevision, WorkloadRevision.id == Workload.current_revision_id
+            )
+            if not everything:
+                statement = statement.where(Workload.slug.in_(slugs))
+            if level is not None:
+                statement = statement.where(Workload.level == level)
+            rows = (await session.execute(statement.order_by(Workload.level, Workload.problem_number))).all()
+    finally:
+        await engine.dispose()
+    found = {r[0] for r in rows}
+    missing = [s for s in slugs if s not in found]
+    if missing:
+        raise CommandError(f"unknown workload(s): {', '.join(missing)}")
+    return [(slug, source, filename or f"{slug}.py") for slug, source, filename in rows]
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from benchmarks.sweep import TablePrinter, run_sweep
+
+
+    if not (args.workload or args.all or args.file):
+        raise CommandError("name what to measure: --workload SLUG, --all [--level N], or --file PATH")
+    problems: list[tuple[str, str, str]] = []
+    url = None
+    if args.workload or args.all:
+        url = database_url()
+        problems += asyncio.run(load_problems(url, args.workload, args.level, args.all))
+    for path in args.file:
+        p = Path(path)
+        if not p.is_file():
+            raise CommandError(f"no such problem file: {path}")
+        slug = args.slug or p.stem.lower().replace("_", "-")
+        problems.append((slug, p.read_text(encoding="utf-8"), p.name))
+    if not problems:
+        raise CommandError("no workload matched")
+    overrides = dict(args.bindings)
+    out_path = Path(args.out) if args.out and args.out != "-" else None
+    spool = None
+    if args.ingest and out_path is None:
+        spool = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
+        out_path = Path(spool.name)
+        spool.close()
+    out = out_path.open("w", encoding="utf-8") if out_path else sys.stdout
+    failed = 0
+    try:
+        for record in run_sweep(
+            problems, args.impl or ["torch_eager", "torch_compile_inductor"],
+            device=None if args.device == "auto" else args.device, trials=args.trials, warmup=args.warmup,
+            overrides=overrides or None, progress_callback=TablePrinter(), provider=args.provider, label=args.label,
+        ):
+            out.write(json.dumps(record, sort_keys=True) + "\n")
+            out.flush()
+            failed += record["status"] == "failed"
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    status = 1 if failed else 0
+    if args.ingest:
+        url = url or database_url()
+        summary = asyncio.run(ingest_runs_file(url, out_path, str(out_path), progress=False))
+        status = max(status, report(summary, dry_run=False))
+        if spool is not None:
+            out_path.unlink()
+    if failed:
+        say(f"{failed} run(s) failed; they are recorded as failed runs with their reason")
+    return status
+
+
+def add_bench_command(sub) -> None:
+    bench = sub.add_parser("bench", help="measure workloads (eager, torch.compile) and write or ingest run records")
+    bench.add_argument("--workload", action="append", default=[], metavar="SLUG", help="workload slug (repeatable)")
+    bench.add_argument("--all", action="store_true", help="every workload (narrow with --level)")
+    bench.add_argument("--level", type=int, help="with --all: only this level")
+    bench.add_argument("--file", action="append", default=[], metavar="PATH", help="a KernelBench-format problem file")
+    bench.add_argument("--slug", help="workload slug for --file (default from the file name)")
+    bench.add_argument("--impl", action="append", default=[], metavar="SLUG",
+                       help="implementation (repeatable; default torch_eager and torch_compile_inductor)")
+    bench.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="default: cuda when available")
+    bench.add_argument("--trials", type=int, default=100)
+    bench.add_argument("--warmup", type=int, default=3)
+    bench.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding, metavar="NAME=INT",
+                       help="measure at another configuration, e.g. batch_size=8 (recorded as that configuration)")
+    bench.add_argument("--out", help="write run records here (JSON Lines; default stdout)")
+    bench.add_argument("--ingest", action="store_true", help="also write the runs to the database")
+    bench.add_argument("--provider", help="provider name recorded with the environment")
+    bench.add_argument("--label", help="machine or pool label recorded with the environment")
+    bench.set_defaults(func=cmd_bench)

@@ -1,0 +1,162 @@
+"""`kernelindex ingest runs FILE` and `kernelindex ingest kernelbench PATH`: the command lines around
+the ingest pipelines (kernelindex.ingest.runs, kernelindex.ingest.kernelbench), and how their
+summaries are told.
+
+Exit status: 0 everything landed, 1 some input was rejected (the rest landed; with --strict nothing
+did), 2 a fatal error (no such file, no database, an internal error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kernelindex.cli.common import EXIT_FATAL, EXIT_OK, EXIT_SOME_REJECTED, CommandError, database_url, say
+from kernelindex.db.errors import describe_failure
+from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
+from kernelindex.ingest.kernelbench import import_kernelbench
+from kernelindex.ingest.progress import print_table
+from kernelindex.ingest.runs import ingest_runs_file
+from kernelindex.ingest.writer import IngestSummary
+
+MAX_PRINTED_PROBLEMS = 100
+
+
+def add_ingest_commands(sub: argparse._SubParsersAction) -> None:
+    ingest = sub.add_parser("ingest", help="ingest run records or a KernelBench checkout")
+    kinds = ingest.add_subparsers(dest="ingest_kind", required=True)
+    configure_runs(kinds.add_parser("runs", help="ingest run records (JSON Lines; '-' for stdin)"))
+    configure_kernelbench(kinds.add_parser("kernelbench", help="import a KernelBench checkout: problems and timing files"))
+
+
+@contextmanager
+def readable_copy(path: str) -> Iterator[Path]:
+    """A path that can be read twice: stdin is spooled to a temporary file."""
+    if path != "-":
+        p = Path(path)
+        if not p.exists():
+            raise IngestFatal(f"{path}: no such file")
+        if p.is_dir():
+            raise IngestFatal(f"{path}: is a directory, not a file of run records")
+        try:
+            with p.open("rb"):
+                pass
+        except OSError as exc:
+            raise IngestFatal(f"{path}: cannot read it: {exc.strerror or exc}") from exc
+        yield p
+        return
+    stdin = getattr(sys.stdin, "buffer", None) or sys.stdin
+    with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as tmp:
+        while True:
+            chunk = stdin.read(1 << 20)
+            if not chunk:
+                break
+            tmp.write(chunk.encode("utf-8", "surrogateescape") if isinstance(chunk, str) else chunk)
+    try:
+        yield Path(tmp.name)
+    finally:
+        os.unlink(tmp.name)
+
+
+
+
+def report(summary: IngestSummary, *, dry_run: bool) -> int:
+    for warning in summary.warnings:
+        say(f"warning: {warning}")
+    for problem in summary.problems[:MAX_PRINTED_PROBLEMS]:
+        say(f"rejected: {problem}")
+    if summary.problem_count > MAX_PRINTED_PROBLEMS:
+        say(f"… and {summary.problem_count - MAX_PRINTED_PROBLEMS:,} more problems")
+    if dry_run:
+        say("dry run: nothing was written; this is what would happen")
+        say(
+            f"would insert {summary.inserted:,} runs, supersede {summary.superseded:,}, "
+            f"skip {summary.unchanged:,} unchanged and reject {summary.rejected:,}"
+        )
+    elif summary.inserted == 0 and summary.superseded == 0:
+        say("nothing new: every record is already stored" if not summary.rejected else "nothing new was written")
+    print_table(summary.table())
+    return EXIT_SOME_REJECTED if summary.rejected else EXIT_OK
+
+
+def cmd_ingest_runs(args: argparse.Namespace) -> int:
+    if args.batch_size < 1:
+        say(f"error: --batch-size must be at least 1, got {args.batch_size}")
+        return EXIT_FATAL
+    label = "<stdin>" if args.file == "-" else args.file
+    try:
+        with readable_copy(args.file) as path:
+            url = database_url()
+            summary = asyncio.run(
+                ingest_runs_file(url, path, label, strict=args.strict, dry_run=args.dry_run, batch_size=args.batch_size)
+            )
+    except IngestFatal as exc:
+        say(f"error: {exc}")
+        return EXIT_FATAL
+    except (IngestAborted, CommandError):
+        raise  # the command line reports these (exit 1 and 2)
+    except Exception as exc:
+        if os.environ.get("KERNELINDEX_TRACEBACK"):
+            raise
+        say(f"error: {describe_failure(exc)}")
+        if args.strict or args.dry_run:
+            say("nothing was written")
+        else:
+            say("batches committed before the error stay; run the same input again to finish (ingest is idempotent)")
+        return EXIT_FATAL
+    return report(summary, dry_run=args.dry_run)
+
+
+def configure_runs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="JSON Lines file of run records (schemas/run-record.schema.json), or - for stdin")
+    _common_options(parser)
+    parser.set_defaults(func=cmd_ingest_runs)
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--strict", action="store_true", help="any problem aborts with nothing written")
+    parser.add_argument("--dry-run", action="store_true", help="print what would be inserted, superseded and skipped; write nothing")
+    parser.add_argument("--batch-size", type=int, default=5000, help="runs per transaction (default 5000)")
+
+
+def configure_kernelbench(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="a checkout of the KernelBench repository")
+    parser.add_argument("--revision", help="source revision when PATH is not a git checkout")
+    parser.add_argument("--observed", help="observation date (YYYY-MM-DD) when PATH is not a git checkout")
+    parser.add_argument("--levels", default="1,2,3,4", help="levels to import (default 1,2,3,4)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds allowed to trace one problem")
+    _common_options(parser)
+    parser.set_defaults(func=cmd_ingest_kernelbench)
+
+
+def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
+    try:
+        levels = [int(x) for x in args.levels.split(",") if x.strip()]
+    except ValueError:
+        raise IngestAborted([InputProblem("--levels", args.levels, "expected comma-separated level numbers")])
+    url = database_url()
+    summary = asyncio.run(
+        import_kernelbench(
+            url, Path(args.path), revision=args.revision, observed=args.observed, levels=levels,
+            strict=args.strict, dry_run=args.dry_run, batch_size=args.batch_size, timeout_s=args.timeout,
+        )
+    )
+    for line in summary.untraced:
+        say(f"imported without semantics: {line}")
+    skipped = [w for w in summary.runs.warnings if "no such problem file" in w]
+    for warning in [w for w in summary.runs.warnings if w not in skipped] + skipped[:10]:
+        say(f"warning: {warning}")
+    if len(skipped) > 10:
+        say(f"… and {len(skipped) - 10} more timing entries without a problem file at this revision")
+    for problem in summary.runs.problems[:MAX_PRINTED_PROBLEMS]:
+        say(f"rejected: {problem}")
+    if args.dry_run:
+        say("dry run: nothing was written; this is what would happen")
+    print_table(summary.table())
+    return 1 if summary.runs.rejected else 0

@@ -1,0 +1,133 @@
+"""The `kernelindex` command: serve, migrate, seed, export-schema, and the ingest, bench and token commands.
+
+Progress and errors go to stderr in plain words; exit status 0 means everything landed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+from kernelindex.cli.bench import add_bench_command
+from kernelindex.cli.common import CommandError, database_url, run_migrations, say
+from kernelindex.cli.ingest import add_ingest_commands
+from kernelindex.cli.tokens import add_token_commands
+from kernelindex.ingest.errors import IngestAborted
+
+
+async def _seed(url: str) -> None:
+    from kernelindex.ingest.seed import seed_database  # the ingest pipeline, loaded only by the commands that write
+
+    summary = await seed_database(url)
+    say(
+        f"seed loaded: {summary.hardware} hardware, {summary.implementations} implementations, "
+        f"{summary.workloads} workloads, runs {summary.runs.inserted} inserted / {summary.runs.unchanged} unchanged"
+    )
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    run_migrations(database_url())
+    return 0
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    url = database_url()
+    if args.migrate:
+        run_migrations(url)
+    asyncio.run(_seed(url))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from kernelindex.web.app import create_app
+
+    if args.workers < 1:
+        raise CommandError(f"--workers must be 1 or more, got {args.workers}")
+    url = database_url()
+    if args.migrate:
+        run_migrations(url)
+    if args.seed:
+        asyncio.run(_seed(url))
+    say(f"serving on http://{args.host}:{args.port} (GraphiQL at http://{args.host}:{args.port}/graphql)"
+        + (f" with {args.workers} worker processes" if args.workers > 1 else ""))
+    if args.workers > 1:
+        # One event loop uses one core; more cores need more processes. Each is started afresh, so it
+        # is told where the database is (the embedded server this process started, if any).
+        os.environ["KERNELINDEX_DATABASE_URL"] = url
+        uvicorn.run("kernelindex.web.app:create_default_app", factory=True, workers=args.workers,
+                    host=args.host, port=args.port, log_level=args.log_level)
+    else:
+        uvicorn.run(create_app(database_url=url), host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def cmd_export_schema(args: argparse.Namespace) -> int:
+    from kernelindex.graphql.schema import export_sdl
+
+    sys.stdout.write(export_sdl())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kernelindex",
+        description="KernelIndex: the fastest known implementation of a workload on a GPU, and how far to trust it. "
+        "Uses KERNELINDEX_DATABASE_URL when set (postgresql:// or postgresql+asyncpg://), "
+        "otherwise an embedded PostgreSQL under the user's data directory.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the GraphQL API (GraphiQL at /graphql)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--migrate", action="store_true", help="apply migrations first")
+    serve.add_argument("--seed", action="store_true", help="load the seed dataset first (idempotent)")
+    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="worker processes (default 1); each has its own event loop, connection pool and response cache")
+    serve.set_defaults(func=cmd_serve)
+
+    migrate = sub.add_parser("migrate", help="apply database migrations")
+    migrate.set_defaults(func=cmd_migrate)
+
+    seed = sub.add_parser("seed", help="load the seed dataset (idempotent)")
+    seed.add_argument("--migrate", action="store_true", help="apply migrations first")
+    seed.set_defaults(func=cmd_seed)
+
+    export = sub.add_parser("export-schema", help="print the GraphQL SDL")
+    export.set_defaults(func=cmd_export_schema)
+
+    add_ingest_commands(sub)
+    add_token_commands(sub)
+    add_bench_command(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+
+    try:
+        return args.func(args)
+    except CommandError as exc:
+        say(f"error: {exc}")
+        return 2
+    except IngestAborted as exc:
+        for problem in exc.problems[:50]:
+            say(f"error: {problem}")
+        if len(exc.problems) > 50:
+            say(f"… and {len(exc.problems) - 50} more")
+        say(f"error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+"""How fast does `kernelindex ingest runs` go? A synthetic runs file into a fresh embedded database.
+
+    python -m perf.ingest_speed                      # 100,000 runs, then the same file again
+    python -m perf.ingest_speed --lines 1500000      # about 1 GB of JSON Lines
+    python -m perf.ingest_speed --lines 50000 --samples 100 --environments 5000
+    python -m perf.ingest_speed --generate-only runs.jsonl --lines 2000000   # just write the file
+
+It starts an embedded PostgreSQL in a temporary folder, migrates and seeds it, writes N run records
+spread over the seeded workloads (with --all-workloads: every workload in the database, after the
+KernelBench fixture problems are imported) and many environments, then times the command
+`kernelindex ingest runs FILE` in a child process: wall time (validation pass included), runs per
+second and the child's peak RSS. A second ingest of the same file (every run unchanged) is timed
+the same way. Last, unless --skip-kernelbench, it times `kernelindex ingest kernelbench` on a checkout
+made of tests/fixtures/kernelbench_checkout, the two seeded reference modules and, when present, the
+shared timing files (../shared/kernelbench/results/timing).
+
+Needs no GPU and no torch (problems are traced on the meta device when torch is there; without it
+they are imported without semantics, which times the same database work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kernelindex.ingest.records import RECORD_FORMAT
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_TIMING = REPO_ROOT.parent / "shared" / "kernelbench" / "results" / "timing"
+KERNELBENCH_FIXTURE = REPO_ROOT / "tests" / "fixtures" / "kernelbench_checkout"
+SEEDS_DIR = REPO_ROOT / "seeds"
+
+# SKU → how much slower than an H100 SXM a run on it is (so no run is faster than its roofline floor).
+SKUS = {
+    "NVIDIA H100 SXM5 80GB": 1.0, "NVIDIA H100 PCIe 80GB": 1.4, "NVIDIA H200 SXM 141GB": 1.0, "NVIDIA B200 180GB": 0.8,
+    "NVIDIA A100 SXM4 80GB": 2.2, "NVIDIA L40S 48GB": 2.5, "NVIDIA L4 24GB": 8.0, "NVIDIA A10G 24GB": 6.0,
+}
+SKU_NAMES = list(SKUS)
+IMPLEMENTATIONS = (
+    {"slug": "torch_eager"},
+    {"slug": "torch_compile_inductor"},
+    {"slug": "bench_triton_fused", "title": "Fused Triton kernel (benchmark)", "framework": "Triton", "language": "python",
+     "role": "candidate", "source_availability": "none"},
+    {"slug": "bench_cuda_handwritten", "title": "Hand-written CUDA (benchmark)", "framework": "CUDA", "language": "cuda",
+     "role": "candidate", "source_availability": "none"},
+)
+
+
+def synthetic_lines(count: int, workloads: list[tuple], environments: int, samples: int, seed: int = 0):
+    """`count` distinct run records (one JSON line each). A run's natural key is spread in mixed radix
+    over environments, implementations, workloads and then batch sizes, so every line is a new run.
+    workloads: (slug, canonical bindings, dtype[, typical mean in ms]); means fall within 1–1.5× the
+    typical one, so no run looks implausibly fast (below its roofline floor)."""
+    per_round = environments * len(IMPLEMENTATIONS) * len(workloads)
+    for i in range(count):
+        env = i % environments
+        impl = IMPLEMENTATIONS[(i // environments) % len(IMPLEMENTATIONS)]
+        slug, bindings, dtype, *typical = workloads[(i // (environments * len(IMPLEMENTATIONS))) % len(workloads)]
+        variant = i // per_round
+        bound = dict(bindings)
+        scale = 1.0
+        if bound:
+            first = sorted(bound)[0]
+            bound[first] = bound[first] + variant  # another configuration per round
+            scale = bound[first] / max(bindings[first], 1)  # latency grows with the batch
+        else:
+            bound = {"variant": variant}
+        sku = SKU_NAMES[env % len(SKU_NAMES)]
+        base = (typical[0] if typical and typical[0] else 1.0) * scale * SKUS[sku]
+        mean = round(base * (1 + ((i * 7919 + seed) % 10007) / 20014), 4)
+        std = round(mean * 0.02, 5)
+        record = {
+            "format": RECORD_FORMAT,
+            "workload": {"slug": slug},
+            "configuration": {"bindings": bound, "dtype": dtype},
+            "implementation": impl,
+            "environment": {
+                "hardware": {"sku": sku},
+                "provider": f"BenchCloud {env % 17}",
+                "label": f"bench-pool-{env}",
+                "software": {"torch": "2.13.0", "cuda": "12.8", "driver": "570.86", "python": "3.11.7"},
+                "details": {"sm_count": 132, "cpu": "bench cpu", "node": env},
+            },
+            "protocol": {"name": "kernelindex-cuda-events", "version": "1", "timer": "cuda_events", "warmup": 3,
+                         "trials": 100, "statistic": "mean", "l2_flush": True},
+            "status": "passed",
+            "statistics": {"mean": mean, "std": std, "min": round(mean * 0.97, 4), "max": round(mean * 1.04, 4),
+                           "median": mean, "p5": round(mean * 0.98, 4), "p95": round(mean * 1.03, 4), "num_trials": 100},
+            "observed_at": "2026-06-01T12:00:00Z",
+            "evidence": "measured",
+            "source": {"name": "KernelIndex benchmark runner", "revision": "bench-1"},
+        }
+        if samples:
+            record["statistics"]["num_trials"] = samples
+            record["samples_ms"] = [round(mean * (0.97 + 0.07 * ((k * 37) % samples) / samples), 5) for k in range(samples)]
+        yield json.dumps(record, separators=(",", ":")) + "\n"
+
+
+def write_file(path: Path, lines) -> int:
+    size = 0
+    with path.open("w", encoding="utf-8") as out:
+        for line in lines:
+            out.write(line)
+            size += len(line)
+    return size
+
+
+def run_command(args: list[str], env: dict[str, str], label: str) -> dict:
+    """Run `kernelindex …` as a child; wall time and the child's peak RSS (from wait4)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from kernelindex.cli.main import main; sys.exit(main())", *args],
+            env=env, stdout=out, stderr=err, text=True,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS, not the max over all children
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        out_text, err_text = out.read(), err.read()
+    rss_kb = usage.ru_maxrss
+    table = {}
+    for line in out_text.splitlines():
+        if line.strip():
+            name, _, value = line.rpartition(" ")
+            try:
+                table[name.strip()] = int(value.replace(",", ""))
+            except ValueError:
+                pass
+    result = {"label": label, "exit": proc.returncode, "wall_s": round(wall, 3), "peak_rss_mb": round(rss_kb / 1024, 1),
+              "table": table}
+    if proc.returncode not in (0,):
+        result["stderr_tail"] = err_text[-2000:]
+    return result
+
+
+async def _prepare(url: str) -> list[tuple[str, dict, str]]:
+    from kernelindex.ingest.seed import seed_database
+
+    await seed_database(url)
+    return await _workloads(url)
+
+
+async def _workloads(url: str) -> list[tuple[str, dict, str]]:
+    from sqlalchemy import text
+
+    from kernelindex.db.engine import make_engine
+
+    engine = make_engine(url, pool_size=1, max_overflow=0)
+    try:
+        async with engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    text(
+                        "SELECT w.slug, r.canonical_bindings, r.canonical_dtype, "
+                        "(SELECT max(mean_ms) FROM runs WHERE runs.workload_id = w.id AND superseded_at IS NULL) "
+                        "FROM workloads w JOIN workload_revisions r ON r.id = w.current_revision_id ORDER BY w.id"
+                    )
+                )
+            ).all()
+    finally:
+        await engine.dispose()
+    return [(slug, dict(bindings or {}), dtype, typical) for slug, bindings, dtype, typical in rows]
+
+
+def kernelbench_checkout(dest: Path) -> Path:
+    root = dest / "KernelBench-checkout"
+    shutil.copytree(KERNELBENCH_FIXTURE, root)
+    level3 = root / "KernelBench" / "level3"
+    shutil.copy(SEEDS_DIR / "reference" / "resnet18.py", level3 / "9_ResNet18.py")
+    shutil.copy(SEEDS_DIR / "reference" / "vgg19.py", level3 / "12_VGG19.py")
+    if SHARED_TIMING.is_dir():
+        shutil.copytree(SHARED_TIMING, root / "results" / "timing")
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m perf.ingest_speed", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lines", "--runs", type=int, default=100_000, dest="lines", help="run records to generate (default 100,000)")
+    parser.add_argument("--environments", type=int, default=1000, help="distinct environments (default 1000)")
+    parser.add_argument("--samples", type=int, default=0, help="raw samples per record (bigger lines; 0: none)")
+    parser.add_argument("--batch-size", type=int, default=5000)
+    parser.add_argument("--all-workloads", action="store_true",
+                        help="import the KernelBench fixture first and spread runs over every workload in the database")
+    parser.add_argument("--skip-kernelbench", action="store_true", help="do not time `ingest kernelbench`")
+    parser.add_argument("--skip-second", action="store_true", help="do not time the second (all unchanged) ingest")
+    parser.add_argument("--generate-only", metavar="FILE", help="write the synthetic file (seeded workloads) and stop")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (database and file)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args(argv)
+
+    seeded = [("kernelbench-l3-p9-resnet18", {"batch_size": 2}, "fp32", 1.67), ("kernelbench-l3-p12-vgg19", {"batch_size": 10}, "fp32", 2.6)]
+    if args.generate_only:
+        start = time.perf_counter()
+        size = write_file(Path(args.generate_only), synthetic_lines(args.lines, seeded, args.environments, args.samples))
+        print(f"wrote {args.lines:,} lines, {size / 1e6:,.1f} MB to {args.generate_only} in {time.perf_counter() - start:.1f} s")
+        return 0
+
+    from kernelindex.db.embedded import EmbeddedPostgres
+    from kernelindex.db.migrate import upgrade
+
+    tmp = Path(tempfile.mkdtemp(prefix="kernelindex-ingest-speed-"))
+    tmp.chmod(0o755)  # the server may run as another user
+    server = None
+    figures: dict = {"lines": args.lines, "environments": args.environments, "samples": args.samples, "batch_size": args.batch_size}
+    try:
+        server = EmbeddedPostgres(tmp / "db", delete_on_stop=True)
+        url = server.url
+        upgrade(url)
+        workloads = asyncio.run(_prepare(url))
+        env = dict(os.environ, KERNELINDEX_DATABASE_URL=url, PYTHONPATH=str(REPO_ROOT))
+        checkout = None
+        if args.all_workloads or not args.skip_kernelbench:
+            checkout = kernelbench_checkout(tmp)
+        kb_args = ["ingest", "kernelbench", str(checkout), "--revision", "423217d", "--observed", "2026-03-05"] if checkout else []
+        if args.all_workloads:
+            figures["kernelbench_first"] = run_command(kb_args, env, "ingest kernelbench (before the runs)")
+            workloads = asyncio.run(_workloads(url))
+        figures["workloads"] = len(workloads)
+
+        runs_file = tmp / "runs.jsonl"
+        start = time.perf_counter()
+        size = write_file(runs_file, synthetic_lines(args.lines, workloads, args.environments, args.samples))
+        figures["file_mb"] = round(size / 1e6, 1)
+        figures["generate_s"] = round(time.perf_counter() - start, 2)
+
+        ingest = ["ingest", "runs", str(runs_file), "--batch-size", str(args.batch_size)]
+        first = run_command(ingest, env, "ingest runs (all new)")
+        first["runs_per_s"] = round(args.lines / first["wall_s"])
+        figures["first"] = first
+        if not args.skip_second:
+            second = run_command(ingest, env, "ingest runs again (all unchanged)")
+            second["runs_per_s"] = round(args.lines / second["wall_s"])
+            figures["second"] = second
+        if not args.skip_kernelbench and kb_args:
+            figures["shared_timing_files"] = SHARED_TIMING.is_dir()
+            figures["kernelbench"] = run_command(kb_args, env, "ingest kernelbench")
+    finally:
+        if server is not None and not args.keep:
+            server.stop()
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"kept {tmp}", file=sys.stderr)
+
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    print(f"{figures['lines']:,} runs over {figures['workloads']} workloads and {figures['environments']:,} environments; "
+          f"file {figures['file_mb']:,} MB (generated in {figures['generate_s']} s)")
+    for key in ("kernelbench_first", "first", "second", "kernelbench"):
+        part = figures.get(key)
+        if not part:
+            continue
+        rate = f", {part['runs_per_s']:,} runs/s" if "runs_per_s" in part else ""
+        print(f"{part['label']}: exit {part['exit']}, {part['wall_s']} s{rate}, peak RSS {part['peak_rss_mb']} MB")
+        for name, value in part["table"].items():
+            print(f"    {name:<36} {value:>10,}")
+        if "stderr_tail" in part:
+            print("    stderr: " + part["stderr_tail"].replace("\n", "\n    "))
+    if "kernelbench" in figures and not figures.get("shared_timing_files"):
+        print("(no shared timing files at ../shared/kernelbench/results/timing: the KernelBench import had problems only)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,324 @@
+"""headroom-v2: the roofline floor on an exact SKU, from the traced analysis and the datasheet peaks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelindex.rules.headroom_v2 import (
+    DEFAULT_SETTINGS,
+    HEADROOM_V2,
+    analysis_bytes,
+    floors_for_catalogue,
+    math_by_class,
+    roofline_floor,
+)
+from tests.rules.factories import hardware, seed_catalogue
+
+CATALOGUE = seed_catalogue()
+BY_SHORT = {h.short_name: h for h in CATALOGUE}
+SXM, PCIE, H200, B200, T4 = (BY_SHORT[n] for n in ("H100 SXM", "H100 PCIe", "H200", "B200", "T4"))
+
+# What ProblemTrace.to_json() stores for the two reference problems (traced on the meta device;
+# test_traced_analyses_match_the_pinned_dicts re-traces them and compares).
+SETTINGS = {"cudnn.allow_tf32": True, "float32_matmul_precision": "highest"}
+RESNET18 = {
+    "bindings": {"batch_size": 2}, "dtype": "fp32",
+    "param_count": 11_689_512, "param_bytes": 46_758_048,
+    # 38,560 buffer bytes: 20 BatchNorm2d layers with 4,800 channels in all, running mean and var in fp32
+    # (2 × 4 × 4,800 = 38,400) plus one int64 num_batches_tracked each (20 × 8 = 160).
+    "buffer_bytes": 38_560,
+    "input_bytes": 1_204_224,  # 2 × 3 × 224 × 224 × 4
+    "output_bytes": 8_000,  # 2 × 1000 × 4
+    "flops_by_class": {"conv": 7_254_245_376, "matmul": 2_048_000, "other": 0},
+    "assumed_settings": SETTINGS,
+}
+VGG19 = {
+    "bindings": {"batch_size": 10}, "dtype": "fp32",
+    "param_count": 143_667_240, "param_bytes": 574_668_960,  # 143,667,240 × 4
+    "buffer_bytes": 0,  # no BatchNorm in VGG19
+    "input_bytes": 6_021_120,  # 10 × 3 × 224 × 224 × 4
+    "output_bytes": 40_000,  # 10 × 1000 × 4
+    "flops_by_class": {"conv": 390_168_576_000, "matmul": 2_472_673_280, "other": 0},
+    "assumed_settings": SETTINGS,
+}
+
+
+# --- the traced analyses ----------------------------------------------------------------------
+
+
+def test_traced_analyses_match_the_pinned_dicts():
+    pytest.importorskip("torch")
+    from kernelindex.ingest.problem_trace import trace_problem
+
+    seeds = Path(__file__).resolve().parents[2] / "seeds" / "reference"
+    for pinned, path, name in ((RESNET18, "resnet18.py", "9_ResNet18.py"), (VGG19, "vgg19.py", "12_VGG19.py")):
+        traced = trace_problem((seeds / path).read_text(), name).to_json()
+        assert {k: traced[k] for k in pinned} == pinned
+
+
+def test_hand_counted_macs_per_image():
+    # FLOPs = 2 × MACs. ResNet18, batch 2: conv 7,254,245,376 / 2 / 2 = 1,813,561,344 MACs per image;
+    # fc 2,048,000 / 2 / 2 = 512,000 (512 × 1000); total 1,814,073,344 ≈ 1.814 G.
+    per_image = sum(RESNET18["flops_by_class"].values()) / 2 / 2
+    assert per_image == 1_814_073_344
+    assert round(per_image / 1e9, 3) == 1.814
+    # VGG19, batch 10: conv 390,168,576,000 / 2 / 10 = 19,508,428,800; fc 2,472,673,280 / 2 / 10
+    # = 123,633,664 (25088·4096 + 4096·4096 + 4096·1000); total 19,632,062,464 ≈ 19.63 G.
+    assert RESNET18["flops_by_class"]["matmul"] / 2 / 2 == 512 * 1000
+    assert VGG19["flops_by_class"]["matmul"] / 2 / 10 == 25088 * 4096 + 4096 * 4096 + 4096 * 1000
+    per_image = sum(VGG19["flops_by_class"].values()) / 2 / 10
+    assert per_image == 19_632_062_464
+    assert round(per_image / 1e9, 2) == 19.63
+
+
+def test_param_bytes_are_four_per_fp32_parameter():
+    assert RESNET18["param_bytes"] == 4 * RESNET18["param_count"]
+    assert VGG19["param_bytes"] == 4 * VGG19["param_count"]
+
+
+# --- ResNet18 and VGG19 on H100 SXM -----------------------------------------------------------
+
+
+def test_resnet18_floor_on_h100_sxm():
+    # bytes   = 1,204,224 + 8,000 + 46,758,048 + 38,560 = 48,008,832
+    # memory  = 48,008,832 B / 3,350 GB/s = 14,330.99 ns
+    # conv    = 7,254,245,376 FLOPs / 494.7 TFLOPS (TF32) = 7,254,245,376 / 494,700 ns = 14,663.93 ns
+    # matmul  = 2,048,000 / 67 TFLOPS (FP32) = 2,048,000 / 67,000 ns = 30.57 ns
+    # compute = 14,694.50 ns > memory → compute-bound, floor 14.7 µs
+    # record 1.47 ms (the SXM cohort record) → 1,470,000 / 14,694.50 = 100.04×
+    f = roofline_floor(RESNET18, SXM, record_ms=1.47)
+    assert f.method == HEADROOM_V2 == "headroom-v2"
+    assert f.bytes == analysis_bytes(RESNET18) == 48_008_832
+    assert f.memory_ns == pytest.approx(14_330.9946, abs=1e-3)
+    assert [(t.flop_class, t.math, t.peak_tflops) for t in f.compute_terms] == [("conv", "TF32", 494.7), ("matmul", "FP32", 67)]
+    assert f.compute_terms[0].time_ns == pytest.approx(14_663.9283, abs=1e-3)
+    assert f.compute_terms[1].time_ns == pytest.approx(30.5672, abs=1e-3)
+    assert f.compute_ns == pytest.approx(14_694.4956, abs=1e-3)
+    assert f.floor_ns == f.compute_ns
+    assert f.bound == "compute"
+    assert f.ratio_above == pytest.approx(100.0375, abs=1e-3)
+    assert not f.below_floor
+    assert f.floor_display == "14.7 µs"
+    assert f.summary == "Estimated floor 14.7 µs · compute-bound on H100 SXM · record 100.04× above it"
+    assert f.terms_line == "DRAM 14.3 µs · compute 14.7 µs"
+    assert f.basis_line == (
+        "48,008,832 bytes cross DRAM once at 3,350 GB/s; convolutions at 494.7 TFLOPS TF32; "
+        "matmuls at 67 TFLOPS FP32 · H100 SXM datasheet"
+    )
+    assert f.compute_terms[0].line == "convolutions 7,254,245,376 FLOPs at 494.7 TFLOPS (TF32 tensor cores): 14.7 µs"
+    assert f.assumed_settings == SETTINGS
+    assert f.settings_line == "assumed: cudnn.allow_tf32=True, float32_matmul_precision=highest"
+    assert f.notes == () and f.unavailable_reason is None
+
+
+def test_vgg19_floor_on_h100_sxm():
+    # bytes   = 6,021,120 + 40,000 + 574,668,960 + 0 = 580,730,080
+    # memory  = 580,730,080 / 3,350 = 173,352.26 ns
+    # conv    = 390,168,576,000 / 494,700 = 788,697.34 ns
+    # matmul  = 2,472,673,280 / 67,000 = 36,905.57 ns
+    # compute = 825,602.92 ns → compute-bound, floor 826 µs; record 2.43 ms → 2.94×
+    f = roofline_floor(VGG19, SXM, record_ms=2.43)
+    assert f.bytes == 580_730_080
+    assert f.memory_ns == pytest.approx(173_352.2627, abs=1e-3)
+    assert f.compute_terms[0].time_ns == pytest.approx(788_697.3439, abs=1e-3)
+    assert f.compute_terms[1].time_ns == pytest.approx(36_905.5713, abs=1e-3)
+    assert f.compute_ns == pytest.approx(825_602.9152, abs=1e-3)
+    assert f.bound == "compute"
+    assert f.summary == "Estimated floor 826 µs · compute-bound on H100 SXM · record 2.94× above it"
+
+
+def test_resnet18_on_h100_pcie_is_memory_bound():
+    # memory 48,008,832 / 2,039 = 23,545.28 ns; compute 7,254,245,376 / 378,000 + 2,048,000 / 51,000
+    # = 19,191.12 + 40.16 = 19,231.28 ns → memory-bound, 23.5 µs; record 1.39 ms → 59.04×
+    f = roofline_floor(RESNET18, PCIE, record_ms=1.39)
+    assert f.memory_ns == pytest.approx(23_545.2830, abs=1e-3)
+    assert f.compute_ns == pytest.approx(19_231.2822, abs=1e-3)
+    assert f.bound == "memory" and f.floor_ns == f.memory_ns
+    assert f.summary == "Estimated floor 23.5 µs · memory-bound on H100 PCIe · record 59.04× above it"
+
+
+@pytest.mark.parametrize(
+    "sku, analysis, memory_ns, compute_ns, bound, display",
+    [
+        # H200: same peaks as H100 SXM, 4,800 GB/s: memory 48,008,832 / 4,800 = 10,001.84 ns.
+        ("H200", RESNET18, 10_001.84, 14_694.4956, "compute", "14.7 µs"),
+        # B200: 7,700 GB/s, TF32 1,100, FP32 75: memory 6,234.91; compute 7,254,245,376 / 1,100,000
+        # + 2,048,000 / 75,000 = 6,594.77 + 27.31 = 6,622.08 ns.
+        ("B200", RESNET18, 6_234.9132, 6_622.0752, "compute", "6.62 µs"),
+        # T4: no TF32, so conv at FP32 8.1: 7,256,293,376 / 8,100 = 895,838.69 ns; memory 48,008,832 / 320.
+        ("T4", RESNET18, 150_027.6, 895_838.6884, "compute", "896 µs"),
+        ("H200", VGG19, 120_985.4333, 825_602.9152, "compute", "826 µs"),
+        # B200: 390,168,576,000 / 1,100,000 + 2,472,673,280 / 75,000 = 354,698.71 + 32,968.98
+        ("B200", VGG19, 75_419.4909, 387_667.6825, "compute", "388 µs"),
+        # T4: 392,641,249,280 / 8,100 = 48,474,228.31 ns
+        ("T4", VGG19, 1_814_781.5, 48_474_228.3062, "compute", "48.5 ms"),
+    ],
+)
+def test_pinned_floors_on_other_skus(sku, analysis, memory_ns, compute_ns, bound, display):
+    f = roofline_floor(analysis, BY_SHORT[sku])
+    assert f.memory_ns == pytest.approx(memory_ns, abs=1e-3)
+    assert f.compute_ns == pytest.approx(compute_ns, abs=1e-3)
+    assert f.bound == bound
+    assert f.floor_display == display
+    assert f.ratio_above is None
+    assert f.summary == f"Estimated floor {display} · {bound}-bound on {sku}"
+
+
+# --- missing peaks ----------------------------------------------------------------------------
+
+
+def test_t4_without_tf32_falls_back_to_fp32_and_says_so():
+    f = roofline_floor(RESNET18, T4, record_ms=1.0)
+    assert T4.tf32_tflops is None
+    conv = f.compute_terms[0]
+    assert (conv.math, conv.peak_tflops, conv.fell_back) == ("FP32", 8.1, True)
+    assert f.compute_terms[1].fell_back is False  # matmul was FP32 anyway
+    assert f.notes == ("no TF32 tensor cores on T4: convolutions bounded at the FP32 peak",)
+    # 1,000,000 / 895,838.69 = 1.1163
+    assert f.summary == "Estimated floor 896 µs · compute-bound on T4 · record 1.12× above it"
+
+
+def test_a_sku_with_tf32_has_no_fallback_note():
+    assert roofline_floor(RESNET18, SXM).notes == ()
+
+
+def test_bf16_on_t4_falls_back_for_convolutions_and_matmuls():
+    f = roofline_floor({**RESNET18, "dtype": "bf16"}, T4)
+    assert [(t.math, t.fell_back) for t in f.compute_terms] == [("FP32", True), ("FP32", True)]
+    assert f.notes == ("no BF16 tensor cores on T4: convolutions and matmuls bounded at the FP32 peak",)
+
+
+def test_sku_without_bandwidth_gives_the_compute_bound_only():
+    hw = hardware(id=50, short_name="X", dram_bandwidth_gbps=None, fp32_tflops=10, tf32_tflops=100)
+    # compute = 7,254,245,376 / 100,000 + 2,048,000 / 10,000 = 72,542.45 + 204.8 = 72,747.25 ns
+    f = roofline_floor(RESNET18, hw, record_ms=0.1)
+    assert f.memory_ns is None and f.bandwidth_gbps is None
+    assert f.compute_ns == pytest.approx(72_747.2538, abs=1e-3)
+    assert f.floor_ns == f.compute_ns and f.bound == "compute"
+    assert f.notes == ("no datasheet DRAM bandwidth for X: compute bound only",)
+    assert f.terms_line == "compute 72.7 µs"
+    assert f.basis_line == "convolutions at 100 TFLOPS TF32; matmuls at 10 TFLOPS FP32 · X datasheet"
+
+
+def test_sku_without_compute_peaks_gives_the_bandwidth_bound_only():
+    hw = hardware(id=51, short_name="Y", dram_bandwidth_gbps=1000)
+    f = roofline_floor(RESNET18, hw)
+    assert f.compute_ns is None and f.compute_terms == ()
+    assert f.floor_ns == pytest.approx(48_008.832) and f.bound == "memory"
+    assert f.notes == ("no TF32 tensor cores on Y: convolutions bounded at the FP32 peak",
+                       "no datasheet FP32 peak for Y: bandwidth bound only")
+
+
+def test_sku_without_either_has_no_floor():
+    hw = hardware(id=52, short_name="Z", dram_bandwidth_gbps=None)
+    f = roofline_floor(RESNET18, hw, record_ms=1.0)
+    assert f.floor_ns is None and f.bound is None and f.ratio_above is None
+    assert f.unavailable_reason == "no datasheet DRAM bandwidth for Z and no datasheet FP32 peak for Z"
+    assert f.summary is None and f.basis_line is None and f.floor_display is None
+
+
+def test_no_analysis_no_floor():
+    f = roofline_floor(None, SXM, record_ms=1.0)
+    assert f.floor_ns is None
+    assert f.unavailable_reason == "no traced analysis for this workload revision"
+
+
+def test_bindings_other_than_the_traced_ones_give_no_floor():
+    f = roofline_floor(RESNET18, SXM, bindings={"batch_size": 64})
+    assert f.floor_ns is None
+    assert f.unavailable_reason == "analysis traced at batch_size=2, not at batch_size=64"
+    assert roofline_floor(RESNET18, SXM, bindings={"batch_size": 2}).floor_ns == pytest.approx(14_694.4956, abs=1e-3)
+
+
+def test_nothing_to_move_or_compute():
+    f = roofline_floor({"dtype": "fp32", "flops_by_class": {}}, SXM)
+    assert f.floor_ns is None and f.unavailable_reason == "nothing to move or compute"
+
+
+def test_no_flops_is_memory_bound():
+    f = roofline_floor({"dtype": "fp32", "input_bytes": 3350, "output_bytes": 0}, SXM)
+    assert f.compute_ns == 0 and f.floor_ns == pytest.approx(1.0) and f.bound == "memory"
+
+
+# --- dtypes and settings ----------------------------------------------------------------------
+
+
+def test_math_under_pytorch_defaults():
+    assert math_by_class("fp32") == {"conv": "TF32", "matmul": "FP32", "other": "FP32"}
+    assert math_by_class("fp16") == {"conv": "FP16", "matmul": "FP16", "other": "FP32"}
+    assert math_by_class("bf16") == {"conv": "BF16", "matmul": "BF16", "other": "FP32"}
+    assert math_by_class("fp32", {"cudnn.allow_tf32": False})["conv"] == "FP32"
+    assert math_by_class("fp32", {"float32_matmul_precision": "high"})["matmul"] == "TF32"
+    assert math_by_class("int8") is None
+    assert DEFAULT_SETTINGS == SETTINGS
+
+
+def test_fp16_workload_uses_the_fp16_tensor_peak():
+    analysis = {"dtype": "fp16", "flops_by_class": {"conv": 989_400_000, "matmul": 989_400_000, "other": 67_000}}
+    f = roofline_floor(analysis, SXM)
+    # conv 989,400,000 / 989,400 = 1,000 ns; matmul the same; other 67,000 / 67,000 = 1 ns
+    assert [(t.math, t.time_ns) for t in f.compute_terms] == [("FP16", 1000.0), ("FP16", 1000.0), ("FP32", 1.0)]
+    assert f.compute_ns == pytest.approx(2001.0)
+
+
+def test_explicit_fp16_scales_the_traced_fp32_bytes_and_uses_tensor_peaks():
+    f = roofline_floor(RESNET18, SXM, dtype="fp16")
+    assert f.dtype == "fp16"
+    assert f.bytes == 48_008_832 // 2
+    assert f.notes == ("bytes scaled from fp32 to fp16 (×0.5)",)
+    # 7,254,245,376 / 989,400 + 2,048,000 / 989,400 = 7,331.96 + 2.07 = 7,334.03 ns
+    assert f.compute_ns == pytest.approx(7_334.0341, abs=1e-3)
+    # memory 24,004,416 / 3,350 = 7,165.50 ns < compute
+    assert f.bound == "compute"
+
+
+def test_settings_recorded_with_the_analysis_are_honoured():
+    f = roofline_floor({**RESNET18, "assumed_settings": {"cudnn.allow_tf32": False}}, SXM)
+    # conv at FP32: 7,256,293,376 / 67,000 = 108,302.89 ns
+    assert f.compute_ns == pytest.approx(108_302.8862, abs=1e-3)
+    assert f.assumed_settings == {"cudnn.allow_tf32": False, "float32_matmul_precision": "highest"}
+
+
+def test_int8_has_only_a_bandwidth_bound():
+    f = roofline_floor({**RESNET18, "dtype": "int8"}, SXM)
+    assert f.bound == "memory" and f.compute_ns is None
+    assert f.notes == ("no datasheet peak for int8 arithmetic: bandwidth bound only",)
+
+
+# --- records against the floor ----------------------------------------------------------------
+
+
+def test_a_record_faster_than_the_floor_is_detected():
+    # 0.010 ms = 10,000 ns against 14,694.50 ns: 0.68×
+    f = roofline_floor(RESNET18, SXM, record_ms=0.010)
+    assert f.ratio_above == pytest.approx(0.6805, abs=1e-4)
+    assert f.below_floor
+    assert f.summary == "Estimated floor 14.7 µs · compute-bound on H100 SXM · record 0.68× the floor: below it"
+
+
+def test_with_record_keeps_everything_else():
+    f = roofline_floor(RESNET18, SXM)
+    g = f.with_record(1.47)
+    assert g.record_ms == 1.47 and g.floor_ns == f.floor_ns and f.record_ms is None
+
+
+# --- the catalogue ----------------------------------------------------------------------------
+
+
+def test_floors_for_catalogue_cover_every_sku_in_order():
+    floors = floors_for_catalogue(RESNET18, CATALOGUE)
+    assert [f.hardware.sku for f in floors] == [h.sku for h in CATALOGUE]
+    assert all(f.floor_ns is not None and f.record_ms is None for f in floors)
+    by_sku = {f.hardware.short_name: f for f in floors}
+    assert by_sku["H100 SXM"].floor_display == "14.7 µs"
+    assert by_sku["T4"].notes == ("no TF32 tensor cores on T4: convolutions bounded at the FP32 peak",)
+    # only the T4 lacks a TF32 figure in the seed catalogue
+    assert [f.hardware.short_name for f in floors if f.notes] == ["T4"]
+
+
+def test_floors_for_catalogue_keep_skus_without_a_floor():
+    floors = floors_for_catalogue(RESNET18, [SXM, hardware(id=60, short_name="Z", dram_bandwidth_gbps=None)])
+    assert [f.floor_ns is None for f in floors] == [False, True]
+    assert floors_for_catalogue(RESNET18, []) == []
