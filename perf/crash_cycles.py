@@ -1,13 +1,14 @@
-"""Crash check: cycles of page load, idle, list load against `kernelindex serve`, until the server dies.
+"""Crash drill: cycles of page load, idle, list load against `kernelindex serve`, until the server dies.
 
     python -m perf.crash_cycles [--cycles 6] [--page-s 10] [--idle-s 5] [--list-s 5]
 
 On Python 3.11 the server used to die with SIGSEGV within 1–3 such cycles while read-only
 requests committed their sessions (see kernelindex/web/middleware.py, _read_only). This replays
-that load: an embedded PostgreSQL with the api_speed synthetic dataset, the server in a child
-process with faulthandler on, 16 clients on the workload page, a pause, 8 clients on the list of
-100 (closed loops of benchmarks/loadgen.py), with the response cache off unless --with-cache. Each cycle prints the requests, errors and the server's exit status (-11 is a segfault);
-exit status 1 if the server died or any request failed.
+that load: an embedded PostgreSQL with perf.dataset's synthetic dataset (the one perf.api_speed
+measures on), the server in a child process with faulthandler on, 16 clients on the workload page,
+a pause, 8 clients on the list of 100 (closed loops of perf.loadgen), with the response cache off
+unless --with-cache. Each cycle prints the requests, errors and the server's exit status (-11 is a
+segfault); exit status 1 if the server died or any request failed.
 """
 
 from __future__ import annotations
@@ -24,15 +25,13 @@ from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from perf.api_speed import LIST_QUERY, build_dataset, free_port, loadgen, wait_for  # noqa: E402
-from perf.loadgen import write_mix  # noqa: E402
+from perf.dataset import LIST_QUERY, PAGE_SLUG, build_dataset
+from perf.loadgen import measure, write_mix
+from perf.server import REPO, free_port, wait_for
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m perf.crash_cycles", description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=6)
     parser.add_argument("--page-s", type=float, default=10)
     parser.add_argument("--idle-s", type=float, default=5)
@@ -59,10 +58,10 @@ def main() -> int:
             env["KERNELINDEX_RESPONSE_CACHE_ENTRIES"] = "0"
         with open(log_path, "w") as log:
             server = subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(port),
-                                       "--log-level", "warning"], env=env, stdout=log, stderr=subprocess.STDOUT)
+                                       "--log-level", "warning"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
         wait_for(f"http://127.0.0.1:{port}/healthz")
         url = f"http://127.0.0.1:{port}"
-        page = {"query": WORKLOAD_PAGE_QUERY, "variables": {"slug": "kernelbench-l2-p101-synthetic-1"}}
+        page = {"query": WORKLOAD_PAGE_QUERY, "variables": {"slug": PAGE_SLUG}}
         mixes = {}
         for name, body in (("page", page), ("list", {"query": LIST_QUERY})):
             # The load generator sees HTTP statuses only: one request first, checked for GraphQL errors.
@@ -74,9 +73,9 @@ def main() -> int:
         out = log_path.with_suffix(".requests.csv")
         started = time.monotonic()
         for cycle in range(args.cycles):
-            pages = loadgen(url, mixes["page"], out, "--closed", "16", "--seconds", str(args.page_s))
+            pages = measure(url, mixes["page"], out, "--closed", "16", "--seconds", str(args.page_s))
             time.sleep(args.idle_s)
-            lists = loadgen(url, mixes["list"], out, "--closed", "8", "--seconds", str(args.list_s)) if server.poll() is None else None
+            lists = measure(url, mixes["list"], out, "--closed", "8", "--seconds", str(args.list_s)) if server.poll() is None else None
             status = server.poll()
             errors = pages["errors"] + (lists["errors"] if lists else 0)
             failed = failed or errors > 0 or status is not None

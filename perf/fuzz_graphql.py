@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _server import REPO, Server
+from perf.server import REPO, Server
 
 HOOKS = REPO / "tests" / "reliability" / "fuzz_hooks.py"
 CONFIG = REPO / "tests" / "reliability" / "schemathesis.toml"
@@ -76,7 +76,7 @@ def summarise(result: dict) -> tuple[str, int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m perf.fuzz_graphql", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-examples", type=int, default=200, help="cases per operation and mode (default 200)")
     parser.add_argument("--modes", default="positive,negative")
     parser.add_argument("--seed", type=int, default=int(time.time()) % 100_000)

@@ -1,10 +1,10 @@
-"""One database outage under load: how the API answers while PostgreSQL is down, and how fast it
-recovers once PostgreSQL is back.
+"""Outage drill: one database outage under load. How the API answers while PostgreSQL is down, and
+how fast it recovers once PostgreSQL is back.
 
     python -m perf.outage_check                          # 20 s, 8 clients, outage from 6 s to 11 s
     python -m perf.outage_check --clients 16 --duration 30 --outage-at 10 --outage-for 8
 
-It starts an embedded PostgreSQL of its own in a temporary folder (tests/reliability/pg.py), a
+It starts an embedded PostgreSQL of its own in a temporary folder (perf/postgres.py), a
 `kernelindex serve` against it on a free loopback port, and N clients that send a mix of requests
 (GraphQL page query over POST and GET, a runs list, /healthz, the JSON twin, runs.csv) for the
 whole duration. At --outage-at it stops PostgreSQL (`pg_ctl -m fast stop`, as the wheel's OS
@@ -28,10 +28,10 @@ import time
 from dataclasses import dataclass
 
 import httpx
-from _server import Server
 
-from tests.reliability.helpers import ok_problem, unavailable_problem
-from tests.reliability.pg import OwnPostgres
+from perf.postgres import OwnPostgres
+from perf.responses import ok_problem, unavailable_problem
+from perf.server import Server
 
 RESNET18 = "kernelbench-l3-p9-resnet18"
 PAGE = {"query": f'{{ workload(slug: "{RESNET18}") {{ eligibleRunCount headline {{ label latencyDisplay }} '
@@ -84,7 +84,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m perf.outage_check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of load in all (default 20)")
     parser.add_argument("--outage-at", type=float, default=6.0)

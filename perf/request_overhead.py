@@ -20,13 +20,7 @@ import asyncio
 import cProfile
 import json
 import pstats
-import sys
 import time
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 PAGE = """{ workload(slug: "kernelbench-l3-p9-resnet18") { title eligibleRunCountDisplay
   headline { label latencyDisplay plusMinusDisplay speedupDisplay }
@@ -108,7 +102,7 @@ async def measure(url: str, count: int, profile: bool) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m perf.request_overhead", description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=3000, help="requests per route and mode")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()

@@ -7,7 +7,7 @@
 It starts `kernelindex serve` (fresh database, temporary KERNELINDEX_DATA_DIR, free loopback port)
 and splits the machine: the server and its PostgreSQL on --server-cpus, the load generator and this
 script on the other CPUs (on a small machine a load generator sharing the server's core measures
-the scheduler's time slice, ~10 ms, not the server). Then, with benchmarks/loadgen.py:
+the scheduler's time slice, ~10 ms, not the server). Then, with perf.loadgen:
   1. the unloaded latency: --unloaded-requests of the mix one after another, p50 and p99;
   2. unless --rate or --saturation is given, the saturation rate: --clients closed-loop
      connections for --saturation-s seconds, requests/s completed;
@@ -42,16 +42,16 @@ from pathlib import Path
 
 import httpx
 import psutil
-from _server import REPO, Server
 
-from perf.loadgen import command, percentile, read_out, run_child, write_mix  # _server put the repository on sys.path
+from perf.loadgen import command, percentile, read_out, run_child, write_mix
+from perf.server import REPO, Server
 
 RESNET18 = "kernelbench-l3-p9-resnet18"
-PAGE = {"query": """{ workload(slug: "%s") { title eligibleRunCountDisplay
+PAGE = {"query": '{ workload(slug: "' + RESNET18 + '") { title eligibleRunCountDisplay' + """
   headline { label latencyDisplay plusMinusDisplay speedupDisplay }
   records { label latencyDisplay implementation { title } runCount }
   comparison { header rows { rank implementation { title } latencyDisplay vsFirstDisplay summary trustLabel stale } }
-  headroom { summary boundLine basisLine notes } notMeasured { message } } }""" % RESNET18}
+  headroom { summary boundLine basisLine notes } notMeasured { message } } }"""}
 WORKLOADS = {"query": "{ workloads(first: 20) { totalCount nodes { slug title eligibleRunCount headline { latencyDisplay } } } }"}
 RUNS = {"query": "{ runs(first: 20) { totalCount nodes { id meanMs latencyDisplay trustLabel implementation { slug } "
                  "environment { label hardware { sku } } } } }"}
@@ -111,7 +111,7 @@ def failed(response: httpx.Response) -> str | None:
 
 
 class LoadGen:
-    """benchmarks/loadgen.py in a child process (it inherits this process's CPUs), on the MIX."""
+    """perf.loadgen in a child process (it inherits this process's CPUs), on the MIX."""
 
     def __init__(self, url: str, folder: Path):
         self.url = url
@@ -229,7 +229,7 @@ def parse_cpus(spec: str, workers: int) -> set[int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m perf.soak", description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--rate", type=float, help="requests per second (default: half the saturation)")
     parser.add_argument("--saturation", type=float, help="a saturation rate measured before, requests per second")

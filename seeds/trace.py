@@ -1,8 +1,8 @@
 """Write each seed workload's meta-device analysis (bytes, parameters, FLOPs by class) into
 seeds/workloads.json, so `kernelindex seed` never needs torch. A test checks the stored analysis
-against a fresh trace.
+against a fresh trace. Needs torch (the CPU build is enough).
 
-    python seeds/trace.py
+    python -m seeds.trace        (from the repository root; or python seeds/trace.py)
 """
 
 from __future__ import annotations

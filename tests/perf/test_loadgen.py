@@ -1,4 +1,4 @@
-"""benchmarks/loadgen.py: where a response ends, and the three modes against a live server."""
+"""perf.loadgen: where a response ends, and the three modes against a live server."""
 
 from __future__ import annotations
 

@@ -1,12 +1,11 @@
-"""Shared by the reliability tests: tokens, row counts, and what counts as an internal failure."""
+"""Shared by the reliability tests: tokens, row counts, and what counts as an internal failure.
+What counts as a proper success or a proper outage answer is perf.responses (perf.outage_check uses it too)."""
 
 from __future__ import annotations
 
 import asyncpg
-import httpx
 
 from kernelindex.db.urls import to_libpq_url
-from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE
 from tests.api.helpers import make_token  # noqa: F401  (the reliability tests take it from here)
 
 INTERNAL_MESSAGE = "Unexpected error."
@@ -31,42 +30,3 @@ def internal_errors(body: dict) -> list[dict]:
         e for e in body.get("errors") or []
         if (e.get("extensions") or {}).get("code") == "INTERNAL_SERVER_ERROR" or e.get("message") == INTERNAL_MESSAGE
     ]
-
-
-def unavailable_problem(kind: str, response: httpx.Response, *, single: bool = True) -> str | None:
-    """What is wrong with this response as an outage answer; None when it is a proper 503.
-    `single=False` accepts several SERVICE_UNAVAILABLE errors: a GraphQL request cut off mid-flight
-    reports each field that lost the connection."""
-    if response.status_code != 503:
-        return f"status {response.status_code}: {response.text[:200]}"
-    try:
-        body = response.json()
-    except ValueError:
-        return f"not JSON: {response.text[:200]}"
-    if kind.startswith("graphql"):
-        errors = body.get("errors") or []
-        codes = [(e.get("extensions") or {}).get("code") for e in errors]
-        if not codes or set(codes) != {"SERVICE_UNAVAILABLE"} or (single and len(codes) != 1):
-            return f"errors {errors}"
-        if any(e["message"] != UNAVAILABLE_MESSAGE or not e["extensions"].get("request_id") for e in errors):
-            return f"message {errors}"
-    elif kind == "healthz":
-        if body.get("status") != "unavailable":
-            return f"body {body}"
-    elif body.get("error") != UNAVAILABLE_MESSAGE or not body.get("request_id"):
-        return f"body {body}"
-    return None
-
-
-def ok_problem(kind: str, response: httpx.Response) -> str | None:
-    """What is wrong with this response as a success; None when it is one."""
-    if response.status_code != 200:
-        return f"status {response.status_code}: {response.text[:200]}"
-    if kind.startswith("graphql"):
-        try:
-            body = response.json()
-        except ValueError:
-            return f"not JSON: {response.text[:200]}"
-        if body.get("errors"):
-            return f"errors {body['errors']}"
-    return None

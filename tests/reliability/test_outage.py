@@ -1,7 +1,7 @@
 """A database outage while requests flow: during it every request fails fast with 503 and a clear
 error (GraphQL: SERVICE_UNAVAILABLE); once PostgreSQL is back, no request fails.
 
-The server runs against an embedded PostgreSQL of its own (tests/reliability/pg.py), not the
+The server runs against an embedded PostgreSQL of its own (perf/postgres.py), not the
 suite's shared one, so that stopping it harms nothing else. perf/outage_check.py is the
 longer version under load, and measures the recovery time.
 """
@@ -16,8 +16,10 @@ import httpx
 import pytest
 
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE
-from tests.reliability.helpers import make_token, ok_problem, unavailable_problem
-from tests.reliability.pg import OwnPostgres, migrate_and_seed
+from perf.postgres import OwnPostgres
+from perf.responses import ok_problem, unavailable_problem
+from tests.reliability.helpers import make_token
+from tests.reliability.pg import migrate_and_seed
 from tests.serving import serve_in_thread
 
 RESNET18 = "kernelbench-l3-p9-resnet18"
@@ -146,7 +148,7 @@ def test_requests_fail_with_503_during_an_outage_and_none_fail_after(own_postgre
     assert before and during and after, (len(before), len(during), len(after))
     assert all(r[2] == 200 and "errors" not in r[3] for r in before)
     # At any time, a failure is a proper 503: never a 500, a reset connection or a hang.
-    for started, ended, status, body in records:
+    for _started, _ended, status, body in records:
         if status != 200 or "errors" in body:
             assert status == 503, (status, body)
             # A request cut off mid-flight may report each field that lost the connection: all SERVICE_UNAVAILABLE.

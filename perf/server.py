@@ -1,12 +1,17 @@
-"""`kernelindex serve` in a child process on a free loopback port, for the reliability scripts
-(fuzz_graphql.py, outage_check.py, soak.py). Without a database URL it gets a temporary
-KERNELINDEX_DATA_DIR (its own embedded PostgreSQL), deleted afterwards."""
+"""`kernelindex serve` in a child process on a free loopback port, for the performance tools and the
+reliability drills (perf.fuzz_graphql, perf.outage_check, perf.soak), and the two helpers they and
+perf.api_speed / perf.crash_cycles share: a free loopback port, and waiting for a URL to answer.
+
+`Server` without a database URL gets a temporary KERNELINDEX_DATA_DIR (its own embedded
+PostgreSQL), deleted afterwards. Not a script: imported by the perf modules.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -16,10 +21,26 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from perf.api_speed import free_port  # noqa: E402
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(url: str, timeout: float = 60) -> None:
+    """Return once `url` answers below 500; SystemExit after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise SystemExit(f"{url} did not come up")
 
 
 class Server:

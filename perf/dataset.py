@@ -1,0 +1,148 @@
+"""The synthetic dataset the API figures are measured on (perf.api_speed, perf.crash_cycles): the seed,
+KernelBench-shaped workloads (levels 1–3) with generated reference modules, and runs bulk-inserted in
+SQL over many environments, implementations and source snapshots, then the records refreshed. Also
+the two queries measured on it: the workload page (of PAGE_SLUG) and the list of the first 100.
+
+Nothing here reads tests/: the reference modules are generated (valid KernelBench problem files,
+each different, so each workload has its own revision).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+# Synthetic workload 1 (level 2, problem 101): one with records on most of its cohorts.
+PAGE_SLUG = "kernelbench-l2-p101-synthetic-1"
+
+LIST_QUERY = """{ workloads(first: 100) { totalCount nodes { slug name level eligibleRunCount
+  headline { label latencyMs latencyDisplay implementation { slug title } }
+  records { label latencyMs runCount implementation { slug } } } } }"""
+
+# forward() bodies by level: one operator, a layer and an operator, a small MLP.
+_FORWARD = {
+    1: ("", "return torch.{op}(x)"),
+    2: ("self.linear = nn.Linear(dim, dim)", "return torch.{op}(self.linear(x))"),
+    3: ("self.layers = nn.Sequential(nn.Linear(dim, 4 * dim), nn.ReLU(), nn.Linear(4 * dim, dim))",
+        "return torch.{op}(self.layers(x))"),
+}
+_OPS = ("relu", "sigmoid", "tanh", "abs")
+
+
+def reference_source(level: int, variant: int) -> str:
+    """A KernelBench-format problem module: input and output (batch_size, 1024), fp32."""
+    init, forward = _FORWARD[level]
+    init_line = f"\n        {init}" if init else ""
+    return f'''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Synthetic level-{level} problem {variant}."""
+
+    def __init__(self):
+        super().__init__(){init_line}
+
+    def forward(self, x):
+        {forward.format(op=_OPS[variant % len(_OPS)])}
+
+
+batch_size = 16
+dim = 1024
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
+    """Seed the migrated database at `url`, add `n_workloads` synthetic workloads and about `n_runs`
+    runs spread over them, ANALYZE, and refresh the precomputed records. Progress on stderr.
+    The service is imported here, not at the top: the scripts' --help does not load it."""
+    import asyncpg
+
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.db.urls import to_libpq_url
+    from kernelindex.ingest.seed import load_seed
+    from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload
+    from kernelindex.services.records import refresh_all_records
+
+    async def seed_and_workloads(session) -> None:
+        await load_seed(session)
+        for i in range(n_workloads):
+            level = 1 + i % 3
+            source = reference_source(level, i)
+            await upsert_workload(session, WorkloadSpec(
+                suite="kernelbench", level=level, problem_number=100 + i, name=f"Synthetic_{i}",
+                reference_source=source, canonical_bindings={"batch_size": 16}, canonical_dtype="fp32",
+                semantics={"inputs": [{"name": "input_1", "dtype": "fp32", "shape": ["batch_size", 1024]}],
+                           "outputs": [{"name": "out", "dtype": "fp32", "shape": ["batch_size", 1024]}],
+                           "axes": [{"name": "batch_size", "behaviour": "variable"}],
+                           "determinism": "unspecified", "constraints": ["No mutation or aliasing"]},
+            ))
+
+    await in_own_transaction(url, seed_and_workloads)
+    conn = await asyncpg.connect(to_libpq_url(url))
+    try:
+        # Dimensions: 8 implementations, 100 environments on 5 SKUs, sources with several snapshots.
+        await conn.execute("""
+            INSERT INTO implementations (slug, title, framework, language, runtime_id, role, licence, source_availability)
+            SELECT 'synthetic_impl_' || g, 'Synthetic implementation ' || g, 'PyTorch', 'python', 'synthetic_' || g,
+                   'candidate', CASE WHEN g % 2 = 0 THEN 'MIT' ELSE 'Apache-2.0' END, 'upstream'
+            FROM generate_series(1, 7) g ON CONFLICT DO NOTHING;
+            INSERT INTO environments (hardware_id, provider, label, torch_version, fingerprint)
+            SELECT h.id, 'Synthetic Cloud', 'pool-' || g, '2.13.0', 'synthetic-env-' || g
+            FROM generate_series(1, 100) g
+            JOIN LATERAL (SELECT id FROM hardware WHERE has_datasheet ORDER BY id OFFSET (g % 5) LIMIT 1) h ON true
+            ON CONFLICT DO NOTHING;
+            INSERT INTO sources (name) VALUES ('Synthetic load source') ON CONFLICT DO NOTHING;
+            INSERT INTO source_snapshots (source_id, revision)
+            SELECT (SELECT id FROM sources WHERE name = 'Synthetic load source'), 'r' || g FROM generate_series(1, 100) g
+            ON CONFLICT DO NOTHING;
+        """)
+        per_snapshot = 8 * 10  # implementations × environments per workload (each workload: 10 of the 100)
+        workloads = await conn.fetch(
+            "SELECT w.id, w.current_revision_id, r.canonical_configuration_key FROM workloads w "
+            "JOIN workload_revisions r ON r.id = w.current_revision_id WHERE w.name LIKE 'Synthetic_%' ORDER BY w.id"
+        )
+        runs_per_workload = max(1, n_runs // max(1, len(workloads)))
+        snapshots = max(1, -(-runs_per_workload // per_snapshot))
+        protocol = await conn.fetchval("SELECT id FROM protocols ORDER BY id LIMIT 1")
+        started = time.perf_counter()
+        for w in workloads:
+            # Two source snapshots at the canonical configuration (cohorts of 16 runs, as a busy index
+            # would hold), the rest a batch-size sweep: stored and listed, never eligible for records.
+            await conn.execute(
+                """
+                INSERT INTO runs (workload_id, workload_revision_id, bindings, dtype, configuration_key, implementation_id,
+                  environment_id, protocol_id, source_snapshot_id, status, mean_ms, std_ms, min_ms, max_ms, num_trials,
+                  observed_at, evidence, content_sha256)
+                SELECT $1, $2, c.bindings, 'fp32', c.key, i.id, e.id, $4, s.id, 'passed',
+                       m.mean, m.mean * 0.02, m.mean * 0.97, m.mean * 1.05, 100,
+                       timestamptz '2026-06-01' + (random() * interval '150 days'),
+                       CASE WHEN random() < 0.2 THEN 'measured' ELSE 'reported' END, md5(random()::text)
+                FROM (SELECT id FROM implementations ORDER BY id LIMIT 8) i
+                CROSS JOIN (SELECT id FROM environments WHERE fingerprint LIKE 'synthetic-env-%' AND (id + $1) % 10 = 0 ORDER BY id) e
+                CROSS JOIN (SELECT id, row_number() OVER (ORDER BY id) AS n FROM source_snapshots WHERE revision LIKE 'r%' ORDER BY id LIMIT $5) s
+                CROSS JOIN LATERAL (
+                    SELECT CASE WHEN s.n <= 2 THEN '{"batch_size": 16}'::jsonb ELSE jsonb_build_object('batch_size', 16 * s.n) END AS bindings,
+                           CASE WHEN s.n <= 2 THEN $3 ELSE '{"bindings":{"batch_size":' || (16 * s.n) || '},"dtype":"fp32"}' END AS key
+                ) c
+                CROSS JOIN LATERAL (SELECT 0.05 + random() * 5 + 0 * i.id * e.id * s.id AS mean) m
+                LIMIT $6
+                """,
+                w["id"], w["current_revision_id"], w["canonical_configuration_key"], protocol, snapshots, runs_per_workload,
+            )
+        total = await conn.fetchval("SELECT count(*) FROM runs")
+        print(f"dataset: {len(workloads) + 2} workloads, {total:,} runs (inserted in {time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        await conn.execute("ANALYZE")
+    finally:
+        await conn.close()
+    started = time.perf_counter()
+    await in_own_transaction(url, refresh_all_records)
+    print(f"records refreshed in {time.perf_counter() - started:.0f} s", file=sys.stderr)
