@@ -9,7 +9,7 @@ PORT ?= 8000
 TORCH_CPU ?= torch==2.13.0
 TORCH_GPU ?= torch
 
-.PHONY: setup serve test schema bench-ingest clean
+.PHONY: setup serve lint test schema bench-ingest clean
 
 setup: $(STAMP)
 
@@ -27,11 +27,17 @@ $(STAMP): pyproject.toml
 serve: setup
 	$(BIN)/kernelindex serve --migrate --seed --host $(HOST) --port $(PORT)
 
-test: setup
+# What CI checks before the tests: ruff and mypy, both configured in pyproject.toml (mypy keeps its
+# incremental cache in .mypy_cache, so a second run takes seconds).
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: setup lint
 	$(BIN)/python -m pytest -q
 
 schema: setup
 	$(BIN)/kernelindex export-schema > schema.graphql
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

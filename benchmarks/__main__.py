@@ -70,9 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     problems = []
     for position, path in enumerate(args.file):
-        slug = args.slug[position] if position < len(args.slug) else None
+        given_slug = args.slug[position] if position < len(args.slug) else None
         try:
-            problems.append(Problem.from_file(path, slug))
+            problems.append(Problem.from_file(path, given_slug))
         except OSError as exc:
             parser.error(f"cannot read {path}: {exc}")
 

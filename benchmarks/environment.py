@@ -172,7 +172,8 @@ def _tf32_settings() -> dict[str, Any]:
 
 def _gpu_facts(device: torch.device) -> tuple[str, dict[str, Any], str | None]:
     """(product name, details, driver version) of one CUDA device."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
+    # torch's stub types device.index as int, but it is None for a bare torch.device("cuda").
+    index = device.index if device.index is not None else torch.cuda.current_device()  # type: ignore[redundant-expr]
     properties = torch.cuda.get_device_properties(index)
     product_name = torch.cuda.get_device_name(index)
     details: dict[str, Any] = {

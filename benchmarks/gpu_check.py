@@ -16,7 +16,7 @@ Writes, under --out (default $OUT, else the current directory):
                        1e-2, so the session still yields a figure (unless --tolerance is given)
 
 Needs torch only:
-    python -m benchmarks.gpu_check            (or python benchmarks/gpu_check.py)
+    python -m benchmarks.gpu_check
 Eager runs for both models come first, inductor second, so the cheap figures exist even
 if compilation overruns; --budget-s skips the steps that would start after that time.
 """
@@ -30,11 +30,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-if __package__ in (None, ""):
-    # Run as a file: make the benchmarks package importable from the repository root.
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from typing import Any, Literal
 
 import torch
 
@@ -152,7 +148,7 @@ def crosscheck_time(
 # ------------------------------------------------------------ driver
 
 
-def crosscheck_compile_mode(impl: str) -> str | None | bool:
+def crosscheck_compile_mode(impl: str) -> str | Literal[False] | None:
     """None for eager, the torch.compile mode for an inductor slug, False when there is no
     independent way to run the implementation."""
     if impl == "torch_eager":

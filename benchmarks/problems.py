@@ -223,15 +223,15 @@ def infer_dtype(inputs: Any, model: torch.nn.Module | None = None) -> str:
     """The dtype string of the floating inputs, else the model's floating weights, else the first tensor."""
     tensors = list(_iter_tensors(inputs))
     for tensor in tensors:
-        if tensor.is_floating_point() and dtype_name(tensor.dtype):
-            return dtype_name(tensor.dtype)
+        if tensor.is_floating_point() and (name := dtype_name(tensor.dtype)):
+            return name
     if model is not None:
         for parameter in itertools.chain(model.parameters(), model.buffers()):
-            if parameter.is_floating_point() and dtype_name(parameter.dtype):
-                return dtype_name(parameter.dtype)
+            if parameter.is_floating_point() and (name := dtype_name(parameter.dtype)):
+                return name
     for tensor in tensors:
-        if dtype_name(tensor.dtype):
-            return dtype_name(tensor.dtype)
+        if name := dtype_name(tensor.dtype):
+            return name
     return FALLBACK_DTYPE
 
 

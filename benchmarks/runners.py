@@ -242,7 +242,8 @@ def describe_exception(phase: str, exc: BaseException, source_filename: str | No
         text += f": {' '.join(line.strip() for line in message[:20])}"
     frames = traceback.extract_tb(exc.__traceback__)
     own_frames = [frame for frame in frames if source_filename and frame.filename == source_filename]
-    location = (own_frames or frames or [None])[-1]
+    candidates = own_frames or list(frames)
+    location = candidates[-1] if candidates else None
     if location is not None:
         text += f" (at {location.filename}:{location.lineno})"
     if len(text) > MAX_REASON_CHARS:
@@ -293,7 +294,9 @@ def measure_implementation(
     since the timed steady-state path (CUDA-graph replay, autotuned kernels) is not
     necessarily the one the first call took."""
     phase = "building the model"
-    model = compiled = output = None
+    model: torch.nn.Module | None = None
+    compiled: Callable[..., Any] | None = None
+    output: Any = None
     compile_time_ms: float | None = None
     correctness: dict[str, Any] | None = None
     try:
@@ -304,7 +307,9 @@ def measure_implementation(
             inputs = instance.inputs
 
             def call() -> Any:
-                return compiled(*inputs)
+                # `compiled` is set just above and cleared only in the finally below, after the last call; no
+                # narrowing assert here, as this is the timed call.
+                return compiled(*inputs)  # type: ignore[misc]
 
             phase = "the first (compiling) call" if implementation.reports_compile_time else "the first call"
             output, first_call_ms = timer.wall_time_ms(call)
@@ -345,7 +350,9 @@ def measure_implementation(
         reason = describe_exception(phase, exc, instance.problem.code_filename)
         return Outcome("failed", reason, compile_time_ms=compile_time_ms, correctness=correctness)
     finally:
-        del model, compiled, output
+        # Drop the references so the next implementation does not share memory with this one. Rebound rather
+        # than deleted: `call` closes over `compiled`, and emptying its cell frees the compiled model just the same.
+        model = compiled = output = None
         if implementation.reports_compile_time:
             # Drops compiled graphs and CUDA-graph pools before the next implementation runs.
             with contextlib.suppress(Exception):
@@ -433,6 +440,7 @@ def run_problem(
             yield record(implementation, Outcome("failed", failure), bindings, dtype)
         return
 
+    assert instance is not None  # no failure: the try block above set it
     atol = rtol = tolerance if tolerance is not None else tolerance_for(instance.dtype)
     try:
         for implementation in implementations:

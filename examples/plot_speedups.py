@@ -28,7 +28,7 @@ def main() -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise SystemExit("matplotlib is not installed: pip install -e '.[plot]'")
+        raise SystemExit("matplotlib is not installed: pip install -e '.[plot]'") from None
     rows = compare(args.api, args.baseline, args.implementation, args.level)
     if not rows:
         raise SystemExit("nothing to plot: no cohort has eligible runs of both implementations")

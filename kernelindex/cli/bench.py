@@ -87,6 +87,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             out.close()
     status = 1 if failed else 0
     if args.ingest:
+        assert out_path is not None  # with --ingest it is --out or the spool file
         url = url or database_url()
         summary = asyncio.run(ingest_runs_file(url, out_path, str(out_path), progress=False))
         status = max(status, report(summary, dry_run=False))

@@ -139,7 +139,7 @@ def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
     try:
         levels = [int(x) for x in args.levels.split(",") if x.strip()]
     except ValueError:
-        raise IngestAborted([InputProblem("--levels", args.levels, "expected comma-separated level numbers")])
+        raise IngestAborted([InputProblem("--levels", args.levels, "expected comma-separated level numbers")]) from None
     url = database_url()
     summary = asyncio.run(
         import_kernelbench(

@@ -16,6 +16,10 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernelindex.settings import Settings
 
 DATABASE_NAME = "kernelindex"
 
@@ -73,7 +77,7 @@ def ensure_embedded(data_dir: Path) -> EmbeddedPostgres:
     return _current
 
 
-def resolve_database_url(settings) -> str:
+def resolve_database_url(settings: Settings) -> str:
     """The database to use: KERNELINDEX_DATABASE_URL when set, otherwise the embedded server."""
     if settings.database_url:
         return settings.database_url

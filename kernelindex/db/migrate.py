@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from alembic import command
 from alembic.config import Config
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent.parent / "migrations"
 
@@ -18,7 +22,7 @@ def alembic_config(database_url: str | None = None) -> Config:
     return cfg
 
 
-def upgrade_with_connection(sync_connection, revision: str = "head") -> None:
+def upgrade_with_connection(sync_connection: Connection, revision: str = "head") -> None:
     """Run inside an existing (sync-facing) connection, e.g. from AsyncConnection.run_sync."""
     cfg = alembic_config()
     cfg.attributes["sync_connection"] = sync_connection

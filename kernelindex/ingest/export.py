@@ -47,7 +47,8 @@ def run_record(
     snapshot: SourceSnapshot, source: Source, workload_slug: str, source_sha256: str,
 ) -> dict[str, Any]:
     def stat(name: str) -> float | None:
-        return getattr(run, f"{name}_ms")
+        value: float | None = getattr(run, f"{name}_ms")
+        return value
 
     software = {
         k: v for k, v in (("torch", env.torch_version), ("cuda", env.cuda_version), ("driver", env.driver_version),

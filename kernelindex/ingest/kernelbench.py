@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.ingest.errors import IngestAborted, InputProblem
@@ -23,6 +23,9 @@ from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record, p
 from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload, workload_slug
 from kernelindex.ingest.writer import IngestSummary, RunWriter
 from kernelindex.services.records import refresh_workloads
+
+if TYPE_CHECKING:
+    from kernelindex.ingest.problem_trace import ProblemTrace, ProblemTraceError
 
 SOURCE_NAME = "KernelBench baseline timings"
 SOURCE_URL = "https://github.com/ScalingIntelligence/KernelBench"
@@ -157,7 +160,7 @@ def literal_int_constants(source: str) -> dict[str, int]:
     return constants
 
 
-def workload_spec(problem: ProblemFile, trace: Any, revision: str) -> WorkloadSpec:
+def workload_spec(problem: ProblemFile, trace: ProblemTrace | ProblemTraceError, revision: str) -> WorkloadSpec:
     from kernelindex.ingest.problem_trace import ProblemTraceError  # torch: loaded only when a checkout is imported
 
     spec = WorkloadSpec(
@@ -170,7 +173,7 @@ def workload_spec(problem: ProblemFile, trace: Any, revision: str) -> WorkloadSp
         spec.canonical_bindings = {"batch_size": constants["batch_size"]} if "batch_size" in constants else {}
         return spec
 
-    def tensor(entry):
+    def tensor(entry: dict[str, Any]) -> dict[str, Any]:
         return {"name": entry["name"], "dtype": entry["dtype"], "shape": entry["shape"]}
 
     spec.canonical_bindings = dict(trace.bindings)
@@ -212,7 +215,7 @@ def timing_record(
     }
 
 
-def read_timing_file(path: Path, label: str) -> tuple[dict[str, dict[str, dict]], list[InputProblem]]:
+def read_timing_file(path: Path, label: str) -> tuple[dict[str, dict[str, dict[str, Any]]], list[InputProblem]]:
     try:
         data = parse_json_line(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
@@ -222,6 +225,23 @@ def read_timing_file(path: Path, label: str) -> tuple[dict[str, dict[str, dict]]
     if not isinstance(data, dict):
         return {}, [InputProblem(label, "file", "expected an object of levels")]
     return data, []
+
+
+def _checkout(root: Path, revision: str | None, observed: str | None) -> tuple[Path, str, str]:
+    """(resolved root, revision, observed date) of a KernelBench checkout, from git unless given."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise IngestAborted([InputProblem(str(root), "path", "not a directory")])
+    git = git_revision(root)
+    revision = revision or (git[0] if git else None)
+    observed = observed or (git[1] if git else None)
+    if not revision or not observed:
+        raise IngestAborted([InputProblem(str(root), "path", "not a git checkout: pass --revision and --observed")])
+    try:
+        date.fromisoformat(observed)
+    except ValueError:
+        raise IngestAborted([InputProblem(str(root), "--observed", f"not a date (YYYY-MM-DD): {observed!r}")]) from None
+    return root, revision, observed
 
 
 async def import_kernelbench(
@@ -234,18 +254,8 @@ async def import_kernelbench(
         trace_problems_isolated,
     )
 
-    root = root.resolve()
-    if not root.is_dir():
-        raise IngestAborted([InputProblem(str(root), "path", "not a directory")])
-    git = git_revision(root)
-    revision = revision or (git[0] if git else None)
-    observed = observed or (git[1] if git else None)
-    if not revision or not observed:
-        raise IngestAborted([InputProblem(str(root), "path", "not a git checkout: pass --revision and --observed")])
-    try:
-        date.fromisoformat(observed)
-    except ValueError:
-        raise IngestAborted([InputProblem(str(root), "--observed", f"not a date (YYYY-MM-DD): {observed!r}")])
+    # File system and git calls block: off the event loop.
+    root, upstream_revision, observed_date = await asyncio.to_thread(_checkout, root, revision, observed)
 
     summary = KernelBenchSummary()
     problems = discover_problems(root, levels or [1, 2, 3, 4])
@@ -257,7 +267,7 @@ async def import_kernelbench(
 
     specs = []
     for problem, trace in zip(problems, traces):
-        spec = workload_spec(problem, trace, revision)
+        spec = workload_spec(problem, trace, upstream_revision)
         if isinstance(trace, ProblemTraceError):
             summary.untraced.append(f"level{problem.level}/{problem.path.name}: {trace.stage}: {trace.message}")
         specs.append((problem, spec))
@@ -285,7 +295,7 @@ async def import_kernelbench(
                 found = by_key.get((int(match.group(1)), filename))
                 if found is None:
                     summary.skipped_missing_problem += 1
-                    summary.runs.warnings.append(f"{label}: {where}: no such problem file at revision {revision}; skipped")
+                    summary.runs.warnings.append(f"{label}: {where}: no such problem file at revision {upstream_revision}; skipped")
                     continue
                 problem, spec = found
                 if not isinstance(entry, dict):
@@ -293,7 +303,7 @@ async def import_kernelbench(
                     continue
                 record = timing_record(
                     entry, problem.slug, spec.canonical_bindings or {}, spec.canonical_dtype, folder,
-                    implementation, revision, observed,
+                    implementation, upstream_revision, observed_date,
                 )
                 found_problems = check_record(record)
                 if found_problems:

@@ -28,14 +28,15 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import PurePath
-from typing import Any
+from typing import Any, TypeGuard
 
 # Tracing never converts to NumPy; torch's notice that NumPy is absent is noise on every worker start.
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 
+# The filter must be in place before torch is first imported, hence these imports below it.
 import torch  # noqa: E402
-from torch.overrides import TorchFunctionMode
-from torch.utils.flop_counter import FlopCounterMode
+from torch.overrides import TorchFunctionMode  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 __all__ = [
     "ASSUMED_SETTINGS",
@@ -198,7 +199,9 @@ class _PinToMeta(TorchFunctionMode):
         getattr(torch.Tensor, name) for name in ("cuda", "cpu", "xpu", "mps", "pin_memory") if hasattr(torch.Tensor, name)
     )
 
-    def __torch_function__(self, func, arg_types, args=(), kwargs=None):
+    def __torch_function__(
+        self, func: Callable[..., Any], arg_types: Sequence[type], args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = dict(kwargs or {})
         if kwargs.get("device") is not None:
             kwargs["device"] = _META
@@ -440,7 +443,7 @@ def _scalar_entry(name: str) -> dict[str, Any]:
 # --- small helpers ------------------------------------------------------------------------------------------
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

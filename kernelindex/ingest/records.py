@@ -21,10 +21,16 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelindex.db.text import text_problem
 from kernelindex.ingest.errors import InputProblem
+
+if TYPE_CHECKING:
+    import jsonschema
+
+# Parsed JSON: the honest type of a decoded object before (and, for free-form parts, after) validation.
+JSON = dict[str, Any]
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "schemas" / "run-record.schema.json"
 RECORD_FORMAT = "kernelindex.run/1"
@@ -49,12 +55,13 @@ MAX_REASON_CHARS = 300
 
 
 @lru_cache(maxsize=1)
-def _schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text())
+def _schema() -> JSON:
+    schema: JSON = json.loads(SCHEMA_PATH.read_text())
+    return schema
 
 
 @lru_cache(maxsize=1)
-def _validator():
+def _validator() -> jsonschema.Draft202012Validator:
     import jsonschema
 
     return jsonschema.Draft202012Validator(_schema(), format_checker=jsonschema.FormatChecker())
@@ -179,9 +186,12 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
         entry = compiler.function(schema)
     except _Unsupported:
         return lambda _: False
-    namespace: dict[str, Any] = dict(compiler.constants, _conforms=_validator().format_checker.conforms)
+    checker = _validator().format_checker
+    assert checker is not None  # _validator() is built with one
+    namespace: dict[str, Any] = dict(compiler.constants, _conforms=checker.conforms)
     exec("\n\n".join(compiler.functions), namespace)
-    return namespace[entry]
+    predicate: Callable[[Any], bool] = namespace[entry]
+    return predicate
 
 
 @lru_cache(maxsize=1)
@@ -201,7 +211,7 @@ class _Refused:
         self.reason = reason
 
 
-class _DuplicateKeys(dict):
+class _DuplicateKeys(dict[str, Any]):
     """An object in which a key appeared twice (the last value kept, to find where it sits)."""
 
     duplicates: list[str]
@@ -255,7 +265,7 @@ def _key_path(parts: Iterable[Any]) -> str:
 def _find_refused(data: Any, check_text: bool) -> list[tuple[str | None, str]]:
     """Walk the parsed value (iteratively) for the markers the parse hooks left, and for bad text."""
     found: list[tuple[str | None, str]] = []
-    stack: list[tuple[Any, tuple]] = [(data, ())]
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
     while stack:
         value, path = stack.pop()
         if isinstance(value, _Refused):
@@ -287,14 +297,14 @@ def parse_json_line(text: str) -> Any:
     JsonProblems (a ValueError, naming the keys) for values a run record may not hold."""
     flags: list[bool] = []
 
-    def refused_float(t: str):
+    def refused_float(t: str) -> float | _Refused:
         v = float(t)
         if v - v == 0.0:  # finite
             return v
         flags.append(True)
         return _Refused(f"{t} is out of range for a finite number")
 
-    def refused_int(t: str):
+    def refused_int(t: str) -> int | _Refused:
         if len(t) < 19:
             return int(t)
         v = _parse_int(t)
@@ -302,11 +312,11 @@ def parse_json_line(text: str) -> Any:
             flags.append(True)
         return v
 
-    def refused_constant(t: str):
+    def refused_constant(t: str) -> _Refused:
         flags.append(True)
         return _parse_constant(t)
 
-    def pairs(p):
+    def pairs(p: list[tuple[str, Any]]) -> dict[str, Any]:
         out = dict(p)
         if len(out) == len(p):
             return out
@@ -406,8 +416,8 @@ def check_record(data: Any) -> list[tuple[str | None, str]]:
             return problems
     problems = []
     for section, key in _INT32_FIELDS:
-        part = data.get(section)
-        value = part.get(key) if part else None
+        part: JSON = data.get(section) or {}
+        value = part.get(key)
         if value is None:
             continue
         if value > INT32_MAX:
@@ -531,7 +541,7 @@ def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
     except json.JSONDecodeError as exc:
         return [InputProblem(file, where, f"not valid JSON: {exc.msg} at column {exc.pos + 1}")]
     except (ValueError, MemoryError) as exc:
-        return [InputProblem(file, where, _short(f"not valid JSON: {exc or type(exc).__name__}"))]
+        return [InputProblem(file, where, _short(f"not valid JSON: {str(exc) or type(exc).__name__}"))]
     if isinstance(data, dict) and data.get("format") in CATALOG_FORMATS:
         return None
     try:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
 from kernelindex.db.errors import refusal_reason
@@ -33,6 +35,7 @@ from kernelindex.ingest.writer import (
     IngestSummary,
     RunWriter,
     WorkloadRef,
+    WorkloadTriple,
     configuration_key_memo,
     environment_fingerprint_memo,
     load_hardware_index,
@@ -40,6 +43,9 @@ from kernelindex.ingest.writer import (
     resolve_workload_ref,
 )
 from kernelindex.rules.identity import canonical_json
+
+# Opens one unit of work (a transaction or a savepoint) and yields the session to write with.
+UnitOfWork = Callable[[], AbstractAsyncContextManager[AsyncSession]]
 
 # Problems kept (and so printable) per ingest; the rest are counted.
 MAX_KEPT_PROBLEMS = 1000
@@ -53,11 +59,11 @@ class References:
     """What records name, from the database: every workload (with its revisions) and the hardware catalogue."""
 
     by_slug: dict[str, WorkloadRef]
-    by_triple: dict[tuple, WorkloadRef]
+    by_triple: dict[WorkloadTriple, WorkloadRef]
     hardware: HardwareIndex
 
     @classmethod
-    async def load(cls, session) -> References:
+    async def load(cls, session: AsyncSession) -> References:
         by_slug, by_triple = await load_workload_refs(session)
         return cls(by_slug, by_triple, await load_hardware_index(session))
 
@@ -171,7 +177,7 @@ def iter_good_batches(
 # -- pass 2: writing ----------------------------------------------------------------------------
 
 
-async def _write_halving(unit_of_work, writer: RunWriter, batch: list[RunRecord]) -> IngestSummary:
+async def _write_halving(unit_of_work: UnitOfWork, writer: RunWriter, batch: list[RunRecord]) -> IngestSummary:
     """One batch in a unit of work (`unit_of_work()` opens it and yields the session to write with).
     When the database refuses the batch, it is halved, each half in a unit of its own, until the
     records it refuses are alone: those come back rejected with its reason, the others are written."""
@@ -194,17 +200,17 @@ async def _write_halving(unit_of_work, writer: RunWriter, batch: list[RunRecord]
     return summary
 
 
-def _own_transactions(sessionmaker):
+def _own_transactions(sessionmaker: async_sessionmaker[AsyncSession]) -> UnitOfWork:
     """Units of work for the default mode: each batch (or half) in a transaction of its own."""
     return lambda: transaction(sessionmaker)
 
 
-def _savepoints(session):
+def _savepoints(session: AsyncSession) -> UnitOfWork:
     """Units of work for --strict: savepoints in the caller's one transaction, which the caller
     aborts when any record was refused."""
 
     @asynccontextmanager
-    async def savepoint():
+    async def savepoint() -> AsyncIterator[AsyncSession]:
         async with session.begin_nested():
             yield session
 

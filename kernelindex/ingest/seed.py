@@ -5,9 +5,11 @@ Idempotent: loading twice leaves the same rows. Everything lands in the caller's
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -38,9 +40,10 @@ class SeedSummary:
     runs: IngestSummary
 
 
-def _load(path: Path, key: str) -> list[dict]:
+def _load(path: Path, key: str) -> list[dict[str, Any]]:
     try:
-        return json.loads(path.read_text())[key]
+        entries: list[dict[str, Any]] = json.loads(path.read_text())[key]
+        return entries
     except (OSError, ValueError, KeyError) as exc:
         raise IngestAborted([InputProblem(str(path), key, f"cannot read seed file: {exc}")]) from exc
 
@@ -105,7 +108,9 @@ async def load_seed(session: AsyncSession, seeds_dir: Path = SEEDS_DIR) -> SeedS
     implementations = await load_implementations(session, seeds_dir / "implementations.json")
     workloads = await load_workloads(session, seeds_dir / "workloads.json")
     runs = IngestSummary()
-    for runs_file in sorted(seeds_dir.glob("runs*.jsonl")):
+    # The folder is listed off the event loop (a blocking call in a coroutine); same files, same order.
+    runs_files = await asyncio.to_thread(lambda: sorted(seeds_dir.glob("runs*.jsonl")))
+    for runs_file in runs_files:
         runs.merge(await load_runs(session, runs_file))
     await refresh_workloads(session, (await session.scalars(select(Workload.id))).all())
     return SeedSummary(hardware, implementations, workloads, runs)

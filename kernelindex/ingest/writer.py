@@ -26,16 +26,17 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Table, or_, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.models import (
+    Base,
     Environment,
     Hardware,
     Implementation,
@@ -49,7 +50,7 @@ from kernelindex.db.models import (
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.records import RunRecord
 from kernelindex.rules.identity import configuration_key, digest
-from kernelindex.services.records import refresh_cohorts
+from kernelindex.services.records import CohortKey, refresh_cohorts
 
 # Ingest batches take this transaction-scoped lock so concurrent ingests serialise instead of
 # racing on the same natural keys.
@@ -120,10 +121,12 @@ def environment_fingerprint(sku: str, env: dict[str, Any]) -> str:
 # key order only misses), in bounded memory.
 _MEMO_LIMIT = 10_000
 _fingerprints: dict[tuple[str, bytes], str] = {}
-_configuration_keys: dict[tuple, str] = {}
+_configuration_keys: dict[tuple[str | tuple[str, int], ...], str] = {}
+
+_Key = TypeVar("_Key", bound=Hashable)
 
 
-def _memoised(table: dict, key, compute) -> str:
+def _memoised(table: dict[_Key, str], key: _Key, compute: Callable[[], str]) -> str:
     found = table.get(key)
     if found is None:
         if len(table) >= _MEMO_LIMIT:
@@ -138,7 +141,8 @@ def environment_fingerprint_memo(sku: str, env: dict[str, Any]) -> str:
 
 
 def configuration_key_memo(bindings: dict[str, int], dtype: str) -> str:
-    return _memoised(_configuration_keys, (dtype, *bindings.items()), lambda: configuration_key(bindings, dtype))
+    key: tuple[str | tuple[str, int], ...] = (dtype, *bindings.items())
+    return _memoised(_configuration_keys, key, lambda: configuration_key(bindings, dtype))
 
 
 def content_digest(data: dict[str, Any]) -> str:
@@ -176,8 +180,16 @@ class HardwareIndex:
                 return found
             if not product:
                 return f"unknown hardware SKU {sku!r} (not in the hardware catalogue)"
+        if not product:  # the schema requires one of the two; an unchecked spec gets words, not an AttributeError
+            return "hardware names neither a sku nor a product_name"
         found = self.by_name.get(product.lower())
         return found if found else (None, product)
+
+
+WorkloadTriple = tuple[str, int, int]  # (suite, level, problem number)
+# A run's natural key: (workload revision, configuration key, implementation, environment, protocol, source
+# snapshot) ids. Typed loosely (Any items) because the keys are also rebuilt from row dicts and result rows.
+NaturalKey = tuple[Any, ...]
 
 
 @dataclass
@@ -190,7 +202,7 @@ class WorkloadRef:
 
 
 def resolve_workload_ref(
-    ref: dict[str, Any], by_slug: dict[str, WorkloadRef], by_triple: dict[tuple, WorkloadRef]
+    ref: dict[str, Any], by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef]
 ) -> tuple[WorkloadRef, int] | tuple[str, str]:
     """(workload, revision id) a record's workload reference names, or (key, why not)."""
     if "slug" in ref:
@@ -213,8 +225,8 @@ def resolve_workload_ref(
 
 
 async def load_workload_refs(
-    session: AsyncSession, slugs: Iterable[str] | None = None, triples: Iterable[tuple] | None = None
-) -> tuple[dict[str, WorkloadRef], dict[tuple, WorkloadRef]]:
+    session: AsyncSession, slugs: Iterable[str] | None = None, triples: Iterable[WorkloadTriple] | None = None
+) -> tuple[dict[str, WorkloadRef], dict[WorkloadTriple, WorkloadRef]]:
     """Workloads with their revisions: those named (slugs, triples), or every one when both are None."""
     query = select(Workload.id, Workload.slug, Workload.suite, Workload.level, Workload.problem_number, Workload.current_revision_id)
     if slugs is not None or triples is not None:
@@ -250,6 +262,13 @@ async def load_hardware_index(session: AsyncSession) -> HardwareIndex:
 
 
 # -- the writer ---------------------------------------------------------------------------------
+
+
+def _table_of(model: type[Base]) -> Table:
+    """A mapped class's Table (typed as a plain FromClause by the declarative base)."""
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
@@ -309,14 +328,14 @@ class RunWriter:
         self._implementations: dict[str, int] = {}
         self._protocols: dict[tuple[str, str], int] = {}
         self._sources: dict[str, int] = {}
-        self._snapshots: dict[tuple[str, str], int] = {}
+        self._snapshots: dict[tuple[int, str], int] = {}  # (source id, revision)
 
     # -- dimensions -------------------------------------------------------------------------
 
     async def _ensure(
         self,
         table: Table,
-        cache: dict,
+        cache: dict[Any, int],
         wanted: dict[Any, dict[str, Any]],
         key_columns: Sequence[str],
         dry_run: bool,
@@ -455,10 +474,10 @@ class RunWriter:
             src = data["source"]
             if src["name"] not in sources and src["name"] not in self._sources:
                 sources[src["name"]] = {"name": src["name"], "url": src.get("url"), "licence": src.get("licence")}
-        await self._ensure(Environment.__table__, self._environments, environments, ["fingerprint"], dry_run)
-        await self._ensure(Implementation.__table__, self._implementations, implementations, ["slug"], dry_run)
-        await self._ensure(Protocol.__table__, self._protocols, protocols, ["name", "version"], dry_run)
-        await self._ensure(Source.__table__, self._sources, sources, ["name"], dry_run)
+        await self._ensure(_table_of(Environment), self._environments, environments, ["fingerprint"], dry_run)
+        await self._ensure(_table_of(Implementation), self._implementations, implementations, ["slug"], dry_run)
+        await self._ensure(_table_of(Protocol), self._protocols, protocols, ["name", "version"], dry_run)
+        await self._ensure(_table_of(Source), self._sources, sources, ["name"], dry_run)
         snapshots: dict[tuple[int, str], dict[str, Any]] = {}
         for _, rec, *_ in staged:
             src = rec.data["source"]
@@ -466,11 +485,11 @@ class RunWriter:
             if skey not in snapshots and skey not in self._snapshots:
                 revision_date = date.fromisoformat(src["revision_date"]) if src.get("revision_date") else None
                 snapshots[skey] = {"source_id": skey[0], "revision": skey[1], "revision_date": revision_date}
-        await self._ensure(SourceSnapshot.__table__, self._snapshots, snapshots, ["source_id", "revision"], dry_run)
+        await self._ensure(_table_of(SourceSnapshot), self._snapshots, snapshots, ["source_id", "revision"], dry_run)
 
         rows: list[dict[str, Any]] = []
-        eligible_cohorts: set[tuple] = set()
-        first_line_of_key: dict[tuple, str] = {}
+        eligible_cohorts: set[CohortKey] = set()
+        first_line_of_key: dict[NaturalKey, str] = {}
         for (i, rec, workload, revision_id, _, _), fingerprint in zip(staged, fingerprints):
             data = rec.data
             env_id = self._environments[fingerprint]
@@ -539,9 +558,9 @@ class RunWriter:
                 await refresh_cohorts(self.session, chunk, now=self.now)
         return summary
 
-    async def _live_runs(self, keys: list[tuple]) -> dict[tuple, tuple[int, str]]:
+    async def _live_runs(self, keys: list[NaturalKey]) -> dict[NaturalKey, tuple[int, str]]:
         """Live run (id, content digest) per natural key, for the keys given: one join per chunk."""
-        found: dict[tuple, tuple[int, str]] = {}
+        found: dict[NaturalKey, tuple[int, str]] = {}
         for chunk in _chunks(keys, KEYS_PER_LOOKUP):
             columns = list(zip(*chunk))
             rows = (
@@ -576,7 +595,7 @@ class RunWriter:
         # A key with a placeholder id (dry run: a dimension that does not exist yet) has no live run.
         existing = await self._live_runs([k for k in keys if min(k[0], *k[2:]) > 0])
         to_insert: list[dict[str, Any]] = []
-        to_supersede: dict[tuple, int] = {}
+        to_supersede: dict[NaturalKey, int] = {}
         for row, key in zip(rows, keys):
             found = existing.get(key)
             if found is None:

@@ -24,7 +24,7 @@ from kernelindex.rules.trust_labels import has_source
 DEPLOYABILITY_VERSION = "deployability-v1"
 
 PERMISSIVE_LICENCES = {"Apache-2.0", "MIT", "BSD-2-Clause", "BSD-3-Clause", "ISC", "Zlib", "BSL-1.0"}
-_PERMISSIVE_FOLDED = {l.casefold() for l in PERMISSIVE_LICENCES}
+_PERMISSIVE_FOLDED = {licence.casefold() for licence in PERMISSIVE_LICENCES}
 
 NO_PUBLIC_SOURCE = "no_public_source"
 NO_INSTALL_RECIPE = "no_install_recipe"
@@ -93,7 +93,7 @@ def is_known_licence(licence: str | None) -> bool:
 
 
 def is_permissive(licence: str | None) -> bool:
-    if not is_known_licence(licence):
+    if licence is None or not is_known_licence(licence):
         return False
     text = licence.strip()
     if "(" in text or " AND " in text or " WITH " in text:

@@ -119,6 +119,13 @@ class RunFacts:
     held_for_review: bool = False
 
     @property
+    def latency_ms(self) -> float:
+        """mean_ms of a run that must have one: every passed run does (the runs table's passed_has_stats check)."""
+        if self.mean_ms is None:
+            raise ValueError(f"run {self.id} has no mean latency")
+        return self.mean_ms
+
+    @property
     def cohort_key(self) -> tuple[int, str, int, int]:
         """Runs compare only inside a cohort: same revision, configuration, protocol and environment."""
         return (self.workload_revision_id, self.configuration_key, self.protocol.id, self.environment.id)

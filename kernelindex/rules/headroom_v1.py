@@ -104,7 +104,7 @@ class HeadroomV1:
     @property
     def basis_line(self) -> str | None:
         """'every declared tensor crosses HBM exactly once (3,350 GB/s, H100 SXM datasheet)'."""
-        if self.floor_ns is None or self.hardware is None:
+        if self.floor_ns is None or self.hardware is None or self.bandwidth_gbps is None:
             return None
         return (
             f"every declared tensor crosses HBM exactly once "

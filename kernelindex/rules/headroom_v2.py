@@ -160,7 +160,7 @@ class RooflineFloor:
         if self.floor_ns is None:
             return None
         parts = []
-        if self.memory_ns is not None:
+        if self.memory_ns is not None and self.bandwidth_gbps is not None:  # memory_ns is set only with a bandwidth
             parts.append(f"{format_count(self.bytes)} bytes cross DRAM once at {format_count(self.bandwidth_gbps)} GB/s")
         for term in self.compute_terms:
             parts.append(f"{CLASS_WORDS[term.flop_class]} at {term.peak_tflops:g} TFLOPS {term.math}")

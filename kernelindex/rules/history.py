@@ -45,13 +45,19 @@ class EventDraft:
         if self.kind == NEW_RECORD:
             if self.previous_run_id is None or self.improvement_percent is None:
                 return f"Record set: {format_latency(self.mean_ms)}." if self.mean_ms is not None else "Record set."
+            if self.mean_ms is None or self.previous_mean_ms is None:
+                # The latencies come from the runs' facts, which a caller may not have (e.g. an event read
+                # back from the database whose run is no longer loaded): say what is known rather than fail.
+                return f"New record, {self.improvement_percent:.1f}% faster than the previous record."
             return (
                 f"New record: {format_latency(self.mean_ms)}, {self.improvement_percent:.1f}% faster than the "
                 f"previous record ({format_latency(self.previous_mean_ms)})."
             )
         if self.run_id is None:
             return "Record holder withdrawn; no eligible run remains."
-        text = f"Record holder withdrawn; record restored to {format_latency(self.mean_ms)}"
+        text = "Record holder withdrawn; record restored"
+        if self.mean_ms is not None:
+            text += f" to {format_latency(self.mean_ms)}"
         if self.improvement_percent is not None:
             text += f" ({-self.improvement_percent:.1f}% slower)"
         return text + "."
@@ -76,7 +82,8 @@ def current_holder_id(events: Sequence[Any]) -> int | None:
     if not events:
         return None
     last = events[-1]
-    return last["run_id"] if isinstance(last, dict) else last.run_id
+    holder: int | None = last["run_id"] if isinstance(last, dict) else last.run_id
+    return holder
 
 
 def next_events(
@@ -103,7 +110,7 @@ def next_events(
     if top.id == current_holder_id:
         return []
     # Without the standing time nothing can be said to beat it.
-    beats = current_holder_mean is not None and top.mean_ms < current_holder_mean
+    beats = current_holder_mean is not None and top.latency_ms < current_holder_mean
     if beats:
         return [EventDraft(NEW_RECORD, top.id, current_holder_id, improvement_percent(current_holder_mean, top.mean_ms),
                            top.mean_ms, current_holder_mean)]

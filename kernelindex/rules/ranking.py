@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from kernelindex.rules.facts import RunFacts, WorkloadFacts
 
@@ -44,7 +45,10 @@ def eligible_runs(runs: Iterable[RunFacts], workload: WorkloadFacts) -> list[Run
     return [r for r in runs if ineligibility_reason(r, workload) is None]
 
 
-def order_key(run: RunFacts) -> tuple:
+CohortKey = tuple[int, str, int, int]  # RunFacts.cohort_key
+
+
+def order_key(run: RunFacts) -> tuple[float | None, datetime, int]:
     return (run.mean_ms, run.observed_at, run.id)
 
 
@@ -59,12 +63,12 @@ def rank_cohort(runs: Iterable[RunFacts]) -> list[RankedRun]:
     ordered = sorted(runs, key=order_key)
     if not ordered:
         return []
-    first = ordered[0].mean_ms
-    return [RankedRun(run=r, rank=i + 1, vs_first=r.mean_ms / first) for i, r in enumerate(ordered)]
+    first = ordered[0].latency_ms
+    return [RankedRun(run=r, rank=i + 1, vs_first=r.latency_ms / first) for i, r in enumerate(ordered)]
 
 
-def cohorts(eligible: Iterable[RunFacts]) -> dict[tuple, list[RunFacts]]:
-    grouped: dict[tuple, list[RunFacts]] = defaultdict(list)
+def cohorts(eligible: Iterable[RunFacts]) -> dict[CohortKey, list[RunFacts]]:
+    grouped: dict[CohortKey, list[RunFacts]] = defaultdict(list)
     for r in eligible:
         grouped[r.cohort_key].append(r)
     return dict(grouped)
@@ -114,7 +118,7 @@ def baseline_of(rows: Iterable[RankedRun]) -> RankedRun | None:
 
 def speedup_vs_baseline(run: RunFacts, baseline: RunFacts) -> float:
     """>1 means faster than the baseline."""
-    return baseline.mean_ms / run.mean_ms
+    return baseline.latency_ms / run.latency_ms
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ def implementation_bests(eligible: Iterable[RunFacts]) -> list[ImplementationBes
             best[r.implementation.id] = r
     if not best:
         return []
-    fastest = min(r.mean_ms for r in best.values())
-    rows = [ImplementationBest(run=r, vs_best=r.mean_ms / fastest) for r in best.values()]
+    fastest = min(r.latency_ms for r in best.values())
+    rows = [ImplementationBest(run=r, vs_best=r.latency_ms / fastest) for r in best.values()]
     rows.sort(key=lambda b: (b.run.implementation.role != "baseline", b.run.implementation.title))
     return rows

@@ -38,9 +38,7 @@ def run_summary(run: RunFacts) -> tuple[float, float | None, int | None]:
     """(mean, std, n) for the interval: from the raw samples when stored, else as stored."""
     if run.samples_ms:
         return summary_from_samples(list(run.samples_ms))
-    if run.mean_ms is None:
-        raise ValueError(f"run {run.id} has no mean latency")
-    return run.mean_ms, run.std_ms, run.num_trials
+    return run.latency_ms, run.std_ms, run.num_trials
 
 
 def run_interval(run: RunFacts) -> Interval:
@@ -75,7 +73,7 @@ def tied_ranks(runs: Iterable[RunFacts]) -> list[TiedRow]:
             groups[-1].append(i)
         else:
             groups.append([i])
-    first = ordered[0].mean_ms
+    first = ordered[0].latency_ms
     rows: list[TiedRow] = []
     for rank, members in enumerate(groups, start=1):
         for i in members:
@@ -85,7 +83,7 @@ def tied_ranks(runs: Iterable[RunFacts]) -> list[TiedRow]:
                     rank=rank,
                     shared=len(members) > 1,
                     interval=intervals[i],
-                    vs_first=ordered[i].mean_ms / first,
+                    vs_first=ordered[i].latency_ms / first,
                     group_first_id=ordered[members[0]].id,
                 )
             )

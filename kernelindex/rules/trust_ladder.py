@@ -91,7 +91,7 @@ def agree(a: RunFacts, b: RunFacts) -> bool:
     if run_interval(a).overlaps(run_interval(b)):
         return True
     # Rounded so a difference of exactly 3% is not lost to floating point.
-    return round(percent_apart(a.mean_ms, b.mean_ms), 9) <= REPLICATION_TOLERANCE_PERCENT
+    return round(percent_apart(a.latency_ms, b.latency_ms), 9) <= REPLICATION_TOLERANCE_PERCENT
 
 
 def replicas(run: RunFacts, all_runs: Iterable[RunFacts]) -> list[RunFacts]:
@@ -175,7 +175,7 @@ def cross_check(reported_run: RunFacts, measured_runs: Iterable[RunFacts]) -> Cr
     if not candidates:
         return None
     measured = max(candidates, key=lambda m: (m.observed_at, m.id))
-    reported_ms, measured_ms = reported_run.mean_ms, measured.mean_ms
+    reported_ms, measured_ms = reported_run.mean_ms, measured.latency_ms
     diff = (measured_ms - reported_ms) / reported_ms * 100
     confirmed = round(abs(diff), 9) <= CROSS_CHECK_TOLERANCE_PERCENT
     short = measured.environment.hardware.short_name

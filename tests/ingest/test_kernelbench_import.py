@@ -105,7 +105,6 @@ def test_missing_problem_file_and_unknown_gpu(cli, db_url, checkout, capsys):
 
 
 def test_bad_problem_files_are_imported_without_semantics(cli, db_url, checkout, capsys):
-    bad = checkout.parent / "bad"
     level2 = checkout / "KernelBench" / "level2"
     from tests.ingest.conftest import FIXTURES
 

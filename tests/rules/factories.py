@@ -182,7 +182,7 @@ def seed_world() -> dict[str, tuple[WorkloadFacts, list[RunFacts]]]:
     sources: dict[str, SourceFacts] = {}
     runs: dict[str, list[RunFacts]] = {slug: [] for slug in workloads}
     lines = (SEEDS / "runs.jsonl").read_text(encoding="utf-8").splitlines()
-    for run_id, line in enumerate((l for l in lines if l.strip()), start=1):
+    for run_id, line in enumerate((text for text in lines if text.strip()), start=1):
         d = json.loads(line)
         e = d["environment"]
         if e["label"] not in envs:

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from kernelindex.rules.history import HISTORY_VERSION, NEW_RECORD, RESTORED, current_holder_id, next_events
+from kernelindex.rules.history import HISTORY_VERSION, NEW_RECORD, RESTORED, EventDraft, current_holder_id, next_events
 from kernelindex.rules.ranking import order_key
 from tests.rules.factories import OBSERVED, run
 
@@ -98,3 +98,10 @@ def test_events_only_append():
 
 def test_runs_without_a_mean_are_ignored():
     assert next_events(1, 1.45, [run(1, 1.45), run(2, None)]) == []
+
+
+def test_words_without_the_latencies():
+    # An event whose runs' facts are not at hand (the GraphQL field passes None for them) is still worded.
+    assert EventDraft(NEW_RECORD, 2, 1, 4.1).words == "New record, 4.1% faster than the previous record."
+    assert EventDraft(RESTORED, 1, 2, -3.0).words == "Record holder withdrawn; record restored (3.0% slower)."
+    assert EventDraft(RESTORED, 1, 2, None, 1.5).words == "Record holder withdrawn; record restored to 1.50 ms."

@@ -35,7 +35,7 @@ def measured(id, mean, env=ENV_A, **kw):
 def test_version_and_order():
     assert TRUST_V2 == "trust-v2"
     assert TrustLevel.REPLICATED > TrustLevel.VERIFIED > TrustLevel.REPRODUCIBLE > TrustLevel.REPORTED
-    assert [l.word for l in sorted(TrustLevel)] == ["Reported", "Reproducible", "Verified", "Replicated"]
+    assert [level.word for level in sorted(TrustLevel)] == ["Reported", "Reproducible", "Verified", "Replicated"]
     assert TrustLevel.REPORTED.description == "Reported by a source; not independently reproduced."
 
 
