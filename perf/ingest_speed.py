@@ -7,11 +7,11 @@
 
 It starts an embedded PostgreSQL in a temporary folder, migrates and seeds it, writes N run records
 spread over the seeded workloads (with --all-workloads: every workload in the database, after the
-KernelBench fixture problems are imported) and many environments, then times the command
+checkout's problems are imported) and many environments, then times the command
 `kernelindex ingest runs FILE` in a child process: wall time (validation pass included), runs per
 second and the child's peak RSS. A second ingest of the same file (every run unchanged) is timed
 the same way. Last, unless --skip-kernelbench, it times `kernelindex ingest kernelbench` on a checkout
-made of tests/fixtures/kernelbench_checkout, the two seeded reference modules and, when present, the
+made of a few synthetic problems under KernelBench's file names, the two seeded reference modules and, when present, the
 shared timing files (../shared/kernelbench/results/timing).
 
 Needs no GPU and no torch (problems are traced on the meta device when torch is there; without it
@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 
 from kernelindex.ingest.records import RECORD_FORMAT
+from perf.dataset import reference_source
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_TIMING = REPO_ROOT.parent / "shared" / "kernelbench" / "results" / "timing"
-KERNELBENCH_FIXTURE = REPO_ROOT / "tests" / "fixtures" / "kernelbench_checkout"
 SEEDS_DIR = REPO_ROOT / "seeds"
 
 # SKU → how much slower than an H100 SXM a run on it is (so no run is faster than its roofline floor).
@@ -172,9 +172,17 @@ async def _workloads(url: str) -> list[tuple[str, dict, str]]:
     return [(slug, dict(bindings or {}), dtype, typical) for slug, bindings, dtype, typical in rows]
 
 
+# Problem files under the names KernelBench uses, so the shared timing files' entries for them land as runs.
+# Their modules are synthetic (perf.dataset): what is timed is the import's database work and tracing.
+CHECKOUT_PROBLEMS = ((1, "1_Square_matrix_multiplication_.py"), (1, "2_ReLU.py"), (2, "1_Conv2d_ReLU_BiasAdd.py"), (3, "1_MLP.py"))
+
+
 def kernelbench_checkout(dest: Path) -> Path:
     root = dest / "KernelBench-checkout"
-    shutil.copytree(KERNELBENCH_FIXTURE, root)
+    for variant, (level, filename) in enumerate(CHECKOUT_PROBLEMS):
+        folder = root / "KernelBench" / f"level{level}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / filename).write_text(reference_source(level, variant), encoding="utf-8")
     level3 = root / "KernelBench" / "level3"
     shutil.copy(SEEDS_DIR / "reference" / "resnet18.py", level3 / "9_ResNet18.py")
     shutil.copy(SEEDS_DIR / "reference" / "vgg19.py", level3 / "12_VGG19.py")
@@ -190,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=0, help="raw samples per record (bigger lines; 0: none)")
     parser.add_argument("--batch-size", type=int, default=5000)
     parser.add_argument("--all-workloads", action="store_true",
-                        help="import the KernelBench fixture first and spread runs over every workload in the database")
+                        help="import the synthetic KernelBench checkout first and spread runs over every workload in the database")
     parser.add_argument("--skip-kernelbench", action="store_true", help="do not time `ingest kernelbench`")
     parser.add_argument("--skip-second", action="store_true", help="do not time the second (all unchanged) ingest")
     parser.add_argument("--generate-only", metavar="FILE", help="write the synthetic file (seeded workloads) and stop")

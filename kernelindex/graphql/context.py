@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.requests import Request
+from starlette.responses import Response
 
 from kernelindex.graphql.loaders import Loaders
+from kernelindex.graphql.session import SerializedSession
 from kernelindex.settings import Settings
 
 
@@ -17,13 +21,16 @@ class Context:
     now: datetime
     settings: Settings
     request_id: str = ""
-    request: object | None = None
-    response: object | None = None
+    request: Request | None = None
+    response: Response | None = None
+    # True once the operation is known to be a query (SessionConnection sets it): it wrote nothing, so
+    # whoever owns the transaction rolls it back instead of committing (see kernelindex.web.middleware).
+    read_only: bool = False
     loaders: Loaders = field(init=False)
 
     def __post_init__(self) -> None:
-        from kernelindex.graphql.session import SerializedSession
-
         if not isinstance(self.session, SerializedSession):
-            self.session = SerializedSession(self.session)
-        self.loaders = Loaders(self.session, self.now)
+            # SerializedSession forwards every attribute of the AsyncSession it wraps: it stands in for one.
+            self.session = cast(AsyncSession, SerializedSession(self.session))
+        self.loaders = Loaders(self.session)
+

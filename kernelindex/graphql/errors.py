@@ -39,9 +39,9 @@ class ErrorPolicy(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         yield
         result = self.execution_context.result
-        errors = getattr(result, "errors", None)
-        if not errors:
+        if result is None or not result.errors:
             return
+        errors = result.errors
         context = self.execution_context.context
         request_id = getattr(context, "request_id", "")
         production = context.settings.is_production if context is not None else True

@@ -51,7 +51,7 @@ def check_datetime(name: str, value: datetime | None) -> None:
     try:
         value.astimezone(UTC)
     except (OverflowError, ValueError):
-        raise UserInputError(f"{name} is out of range: {value.isoformat()} is not a time in years 1 to 9999 UTC")
+        raise UserInputError(f"{name} is out of range: {value.isoformat()} is not a time in years 1 to 9999 UTC") from None
 
 
 class _LiteralTexts(Visitor):

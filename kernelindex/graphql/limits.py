@@ -11,6 +11,7 @@ multiplicity (a fragment spread twice counts twice), exactly as strawberry count
 from __future__ import annotations
 
 from graphql import (
+    DocumentNode,
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
@@ -27,7 +28,7 @@ _SHOWN_LIMIT = 10**9
 class _Measure:
     """Depth and alias count of selection sets, each fragment measured once (memoised by name)."""
 
-    def __init__(self, document):
+    def __init__(self, document: DocumentNode) -> None:
         self.fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
         self.memo: dict[str, tuple[int, int]] = {}
         self.in_progress: set[str] = set()

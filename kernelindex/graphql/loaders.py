@@ -1,106 +1,138 @@
-"""DataLoaders, created per request: each batches its keys into one statement with IN (...)."""
+"""The request's DataLoaders: each batches its keys into a fixed number of statements and returns
+values (it changes nothing it is given), named for what it returns and what it is keyed by."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from functools import cached_property
+from typing import TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.dataloader import DataLoader
 
 from kernelindex.db.models import Hardware, Workload
-from kernelindex.services.evidence import WorkloadEvidence, load_catalogue, load_evidence
-from kernelindex.services.pages import PageEvidence, load_comparison_runs, load_measured_runs, load_page_evidence
+from kernelindex.rules import ranking
+from kernelindex.rules.facts import RunFacts
+from kernelindex.services.evidence import WorkloadEvidence, load_evidence
+from kernelindex.services.facts import load_catalogue
+from kernelindex.services.holds import RunHolds, load_holds
+from kernelindex.services.pages import load_comparisons, load_measured_runs, load_page_evidence
+from kernelindex.services.workload_page import WorkloadPage
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Loader(DataLoader[K, V]):
+    """A DataLoader whose batch function is its `batch_load` method, with the request's loaders at hand
+    (a loader may build on another: the comparison on the page)."""
+
+    def __init__(self, loaders: Loaders):
+        self.loaders = loaders
+        self.session = loaders.session
+        super().__init__(load_fn=self.batch_load)
+
+    async def batch_load(self, keys: list[K]) -> Sequence[V]:
+        raise NotImplementedError
+
+
+class WorkloadBySlugLoader(Loader[str, Workload | None]):
+    async def batch_load(self, keys: list[str]) -> list[Workload | None]:
+        rows = (await self.session.scalars(select(Workload).where(Workload.slug.in_(keys)))).all()
+        by_slug = {w.slug: w for w in rows}
+        for w in rows:
+            self.loaders.workload_by_id.prime(w.id, w)
+        return [by_slug.get(s) for s in keys]
+
+
+class WorkloadByIdLoader(Loader[int, Workload | None]):
+    async def batch_load(self, keys: list[int]) -> list[Workload | None]:
+        rows = (await self.session.scalars(select(Workload).where(Workload.id.in_(keys)))).all()
+        by_id = {w.id: w for w in rows}
+        return [by_id.get(i) for i in keys]
+
+
+class PageByWorkloadIdLoader(Loader[int, WorkloadPage]):
+    """A workload's page from the precomputed cohort bests."""
+
+    async def batch_load(self, keys: list[int]) -> list[WorkloadPage]:
+        workloads = [w for w in await self.loaders.workload_by_id.load_many(keys) if w is not None]
+        pages = await load_page_evidence(self.session, workloads, await self.loaders.catalogue())
+        return [pages[i] for i in keys]
+
+
+class ComparisonByWorkloadIdLoader(Loader[int, ranking.CohortRecord | None]):
+    """A workload's overall record with every eligible run of its cohort ranked."""
+
+    async def batch_load(self, keys: list[int]) -> list[ranking.CohortRecord | None]:
+        comparisons = await load_comparisons(self.session, await self.loaders.page_by_workload_id.load_many(keys))
+        return [comparisons[i] for i in keys]
+
+
+class MeasuredRunsByWorkloadIdLoader(Loader[int, list[RunFacts]]):
+    """A workload's latest eligible measurements per implementation and SKU (for the trust ladder)."""
+
+    async def batch_load(self, keys: list[int]) -> list[list[RunFacts]]:
+        measured = await load_measured_runs(self.session, await self.loaders.page_by_workload_id.load_many(keys))
+        return [measured[i] for i in keys]
+
+
+class EvidenceByWorkloadIdLoader(Loader[int, WorkloadEvidence]):
+    """A workload's every live run, and its page computed from them."""
+
+    async def batch_load(self, keys: list[int]) -> list[WorkloadEvidence]:
+        workloads = [w for w in await self.loaders.workload_by_id.load_many(keys) if w is not None]
+        evidence = await load_evidence(self.session, workloads, await self.loaders.catalogue())
+        return [evidence[i] for i in keys]
+
+
+class HoldsByRunIdLoader(Loader[int, RunHolds]):
+    """A run's plausibility flags and reviews."""
+
+    async def batch_load(self, keys: list[int]) -> list[RunHolds]:
+        holds = await load_holds(self.session, keys)
+        return [holds[i] for i in keys]
 
 
 class Loaders:
-    def __init__(self, session: AsyncSession, now: datetime):
+    """The loaders of one request; each is made on first use (a request answered from the response
+    cache uses none)."""
+
+    def __init__(self, session: AsyncSession):
         self.session = session
-        self.now = now
         self._catalogue: list[Hardware] | None = None
 
-    # Each loader is made on first use: a request answered from the response cache uses none.
     @cached_property
-    def workload_by_slug(self) -> DataLoader[str, Workload | None]:
-        return DataLoader(self._workloads_by_slug)
+    def workload_by_slug(self) -> WorkloadBySlugLoader:
+        return WorkloadBySlugLoader(self)
 
     @cached_property
-    def workload_by_id(self) -> DataLoader[int, Workload | None]:
-        return DataLoader(self._workloads_by_id)
+    def workload_by_id(self) -> WorkloadByIdLoader:
+        return WorkloadByIdLoader(self)
 
     @cached_property
-    def evidence_by_workload_id(self) -> DataLoader[int, PageEvidence]:
-        return DataLoader(self._page_evidence_by_workload_id)
+    def page_by_workload_id(self) -> PageByWorkloadIdLoader:
+        return PageByWorkloadIdLoader(self)
 
     @cached_property
-    def full_evidence_by_workload_id(self) -> DataLoader[int, WorkloadEvidence]:
-        return DataLoader(self._evidence_by_workload_id)
+    def comparison_by_workload_id(self) -> ComparisonByWorkloadIdLoader:
+        return ComparisonByWorkloadIdLoader(self)
 
     @cached_property
-    def review_state_by_run_id(self) -> DataLoader[int, tuple[list, list]]:
-        return DataLoader(self._review_state_by_run_id)
+    def measured_runs_by_workload_id(self) -> MeasuredRunsByWorkloadIdLoader:
+        return MeasuredRunsByWorkloadIdLoader(self)
 
     @cached_property
-    def measured_runs_by_workload_id(self) -> DataLoader[int, list]:
-        return DataLoader(self._measured_runs_by_workload_id)
+    def evidence_by_workload_id(self) -> EvidenceByWorkloadIdLoader:
+        return EvidenceByWorkloadIdLoader(self)
 
     @cached_property
-    def comparison_runs_by_workload_id(self) -> DataLoader[int, list]:
-        return DataLoader(self._comparison_runs_by_workload_id)
+    def holds_by_run_id(self) -> HoldsByRunIdLoader:
+        return HoldsByRunIdLoader(self)
 
     async def catalogue(self) -> list[Hardware]:
         """The hardware catalogue, read once per request."""
         if self._catalogue is None:
             self._catalogue = await load_catalogue(self.session)
         return self._catalogue
-
-    async def _workloads_by_slug(self, slugs: Sequence[str]) -> list[Workload | None]:
-        rows = (await self.session.scalars(select(Workload).where(Workload.slug.in_(slugs)))).all()
-        by_slug = {w.slug: w for w in rows}
-        for w in rows:
-            self.workload_by_id.prime(w.id, w)
-        return [by_slug.get(s) for s in slugs]
-
-    async def _workloads_by_id(self, ids: Sequence[int]) -> list[Workload | None]:
-        rows = (await self.session.scalars(select(Workload).where(Workload.id.in_(ids)))).all()
-        by_id = {w.id: w for w in rows}
-        return [by_id.get(i) for i in ids]
-
-    async def _page_evidence_by_workload_id(self, ids: Sequence[int]) -> list[PageEvidence]:
-        workloads = [w for w in await self.workload_by_id.load_many(list(ids)) if w is not None]
-        evidence = await load_page_evidence(self.session, workloads, await self.catalogue(), self.now)
-        return [evidence[i] for i in ids]
-
-    async def _comparison_runs_by_workload_id(self, ids: Sequence[int]) -> list[list]:
-        """Loads every eligible run of each page's record cohort (only the comparison asks)."""
-        pages = await self.evidence_by_workload_id.load_many(list(ids))
-        await load_comparison_runs(self.session, {p.workload.id: p for p in pages})
-        return [p.comparison_runs for p in pages]
-
-    async def _measured_runs_by_workload_id(self, ids: Sequence[int]) -> list[list]:
-        """Loads the measured runs into each page's evidence (only the fields that judge trust ask)."""
-        pages = await self.evidence_by_workload_id.load_many(list(ids))
-        await load_measured_runs(self.session, {p.workload.id: p for p in pages})
-        return [p.measured_runs for p in pages]
-
-    async def _evidence_by_workload_id(self, ids: Sequence[int]) -> list[WorkloadEvidence]:
-        workloads = [w for w in await self.workload_by_id.load_many(list(ids)) if w is not None]
-        evidence = await load_evidence(self.session, workloads, await self.catalogue(), self.now)
-        return [evidence[i] for i in ids]
-
-    async def _review_state_by_run_id(self, ids: Sequence[int]) -> list[tuple[list, list]]:
-        """(flags, reviews) of each run, as plausibility-v1 values."""
-        from kernelindex.db.models import RunFlag, RunReview
-        from kernelindex.rules import plausibility
-
-        flags = {i: [] for i in ids}
-        reviews = {i: [] for i in ids}
-        for f in (await self.session.scalars(select(RunFlag).where(RunFlag.run_id.in_(ids)).order_by(RunFlag.id))).all():
-            flags[f.run_id].append(plausibility.Flag(f.run_id, f.code, plausibility.FLAG_WORDS.get(f.code, f.code), f.reason))
-        for r in (await self.session.scalars(select(RunReview).where(RunReview.run_id.in_(ids)).order_by(RunReview.id))).all():
-            reviews[r.run_id].append(
-                plausibility.Review(run_id=r.run_id, decision=r.decision, reviewed_at=r.created_at, reviewer=r.reviewer, note=r.note)
-            )
-        return [(flags[i], reviews[i]) for i in ids]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import strawberry
 from graphql import GraphQLError
@@ -17,13 +17,17 @@ from sqlalchemy import select, update
 from strawberry.scalars import JSON
 
 from kernelindex.db.models import Run as RunRow
+from kernelindex.db.models import RunFlag, RunReview
 from kernelindex.db.text import text_problem
+from kernelindex.graphql.auth import token_with_scope
+from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import from_global_id, to_global_id
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record
 from kernelindex.ingest.writer import RunWriter
+from kernelindex.rules.plausibility import DECISIONS
 from kernelindex.services.records import refresh_cohorts_of_runs
-from kernelindex.services.tokens import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE, authenticate, require_scope
+from kernelindex.services.tokens import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE
 
 MAX_RECORDS_PER_CALL = 1000
 MAX_REASON_LENGTH = 2000
@@ -78,11 +82,6 @@ class RetractRunResult:
     retracted_at: datetime | None = strawberry.field(description="When the run was retracted (UTC); null when it is not.")
     reason: str | None = strawberry.field(description="The retraction reason on record.")
     error: str | None = strawberry.field(description="Why nothing changed; null when ok.")
-
-
-def _authorization(info: strawberry.Info) -> str | None:
-    request = info.context.request
-    return request.headers.get("authorization") if request is not None else None
 
 
 def _path(parts: list[Any]) -> str | None:
@@ -192,7 +191,7 @@ class Mutation:
     )
     async def submit_runs(
         self,
-        info: strawberry.Info,
+        info: strawberry.Info[Context, None],
         records: Annotated[
             list[JSON],
             strawberry.argument(description="Run records, one JSON object each, in the format of schemas/run-record.schema.json."),
@@ -200,8 +199,7 @@ class Mutation:
     ) -> SubmitRunsResult:
         ctx = info.context
         session = ctx.session
-        token = await authenticate(session, _authorization(info), now=ctx.now)
-        require_scope(token, SCOPE_RUNS_WRITE)
+        await token_with_scope(ctx, SCOPE_RUNS_WRITE)
         if len(records) > MAX_RECORDS_PER_CALL:
             raise InvalidInputError(
                 f"{len(records):,} records in one call; the most is {MAX_RECORDS_PER_CALL:,}: split them into several calls"
@@ -214,7 +212,8 @@ class Mutation:
         if problems:
             return _refused(problems)
 
-        run_records = [RunRecord(data, _SUBMIT_SOURCE, str(index)) for index, data in enumerate(records)]
+        # check_record passed every one: each is a JSON object.
+        run_records = [RunRecord(cast(dict[str, Any], data), _SUBMIT_SOURCE, str(index)) for index, data in enumerate(records)]
         savepoint = await session.begin_nested()
         try:
             summary = await RunWriter(session, now=ctx.now).write(run_records)
@@ -247,14 +246,13 @@ class Mutation:
     )
     async def retract_run(
         self,
-        info: strawberry.Info,
+        info: strawberry.Info[Context, None],
         id: Annotated[strawberry.ID, strawberry.argument(description="The run's global ID (Run.id) or its database id.")],
         reason: Annotated[str, strawberry.argument(description="Why the run should not count; 1 to 2,000 characters.")],
     ) -> RetractRunResult:
         ctx = info.context
         session = ctx.session
-        token = await authenticate(session, _authorization(info), now=ctx.now)
-        require_scope(token, SCOPE_RUNS_RETRACT)
+        await token_with_scope(ctx, SCOPE_RUNS_RETRACT)
         reason = _check_reason(reason)
 
         run_id = _run_database_id(id)
@@ -279,6 +277,7 @@ class Mutation:
         ).one_or_none()
         if earlier is None:
             return _not_found(id)
+        assert earlier[0] is not None  # the update above matched no live run: this one was retracted
         return RetractRunResult(
             ok=False, run_id=to_global_id("Run", run_id), already_retracted=True,
             retracted_at=earlier[0], reason=earlier[1],
@@ -301,18 +300,14 @@ class ReviewMutations:
     )
     async def review_run(
         self,
-        info: strawberry.Info,
+        info: strawberry.Info[Context, None],
         id: Annotated[strawberry.ID, strawberry.argument(description="The run's global ID (Run.id) or its database id.")],
         decision: Annotated[str, strawberry.argument(description="'approved' or 'rejected'.")],
         note: Annotated[str | None, strawberry.argument(description="Why, in up to 2,000 characters.")] = None,
     ) -> ReviewRunResult:
-        from kernelindex.db.models import RunFlag, RunReview
-        from kernelindex.rules.plausibility import DECISIONS
-
         ctx = info.context
         session = ctx.session
-        token = await authenticate(session, _authorization(info), now=ctx.now)
-        require_scope(token, SCOPE_RUNS_REVIEW)
+        token = await token_with_scope(ctx, SCOPE_RUNS_REVIEW)
         if decision not in DECISIONS:
             raise InvalidInputError(f"decision must be 'approved' or 'rejected', got {decision[:40]!r}")
         if note is not None:

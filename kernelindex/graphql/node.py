@@ -24,7 +24,7 @@ def from_global_id(global_id: str) -> tuple[str, int]:
         type_name, raw = base64.urlsafe_b64decode(global_id.encode()).decode().split(":", 1)
         database_id = int(raw)
     except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise UserInputError(f"malformed ID {global_id[:40]!r}: pass an id this API returned")
+        raise UserInputError(f"malformed ID {global_id[:40]!r}: pass an id this API returned") from None
     if type_name not in NODE_TYPES:
         raise UserInputError(f"ID {global_id[:40]!r} names no known type")
     if not 1 <= database_id <= _MAX_DATABASE_ID.get(type_name, _MAX_INTEGER):

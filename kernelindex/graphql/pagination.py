@@ -36,7 +36,7 @@ def decode_cursor(kind: str, cursor: str, length: int, expected: Sequence[type] 
     try:
         decoded_kind, key = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
     except (binascii.Error, ValueError, UnicodeDecodeError, TypeError, RecursionError):
-        raise PaginationError(f"malformed cursor {cursor[:40]!r}: pass a cursor this API returned")
+        raise PaginationError(f"malformed cursor {cursor[:40]!r}: pass a cursor this API returned") from None
     if decoded_kind != kind or not isinstance(key, list) or len(key) != length:
         raise PaginationError(f"cursor {cursor[:40]!r} does not belong to this list and order")
     for index, value in enumerate(key):

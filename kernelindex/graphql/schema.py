@@ -8,31 +8,49 @@ walk a fragment once per spread, which fragments spreading fragments make expone
 
 from __future__ import annotations
 
+from typing import Any
+
 import strawberry
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import AddValidationRules, MaxTokensLimiter, ParserCache, ValidationCache
 from strawberry.tools import merge_types
+from strawberry.types.base import get_object_definition
 
 from kernelindex.graphql.errors import ErrorPolicy
 from kernelindex.graphql.inputs import TextInputPolicy
 from kernelindex.graphql.limits import alias_limit_rule, depth_limit_rule
+from kernelindex.graphql.mutations import Mutation as WriteMutations
+from kernelindex.graphql.mutations import ReviewMutations
 from kernelindex.graphql.queries.catalogue import CatalogueQueries
+from kernelindex.graphql.queries.compare import CompareQueries
 from kernelindex.graphql.queries.history import HistoryQueries
+from kernelindex.graphql.queries.node import NodeQueries
+from kernelindex.graphql.queries.policy import PolicyQueries
 from kernelindex.graphql.queries.records import RecordQueries
 from kernelindex.graphql.queries.runs import RunQueries
 from kernelindex.graphql.queries.workloads import WorkloadQueries
 from kernelindex.graphql.session import SessionConnection
+from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
+from kernelindex.graphql.types.run import Run
+from kernelindex.graphql.types.workload import Workload
 from kernelindex.settings import Settings, get_settings
 
-Query = merge_types("Query", (WorkloadQueries, RunQueries, RecordQueries, HistoryQueries, CatalogueQueries))
-Query.__strawberry_definition__.description = (
+# The order of the areas is the order of the root fields in the SDL.
+Query = merge_types(
+    "Query",
+    (WorkloadQueries, RunQueries, RecordQueries, HistoryQueries, CatalogueQueries, PolicyQueries, CompareQueries, NodeQueries),
+)
+get_object_definition(Query, strict=True).description = (
     "KernelIndex: the fastest known implementation of a workload on a GPU, and how far to trust that number."
 )
+
+Mutation = merge_types("Mutation", (WriteMutations, ReviewMutations))
+get_object_definition(Mutation, strict=True).description = get_object_definition(WriteMutations, strict=True).description
 
 CACHE_SIZE = 512
 
 
-def validation_rules(settings: Settings) -> list:
+def validation_rules(settings: Settings) -> list[Any]:
     rules = [depth_limit_rule(settings.max_query_depth), alias_limit_rule(settings.max_aliases)]
     if not settings.introspection_enabled:
         rules.append(NoSchemaIntrospectionCustomRule)
@@ -51,16 +69,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         SessionConnection,
         ErrorPolicy,
     ]
-    from kernelindex.graphql.mutations import Mutation as WriteMutations
-    from kernelindex.graphql.mutations import ReviewMutations
-
-    Mutation = merge_types("Mutation", (WriteMutations, ReviewMutations))
-    Mutation.__strawberry_definition__.description = WriteMutations.__strawberry_definition__.description
-
-    from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
-    from kernelindex.graphql.types.run import Run
-    from kernelindex.graphql.types.workload import Workload
-
+    # The node types are named here too: a client refetches them through `node`, which returns the interface.
     return strawberry.Schema(
         query=Query, mutation=Mutation, extensions=extensions,
         types=[Workload, Run, Implementation, Hardware, Environment],

@@ -21,14 +21,15 @@ from strawberry.types.graphql import OperationType
 class SessionConnection(SchemaExtension):
     async def on_execute(self) -> AsyncIterator[None]:
         ctx = self.execution_context
-        session = getattr(ctx.context, "session", None)
-        request = getattr(ctx.context, "request", None)
-        if request is not None and ctx.graphql_document is not None and ctx.operation_type is OperationType.QUERY:
-            # Queries write nothing: the request middleware rolls back instead of committing. When a
-            # field error cancels sibling fields mid-statement, graphql-core's cancellation leaves the
-            # connection closed; a commit would then fail and turn a user error into a 503.
-            request.state.read_only = True
-        if session is not None and ctx.result is None:
+        context = ctx.context
+        if ctx.graphql_document is not None and ctx.operation_type is OperationType.QUERY:
+            # Queries write nothing: the context says so, and the web view tells the request middleware
+            # to roll back instead of committing. When a field error cancels sibling fields
+            # mid-statement, graphql-core's cancellation leaves the connection closed; a commit would
+            # then fail and turn a user error into a 503.
+            context.read_only = True
+        session = context.session
+        if ctx.result is None:
             try:
                 await session.connection()
             except Exception as exc:  # ErrorPolicy decides what the client sees

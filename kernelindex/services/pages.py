@@ -1,130 +1,46 @@
-"""What a workload page needs, read from the precomputed cohort bests plus the few runs on show:
-a fixed, small number of statements however many runs the workload has.
+"""Workload pages read from the precomputed cohort bests plus the few runs on show: a fixed, small
+number of statements however many runs the workload has.
 
 The rules still decide: records, order and labels come from kernelindex.rules.ranking applied to
 the cohort bests (each cohort's record is its fastest implementation best), the comparison ranks
 the record cohort's eligible runs, and plausibility holds flagged runs out exactly as the refresh
-does. `tests/api/test_page_paths.py` checks this path against the full computation.
+does. Each loader returns its values and changes nothing it was given: the page (`load_page_evidence`),
+then, only for the fields that ask, the record with its whole cohort (`load_comparisons`) and the
+latest measurements (`load_measured_runs`). `tests/api/test_page_paths.py` checks this path against
+the full computation (kernelindex.services.evidence).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from datetime import date, datetime
-from functools import cached_property
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
 
-from sqlalchemy import Integer, Text, any_, column, select, values
+from sqlalchemy import Integer, Text, any_, column, func, select, values
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.models import (
     CohortBest,
+    Environment,
     Hardware,
     Run,
-    RunFlag,
-    RunReview,
     Source,
     SourceSnapshot,
     Workload,
     WorkloadRevision,
 )
-from kernelindex.rules import plausibility, ranking
-from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts, WorkloadFacts
-from kernelindex.services.evidence import FactsBuilder, run_rows_statement, workload_facts
-from kernelindex.services.records import id_array
+from kernelindex.rules import ranking
+from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts
+from kernelindex.services.facts import CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
+from kernelindex.services.holds import with_holds
+from kernelindex.services.sql import id_array
+from kernelindex.services.workload_page import WorkloadPage, sorted_sources
 
+MEASURED_PER_IMPLEMENTATION_AND_SKU = 5
 
-@dataclass
-class PageEvidence:
-    workload: Workload
-    revision: WorkloadRevision | None
-    catalogue: list[HardwareFacts]
-    now: datetime
-    bests: list[CohortBest] = field(default_factory=list)
-    runs_by_id: dict[int, RunFacts] = field(default_factory=dict)
-    comparison_runs: list[RunFacts] = field(default_factory=list)
-    measured_runs: list[RunFacts] = field(default_factory=list)
-    sources_by_id: dict[int, SourceFacts] = field(default_factory=dict)
-    shown_bests: list[CohortBest] = field(default_factory=list)
-    comparison_loaded: bool = False
-    record_cohort: tuple | None = None
-    _records_cache: dict = field(default_factory=dict)
-
-    @cached_property
-    def facts(self) -> WorkloadFacts:
-        return workload_facts(self.workload, self.revision)
-
-    @property
-    def eligible_count(self) -> int:
-        return sum(b.run_count for b in self.bests)
-
-    @property
-    def last_observed(self) -> date | None:
-        return max((b.last_observed_at.date() for b in self.bests), default=None)
-
-    @property
-    def sources(self) -> list[SourceFacts]:
-        ids = {i for b in self.bests for i in b.source_snapshot_ids}
-        return sorted((self.sources_by_id[i] for i in ids if i in self.sources_by_id), key=lambda s: (s.name, s.revision or ""))
-
-    @property
-    def measured_hardware_ids(self) -> set[int]:
-        return {b.hardware_id for b in self.bests}
-
-    @property
-    def records(self) -> list[ranking.CohortRecord]:
-        """Per cohort its record; the record cohort carries its ranked rows: every eligible run once
-        the comparison runs are loaded, otherwise each implementation's best (enough for the headline's
-        baseline)."""
-        key = self.comparison_loaded
-        if key not in self._records_cache:
-            self._records_cache[key] = self._compute_records()
-        return self._records_cache[key]
-
-    def _compute_records(self) -> list[ranking.CohortRecord]:
-        by_cohort: dict[tuple, list[CohortBest]] = defaultdict(list)
-        for b in self.bests:
-            by_cohort[(b.workload_revision_id, b.configuration_key, b.protocol_id, b.environment_id)].append(b)
-        heads = []
-        for key, rows in by_cohort.items():
-            fastest = self.runs_by_id[min(rows, key=_order).run_id]
-            heads.append((fastest, sum(b.run_count for b in rows), key))
-        heads.sort(key=lambda h: ranking.order_key(h[0]))
-        labels = ranking.environment_labels([h[0] for h in heads])
-        record_key = heads[0][2] if heads else None
-        out = []
-        for run, count, key in heads:
-            if key != record_key:
-                cohort = []
-            elif self.comparison_loaded:
-                cohort = ranking.rank_cohort(self.comparison_runs)
-            else:
-                cohort = ranking.rank_cohort(self.runs_by_id[b.run_id] for b in by_cohort[key])
-            out.append(ranking.CohortRecord(run=run, run_count=count, environment_label=labels[run.environment.id], cohort=cohort))
-        return out
-
-    @property
-    def overall_record(self) -> ranking.CohortRecord | None:
-        return self.records[0] if self.records else None
-
-    @cached_property
-    def implementation_bests(self) -> list[ranking.ImplementationBest]:
-        by_impl: dict[int, list[CohortBest]] = defaultdict(list)
-        for b in self.bests:
-            by_impl[b.implementation_id].append(b)
-        return ranking.implementation_bests(self.runs_by_id[min(rows, key=_order).run_id] for rows in by_impl.values())
-
-    def evidence_kinds(self, implementation_id: int) -> set[str]:
-        return {k for b in self.bests if b.implementation_id == implementation_id for k in b.evidence_kinds}
-
-    def runs_of_implementation(self, implementation_id: int) -> list[RunFacts]:
-        """The runs the trust ladder sees for an implementation: its measured runs and its best run."""
-        runs = {r.id: r for r in self.measured_runs if r.implementation.id == implementation_id}
-        for best in self.implementation_bests:
-            if best.run.implementation.id == implementation_id:
-                runs.setdefault(best.run.id, best.run)
-        return list(runs.values())
+# A cohort best row is a plain row of the cohort_bests table (see load_page_evidence).
+BestRow = Any
 
 
 class _BestKey:
@@ -132,19 +48,128 @@ class _BestKey:
 
     __slots__ = ("mean_ms", "observed_at", "id")
 
-    def __init__(self, row: CohortBest):
+    def __init__(self, row: BestRow):
         self.mean_ms, self.observed_at, self.id = row.mean_ms, row.observed_at, row.run_id
 
 
-def _order(row: CohortBest) -> tuple:
-    return ranking.order_key(_BestKey(row))
+def _order(row: BestRow) -> tuple[Any, ...]:
+    return ranking.order_key(_BestKey(row))  # type: ignore[arg-type]  # order_key reads only these three
 
 
-async def load_comparison_runs(session: AsyncSession, pages: dict[int, PageEvidence]) -> None:
-    """The eligible runs of each page's record cohort (only the comparison asks for them)."""
-    keys = [p.record_cohort for p in pages.values() if p.record_cohort]
+def _cohort_of(row: BestRow) -> CohortKey:
+    return (row.workload_revision_id, row.configuration_key, row.protocol_id, row.environment_id)
+
+
+def _page(
+    workload: Workload, revision: WorkloadRevision | None, catalogue: Sequence[HardwareFacts],
+    bests: Sequence[BestRow], runs_by_id: dict[int, RunFacts], sources_by_id: dict[int, SourceFacts],
+) -> WorkloadPage:
+    """The page from one workload's cohort bests and the runs they name."""
+    facts = workload_facts(workload, revision)
+    by_cohort: dict[CohortKey, list[BestRow]] = defaultdict(list)
+    by_impl: dict[int, list[BestRow]] = defaultdict(list)
+    kinds: dict[int, set[str]] = defaultdict(set)
+    for b in bests:
+        by_cohort[_cohort_of(b)].append(b)
+        by_impl[b.implementation_id].append(b)
+        kinds[b.implementation_id].update(b.evidence_kinds)
+    heads = sorted(
+        ((runs_by_id[min(rows, key=_order).run_id], sum(b.run_count for b in rows), key) for key, rows in by_cohort.items()),
+        key=lambda head: ranking.order_key(head[0]),
+    )
+    labels = ranking.environment_labels([run for run, _, _ in heads])
+    record_cohort = heads[0][2] if heads else None
+    records = [
+        ranking.CohortRecord(
+            run=run, run_count=count, environment_label=labels[run.environment.id],
+            cohort=ranking.rank_cohort(runs_by_id[b.run_id] for b in by_cohort[key]) if key == record_cohort else [],
+        )
+        for run, count, key in heads
+    ]
+    snapshot_ids = {i for b in bests for i in b.source_snapshot_ids}
+    return WorkloadPage(
+        workload=workload, revision=revision, facts=facts, catalogue=catalogue, records=records,
+        implementation_bests=ranking.implementation_bests(runs_by_id[min(rows, key=_order).run_id] for rows in by_impl.values()),
+        eligible_count=sum(b.run_count for b in bests),
+        last_observed=max((b.last_observed_at.date() for b in bests), default=None),
+        sources=sorted_sources(sources_by_id[i] for i in snapshot_ids if i in sources_by_id),
+        measured_hardware_ids=frozenset(b.hardware_id for b in bests),
+        evidence_kinds_by_implementation={i: frozenset(k) for i, k in kinds.items()},
+        record_cohort=record_cohort,
+    )
+
+
+def _shown_run_ids(bests: Sequence[BestRow]) -> set[int]:
+    """The runs a page shows: each cohort's record, each implementation's best, the record cohort's rows."""
+    if not bests:
+        return set()
+    by_cohort: dict[CohortKey, list[BestRow]] = defaultdict(list)
+    by_impl: dict[int, list[BestRow]] = defaultdict(list)
+    for b in bests:
+        by_cohort[_cohort_of(b)].append(b)
+        by_impl[b.implementation_id].append(b)
+    heads = [min(rows, key=_order) for rows in by_cohort.values()]
+    wanted = {b.run_id for b in heads}
+    wanted.update(min(rows, key=_order).run_id for rows in by_impl.values())
+    wanted.update(b.run_id for b in by_cohort[_cohort_of(min(heads, key=_order))])
+    return wanted
+
+
+async def load_page_evidence(
+    session: AsyncSession, workloads: Sequence[Workload], catalogue: Sequence[Hardware]
+) -> dict[int, WorkloadPage]:
+    """The page of each workload, by workload id."""
+    builder = FactsBuilder()
+    catalogue_facts = [builder.hardware(h) for h in catalogue]
+    revision_ids = [w.current_revision_id for w in workloads if w.current_revision_id]
+    revisions = (
+        {r.id: r for r in (await session.scalars(select(WorkloadRevision).where(WorkloadRevision.id.in_(revision_ids)))).all()}
+        if revision_ids else {}
+    )
+    bests_of: dict[int, list[BestRow]] = {w.id: [] for w in workloads}
+    runs_by_id: dict[int, RunFacts] = {}
+    sources_by_id: dict[int, SourceFacts] = {}
+    if revision_ids:
+        # Plain rows, not ORM entities: a list page reads ~80 per workload, and building and
+        # identity-mapping thousands of entities was a third of the list query's time.
+        bests = (
+            await session.execute(
+                select(*CohortBest.__table__.c)
+                .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
+                .where(
+                    CohortBest.workload_revision_id.in_(revision_ids),
+                    CohortBest.configuration_key == WorkloadRevision.canonical_configuration_key,
+                )
+            )
+        ).all()
+        for b in bests:
+            bests_of[b.workload_id].append(b)
+        wanted = set().union(*(_shown_run_ids(rows) for rows in bests_of.values()))
+        if wanted:
+            rows = (await session.execute(run_rows_statement().where(Run.id == any_(id_array(wanted))))).all()
+            runs_by_id = {row[0].id: builder.run(*row) for row in rows}
+        snapshot_ids = sorted({i for b in bests for i in b.source_snapshot_ids})
+        if snapshot_ids:
+            sources = await session.execute(
+                select(SourceSnapshot, Source).join(Source, Source.id == SourceSnapshot.source_id)
+                .where(SourceSnapshot.id.in_(snapshot_ids))
+            )
+            sources_by_id = {snapshot.id: source_facts(snapshot, source) for snapshot, source in sources}
+    return {
+        w.id: _page(w, revisions.get(w.current_revision_id) if w.current_revision_id else None, catalogue_facts,
+                    bests_of[w.id], runs_by_id, sources_by_id)
+        for w in workloads
+    }
+
+
+async def load_comparisons(session: AsyncSession, pages: Iterable[WorkloadPage]) -> dict[int, ranking.CohortRecord | None]:
+    """Each page's overall record with every eligible run of its cohort ranked (only the comparison
+    asks for them), by workload id; None for a page with no record."""
+    pages = list(pages)
+    keys = [p.record_cohort for p in pages if p.record_cohort]
+    out: dict[int, ranking.CohortRecord | None] = {p.workload.id: None for p in pages}
     if not keys:
-        return
+        return out
     cohorts = values(
         column("rev", Integer), column("cfg", Text), column("proto", Integer), column("env", Integer), name="cohorts"
     ).data(keys)
@@ -155,31 +180,28 @@ async def load_comparison_runs(session: AsyncSession, pages: dict[int, PageEvide
     ).where(Run.status == "passed", Run.superseded_at.is_(None), Run.retracted_at.is_(None))
     builder = FactsBuilder()
     facts = await with_holds(session, [builder.run(*row[:7]) for row in (await session.execute(statement)).all()])
-    for page in pages.values():
-        key = page.record_cohort
-        mine = [f for f in facts if (f.workload_revision_id, f.configuration_key, f.protocol.id, f.environment.id) == key]
-        page.comparison_runs = ranking.eligible_runs(mine, page.facts)
-        page.comparison_loaded = True
+    for page in pages:
+        record = page.overall_record
+        if record is None:
+            continue
+        mine = [f for f in facts if f.cohort_key == page.record_cohort]
+        out[page.workload.id] = replace(record, cohort=ranking.rank_cohort(ranking.eligible_runs(mine, page.facts)))
+    return out
 
 
-MEASURED_PER_IMPLEMENTATION_AND_SKU = 5
-
-
-async def load_measured_runs(session: AsyncSession, pages: dict[int, PageEvidence]) -> None:
-    """Eligible KernelIndex measurements of these workloads, for the trust ladder and cross-checks:
-    the latest few per implementation and SKU (what the ladder's rules look at: a passed
-    measurement, two agreeing ones in different environments, the latest one to cross-check)."""
-    from sqlalchemy import func as sa_func
-
-    from kernelindex.db.models import Environment
-
-    revision_ids = [p.workload.current_revision_id for p in pages.values() if p.workload.current_revision_id]
+async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage]) -> dict[int, list[RunFacts]]:
+    """Eligible KernelIndex measurements of these workloads, for the trust ladder and cross-checks,
+    by workload id: the latest few per implementation and SKU (what the ladder's rules look at: a
+    passed measurement, two agreeing ones in different environments, the latest one to cross-check)."""
+    pages = list(pages)
+    out: dict[int, list[RunFacts]] = {p.workload.id: [] for p in pages}
+    revision_ids = [p.workload.current_revision_id for p in pages if p.workload.current_revision_id]
     if not revision_ids:
-        return
+        return out
     ranked = (
         select(
             Run.id,
-            sa_func.row_number().over(
+            func.row_number().over(
                 partition_by=(Run.workload_revision_id, Run.configuration_key, Run.implementation_id, Environment.hardware_id),
                 order_by=(Run.observed_at.desc(), Run.id.desc()),
             ).label("n"),
@@ -197,103 +219,6 @@ async def load_measured_runs(session: AsyncSession, pages: dict[int, PageEvidenc
     builder = FactsBuilder()
     rows = (await session.execute(run_rows_statement().where(Run.id.in_(latest)))).all()
     facts = await with_holds(session, [builder.run(*row) for row in rows])
-    for page in pages.values():
-        page.measured_runs = ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
-
-
-async def with_holds(session: AsyncSession, facts: list[RunFacts]) -> list[RunFacts]:
-    """The runs, with held_for_review set from their flags and reviews (one statement)."""
-    held = await held_run_ids(session, [f.id for f in facts])
-    return [replace(f, held_for_review=True) if f.id in held else f for f in facts]
-
-
-async def held_run_ids(session: AsyncSession, run_ids: Sequence[int]) -> set[int]:
-    """Runs flagged by plausibility-v1 whose latest review did not approve them.
-
-    Always one statement, even for no runs, so a request's statement count does not depend on data."""
-    flags: dict[int, list[plausibility.Flag]] = defaultdict(list)
-    reviews: dict[int, list[plausibility.Review]] = defaultdict(list)
-    seen_reviews: set[int] = set()
-    rows = await session.execute(
-        select(RunFlag.run_id, RunFlag.code, RunReview.decision, RunReview.created_at, RunReview.id)
-        .outerjoin(RunReview, RunReview.run_id == RunFlag.run_id)
-        .where(RunFlag.run_id == any_(id_array(run_ids)))
-        .order_by(RunReview.id)
-    )
-    for run_id, code, decision, reviewed_at, review_id in rows:
-        if code not in {f.code for f in flags[run_id]}:
-            flags[run_id].append(plausibility.Flag(run_id, code, code, ""))
-        if review_id is not None and review_id not in seen_reviews:
-            seen_reviews.add(review_id)
-            reviews[run_id].append(plausibility.Review(run_id=run_id, decision=decision, reviewed_at=reviewed_at))
-    return {run_id for run_id, f in flags.items() if plausibility.is_held_for_review(f, reviews[run_id])}
-
-
-async def load_page_evidence(
-    session: AsyncSession, workloads: Sequence[Workload], catalogue: Sequence[Hardware], now: datetime
-) -> dict[int, PageEvidence]:
-    builder = FactsBuilder()
-    catalogue_facts = [builder.hardware(h) for h in catalogue]
-    revision_ids = [w.current_revision_id for w in workloads if w.current_revision_id]
-    revisions = (
-        {r.id: r for r in (await session.scalars(select(WorkloadRevision).where(WorkloadRevision.id.in_(revision_ids)))).all()}
-        if revision_ids else {}
-    )
-    pages = {
-        w.id: PageEvidence(workload=w, revision=revisions.get(w.current_revision_id), catalogue=catalogue_facts, now=now)
-        for w in workloads
-    }
-    if not revision_ids:
-        return pages
-    # Plain rows, not ORM entities: a list page reads ~80 per workload, and building and
-    # identity-mapping thousands of entities was a third of the list query's time.
-    bests = (
-        await session.execute(
-            select(*CohortBest.__table__.c)
-            .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
-            .where(
-                CohortBest.workload_revision_id.in_(revision_ids),
-                CohortBest.configuration_key == WorkloadRevision.canonical_configuration_key,
-            )
-        )
-    ).all()
-    for b in bests:
-        pages[b.workload_id].bests.append(b)
-    # Only the runs on show: each cohort's record, each implementation's best, the record cohort's rows.
-    wanted: set[int] = set()
-    record_cohorts = {}
-    for page in pages.values():
-        if not page.bests:
-            continue
-        by_cohort: dict[tuple, list[CohortBest]] = defaultdict(list)
-        by_impl: dict[int, list[CohortBest]] = defaultdict(list)
-        for b in page.bests:
-            by_cohort[(b.workload_revision_id, b.configuration_key, b.protocol_id, b.environment_id)].append(b)
-            by_impl[b.implementation_id].append(b)
-        heads = [min(rows, key=_order) for rows in by_cohort.values()]
-        wanted.update(b.run_id for b in heads)
-        wanted.update(min(rows, key=_order).run_id for rows in by_impl.values())
-        top = min(heads, key=_order)
-        record_key = (top.workload_revision_id, top.configuration_key, top.protocol_id, top.environment_id)
-        record_cohorts[page.workload.id] = record_key
-        wanted.update(b.run_id for b in by_cohort[record_key])
-        page.shown_bests = heads + [min(rows, key=_order) for rows in by_impl.values()] + by_cohort[record_key]
-    facts_by_id: dict[int, RunFacts] = {}
-    if wanted:
-        rows = (await session.execute(run_rows_statement().where(Run.id == any_(id_array(wanted))))).all()
-        facts_by_id = {row[0].id: builder.run(*row) for row in rows}
-    for page in pages.values():
-        page.runs_by_id = {i: facts_by_id[i] for i in {b.run_id for b in page.shown_bests}}
-        page.record_cohort = record_cohorts.get(page.workload.id)
-    snapshot_ids = sorted({i for b in bests for i in b.source_snapshot_ids})
-    if snapshot_ids:
-        for snapshot, source in (
-            await session.execute(
-                select(SourceSnapshot, Source).join(Source, Source.id == SourceSnapshot.source_id).where(SourceSnapshot.id.in_(snapshot_ids))
-            )
-        ).all():
-            facts = SourceFacts(id=snapshot.id, name=source.name, licence=source.licence, url=source.url,
-                                revision=snapshot.revision or None, revision_date=snapshot.revision_date)
-            for page in pages.values():
-                page.sources_by_id[snapshot.id] = facts
-    return pages
+    for page in pages:
+        out[page.workload.id] = ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
+    return out

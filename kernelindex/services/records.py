@@ -13,34 +13,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from sqlalchemy import BigInteger, any_, bindparam, delete, select, tuple_
-from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
+from sqlalchemy import delete, select, tuple_
+from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kernelindex.db.models import (
-    CohortBest,
-    RecordEvent,
-    Run,
-    RunFlag,
-    RunReview,
-    Workload,
-    WorkloadRevision,
-)
+from kernelindex.db.models import CohortBest, RecordEvent, Run, RunFlag, Workload, WorkloadRevision
 from kernelindex.rules import headroom_v1 as headroom
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.headroom_v2 import roofline_floor
 from kernelindex.rules.history import HISTORY_VERSION, next_events
-from kernelindex.services.evidence import FactsBuilder, load_catalogue, run_rows_statement, workload_facts
+from kernelindex.services.facts import CohortKey, FactsBuilder, load_catalogue, run_rows_statement, workload_facts
+from kernelindex.services.holds import load_holds
 
-CohortKey = tuple[int, str, int, int]  # workload revision, configuration key, protocol, environment
 COHORTS_PER_CALL = 1000
-
-
-def id_array(ids: Iterable[int]):
-    """One array parameter for `= ANY(...)`: any number of ids in a single bound value."""
-    return bindparam("ids", value=list(ids), type_=ARRAY(BigInteger), expanding=False)
 
 
 @dataclass
@@ -75,7 +62,7 @@ async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], 
         )
     ).all()
     summary = RefreshSummary()
-    keys = [tuple(r) for r in rows]
+    keys: list[CohortKey] = [(r[0], r[1], r[2], r[3]) for r in rows]
     # Bounded statements: PostgreSQL takes at most 32,767 parameters, and a cohort key is four.
     for start in range(0, len(keys), COHORTS_PER_CALL):
         part = await refresh_cohorts(session, keys[start:start + COHORTS_PER_CALL], now=now)
@@ -95,7 +82,7 @@ async def refresh_cohorts_of_runs(session: AsyncSession, run_ids: Iterable[int],
             select(Run.workload_revision_id, Run.configuration_key, Run.protocol_id, Run.environment_id).where(Run.id.in_(ids))
         )
     ).all()
-    return await refresh_cohorts(session, [tuple(r) for r in rows], now=now)
+    return await refresh_cohorts(session, [(r[0], r[1], r[2], r[3]) for r in rows], now=now)
 
 
 async def refresh_all_records(session: AsyncSession, now: datetime | None = None) -> RefreshSummary:
@@ -145,8 +132,7 @@ async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], n
         by_cohort[_cohort_of(row[0])].append(facts)
         snapshot_of[facts.id] = row[0].source_snapshot_id
     run_ids = [r.id for runs in by_cohort.values() for r in runs]
-    flags = await _flags_by_run(session, run_ids)
-    reviews = await _reviews_by_run(session, run_ids)
+    holds = await load_holds(session, run_ids)
 
     new_flags: list[dict] = []
     bests: list[dict] = []
@@ -157,12 +143,12 @@ async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], n
         if revision is None:
             continue
         workload = workloads[revision.workload_id]
-        facts = workload_facts(workload, revision)
+        facts_of_workload = workload_facts(workload, revision)
         runs = by_cohort.get(key, [])
         baseline = next((r for r in sorted(runs, key=ranking.order_key) if r.implementation.is_baseline), None)
         judged: list[RunFacts] = []
         for run in runs:
-            found = list(flags.get(run.id, []))
+            found = list(holds[run.id].flags)
             floor_ns = _floor_for(run, revision, catalogue)
             for flag in plausibility.flags_for(run, baseline, floor_ns):
                 if flag.code not in {f.code for f in found}:
@@ -170,9 +156,9 @@ async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], n
                     new_flags.append({"run_id": run.id, "code": flag.code, "reason": flag.detail,
                                       "rule_version": plausibility.PLAUSIBILITY_VERSION})
                     summary.flagged_runs.append(run.id)
-            held = plausibility.is_held_for_review(found, reviews.get(run.id, []))
+            held = plausibility.is_held_for_review(found, holds[run.id].reviews)
             judged.append(replace(run, held_for_review=held) if run.held_for_review != held else run)
-        eligible = ranking.eligible_runs(judged, facts)
+        eligible = ranking.eligible_runs(judged, facts_of_workload)
         _append_bests(bests, key, workload.id, eligible, snapshot_of)
         holder = latest.get(key)
         for draft in next_events(holder[0] if holder else None, holder[1] if holder else None,
@@ -224,24 +210,6 @@ def _append_bests(out: list[dict], key: CohortKey, workload_id: int, eligible: l
             "evidence_kinds": sorted({r.evidence for r in runs}),
             "source_snapshot_ids": sorted({snapshot_of[r.id] for r in runs}),
         })
-
-
-async def _flags_by_run(session: AsyncSession, run_ids: list[int]) -> dict[int, list[plausibility.Flag]]:
-    out: dict[int, list[plausibility.Flag]] = defaultdict(list)
-    if not run_ids:
-        return out
-    for f in (await session.scalars(select(RunFlag).where(RunFlag.run_id == any_(id_array(run_ids))))).all():
-        out[f.run_id].append(plausibility.Flag(f.run_id, f.code, plausibility.FLAG_WORDS.get(f.code, f.code), f.reason))
-    return out
-
-
-async def _reviews_by_run(session: AsyncSession, run_ids: list[int]) -> dict[int, list[plausibility.Review]]:
-    out: dict[int, list[plausibility.Review]] = defaultdict(list)
-    if not run_ids:
-        return out
-    for r in (await session.scalars(select(RunReview).where(RunReview.run_id == any_(id_array(run_ids))).order_by(RunReview.id))).all():
-        out[r.run_id].append(plausibility.Review(run_id=r.run_id, decision=r.decision, reviewer=r.reviewer, reviewed_at=r.created_at))
-    return out
 
 
 async def _latest_events(session: AsyncSession, keys: list[CohortKey]) -> dict[CohortKey, tuple[int | None, float | None]]:

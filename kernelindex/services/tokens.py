@@ -17,7 +17,6 @@ import secrets
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from graphql import GraphQLError
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
@@ -48,18 +47,20 @@ MALFORMED_HEADER_MESSAGE = "malformed Authorization header: expected 'Authorizat
 _BEARER = re.compile(r"\A[ \t]*bearer[ \t]+(\S+)[ \t]*\Z", re.IGNORECASE)
 
 
-class AuthenticationError(GraphQLError):
-    """No usable token: missing, malformed, unknown or revoked. Never masked (it is a GraphQLError)."""
+class AuthenticationError(Exception):
+    """No usable token: missing, malformed, unknown or revoked. The message is for the client."""
 
     def __init__(self, message: str = INVALID_TOKEN_MESSAGE):
-        super().__init__(message, extensions={"code": "UNAUTHENTICATED"})
+        super().__init__(message)
+        self.message = message
 
 
-class PermissionDeniedError(GraphQLError):
-    """A valid token without the scope the operation needs."""
+class PermissionDeniedError(Exception):
+    """A valid token without the scope the operation needs. The message is for the client."""
 
     def __init__(self, message: str):
-        super().__init__(message, extensions={"code": "FORBIDDEN"})
+        super().__init__(message)
+        self.message = message
 
 
 class UnknownScopeError(ValueError):

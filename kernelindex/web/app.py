@@ -7,36 +7,38 @@ import contextlib
 import gc
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graphql import ExecutionResult
 from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLRequestData
+from strawberry.http.async_base_view import AsyncHTTPRequestAdapter
+from strawberry.types import ExecutionResult
 
+from kernelindex.db.embedded import resolve_database_url
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.schema import build_schema
 from kernelindex.settings import Settings, get_settings
 from kernelindex.web.exports import catalog_jsonl, runs_csv
 from kernelindex.web.http import BodySizeLimitMiddleware, ConditionalGetMiddleware, RequestIdMiddleware, TimeoutMiddleware
-from kernelindex.web.middleware import DatabaseSessionMiddleware
-from kernelindex.web.response_cache import DataVersionReader, ResponseCache, cache_key, twin_key
-from kernelindex.web.twins import TwinError, workload_twin
+from kernelindex.web.middleware import DatabaseSessionMiddleware, mark_read_only
+from kernelindex.web.response_cache import DataVersionReader, ResponseCache, cache_key
+from kernelindex.web.state import AppState, Clock, ServerState, server_state
+from kernelindex.web.twins import TwinError, twin_key, workload_twin
 
 log = logging.getLogger("kernelindex.web")
 
 POLICY_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "how-records-are-decided.md"
-
-Clock = Callable[[], datetime]
-
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
@@ -50,21 +52,36 @@ class _CachedResult(ExecutionResult):
     """An execution result whose response is already encoded."""
 
     def __init__(self, body: EncodedResponse):
-        super().__init__(data={})
+        super().__init__(data={}, errors=None)
         self.body = body
 
 
-class KernelIndexGraphQL(GraphQL):
+class KernelIndexGraphQL(GraphQL[Context, None]):
     """Strawberry's ASGI view, with the response cache in front of query execution."""
 
-    async def execute_single(self, request, request_adapter, sub_response, context, root_value, request_data):
-        cache: ResponseCache | None = getattr(request.app.state, "response_cache", None)
-        key = version = None
-        if cache is not None and cache.enabled and request_adapter.method in ("GET", "POST"):
+    async def execute_single(
+        self, request: Request, request_adapter: AsyncHTTPRequestAdapter, sub_response: Response, context: Context,
+        root_value: None, request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        result = await self._execute_or_cached(request, request_adapter, sub_response, context, root_value, request_data)
+        if context.read_only:
+            # A query (or its cached answer) wrote nothing: the session middleware rolls back instead of committing.
+            mark_read_only(request)
+        return result
+
+    async def _execute_or_cached(
+        self, request: Request, request_adapter: AsyncHTTPRequestAdapter, sub_response: Response, context: Context,
+        root_value: None, request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        server = server_state(request)
+        cache = server.response_cache
+        key = None
+        version = None
+        if cache.enabled and request_adapter.method in ("GET", "POST"):
             key = cache_key(request_data.query, request_data.operation_name, request_data.variables)
         if key is not None:
-            version = await request.app.state.data_version.current()
-        if version is None:
+            version = await server.data_version.current()
+        if key is None or version is None:
             return await super().execute_single(request, request_adapter, sub_response, context, root_value, request_data)
 
         async def compute() -> tuple[EncodedResponse | None, ExecutionResult]:
@@ -72,32 +89,36 @@ class KernelIndexGraphQL(GraphQL):
                 request, request_adapter, sub_response, context, root_value, request_data)
             if result.errors or result.data is None:
                 return None, result
-            return EncodedResponse(self.encode_json(await super(KernelIndexGraphQL, self).process_result(request, result))), result
+            processed = await super(KernelIndexGraphQL, self).process_result(request, result)
+            return EncodedResponse(self.encode_json_string(processed)), result
 
         body, result = await cache.get_or_compute(key, version, context.now, compute)
         if body is None:
+            assert isinstance(result, ExecutionResult)  # nothing to serve: this request's own execution
             return result
-        request.state.read_only = True  # queries only; set here too, for answers that skipped execution
-        return _CachedResult(body)
+        context.read_only = True  # only queries are cached; set here too, for answers that skipped execution
+        return _CachedResult(EncodedResponse(body))
 
     async def process_result(self, request: Request, result: ExecutionResult) -> Any:
         if isinstance(result, _CachedResult):
             return result.body
         return await super().process_result(request, result)
 
-    def encode_json(self, data: object) -> str:
+    def encode_json(self, data: object) -> str | bytes:
         if isinstance(data, EncodedResponse):
             return data
         if isinstance(data, list) and any(isinstance(item, EncodedResponse) for item in data):
-            return "[" + ",".join(self.encode_json(item) for item in data) + "]"
+            return "[" + ",".join(self.encode_json_string(item) for item in data) + "]"
         return super().encode_json(data)
 
-    async def get_context(self, request: Request, response: Any) -> Context:
-        app_state = request.app.state
+    async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
+        # No subscriptions: every GraphQL request is plain HTTP, answered with a starlette Response.
+        assert isinstance(request, Request) and isinstance(response, Response)
+        server = server_state(request)
         return Context(
             session=request.state.session,
-            now=app_state.clock(),
-            settings=app_state.settings,
+            now=server.clock(),
+            settings=server.settings,
             request_id=request.state.request_id,
             request=request,
             response=response,
@@ -106,7 +127,7 @@ class KernelIndexGraphQL(GraphQL):
 
 async def healthz(request: Request) -> Response:
     try:
-        async with request.app.state.engine.connect() as conn:
+        async with server_state(request).engine.connect() as conn:
             await asyncio.wait_for(conn.execute(text("SELECT 1")), timeout=2)
     except Exception as exc:  # any failure to reach the database is "unavailable"
         return JSONResponse({"status": "unavailable", "database": f"unreachable: {type(exc).__name__}"}, status_code=503)
@@ -115,10 +136,10 @@ async def healthz(request: Request) -> Response:
 
 async def workload_json(request: Request) -> Response:
     slug = request.path_params["slug"]
-    state = request.app.state
-    cache: ResponseCache | None = getattr(state, "response_cache", None)
-    key = twin_key(slug) if cache is not None and cache.enabled else None
-    version = await state.data_version.current() if key is not None else None
+    server = server_state(request)
+    cache = server.response_cache
+    key = twin_key(slug) if cache.enabled else None
+    version = await server.data_version.current() if key is not None else None
 
     async def compute() -> tuple[str | None, None]:
         payload = await workload_twin(request, slug)
@@ -127,10 +148,10 @@ async def workload_json(request: Request) -> Response:
         return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")), None
 
     try:
-        if version is None:
+        if key is None or version is None:
             body, _ = await compute()
         else:
-            body, _ = await cache.get_or_compute(key, version, state.clock(), compute)
+            body, _ = await cache.get_or_compute(key, version, server.clock(), compute)
     except TwinError as exc:
         return JSONResponse({"error": exc.message, "request_id": request.state.request_id}, status_code=exc.status)
     if body is None:
@@ -174,24 +195,22 @@ def create_app(
     schema = build_schema(settings)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette):
-        url = database_url
-        if url is None:
-            from kernelindex.db.embedded import resolve_database_url
-
-            url = resolve_database_url(settings)
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        url = database_url if database_url is not None else resolve_database_url(settings)
         engine = make_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
-        app.state.engine = engine
-        app.state.sessionmaker = make_sessionmaker(engine)
-        app.state.data_version = DataVersionReader(url)
-        app.state.response_cache = ResponseCache(
-            settings.response_cache_entries, settings.response_cache_bytes, settings.response_cache_ttl_s
+        server = ServerState(
+            settings=settings, schema=schema, clock=clock or utc_now, engine=engine,
+            sessionmaker=make_sessionmaker(engine), data_version=DataVersionReader(url),
+            response_cache=ResponseCache(
+                settings.response_cache_entries, settings.response_cache_bytes, settings.response_cache_ttl_s
+            ),
         )
+        app.state = AppState(server)
         tune_gc()
         try:
             yield
         finally:
-            await app.state.data_version.close()
+            await server.data_version.close()
             await engine.dispose()
 
     graphql_app = KernelIndexGraphQL(schema, graphql_ide="graphiql", allow_queries_via_get=True)
@@ -206,9 +225,6 @@ def create_app(
         ],
         lifespan=lifespan,
     )
-    app.state.settings = settings
-    app.state.schema = schema
-    app.state.clock = clock or utc_now
     # Outermost last: request id → body limit → timeout → CORS → ETag → database session → routes.
     app.add_middleware(DatabaseSessionMiddleware)
     app.add_middleware(ConditionalGetMiddleware, max_age_s=settings.cache_max_age_s)

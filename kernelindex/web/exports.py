@@ -21,9 +21,10 @@ from kernelindex.graphql.inputs import check_datetime
 from kernelindex.ingest.export import hardware_line, run_record, workload_line
 from kernelindex.rules import stats
 from kernelindex.rules import trust_labels as trust
-from kernelindex.services.evidence import run_rows_statement
+from kernelindex.services.facts import implementation_facts, run_rows_statement
 from kernelindex.services.run_filters import FilterError, RunFilters
 from kernelindex.web.response_cache import ResponseCache, export_key
+from kernelindex.web.state import server_state
 
 log = logging.getLogger("kernelindex.web")
 
@@ -62,11 +63,11 @@ def filters_from_query(request: Request) -> RunFilters:
         try:
             observed_since = datetime.fromisoformat(q["observed_since"].replace("Z", "+00:00"))
         except ValueError:
-            raise FilterError(f"observed_since must be an ISO 8601 time, got {q['observed_since']!r}")
+            raise FilterError(f"observed_since must be an ISO 8601 time, got {q['observed_since']!r}") from None
         try:
             check_datetime("observed_since", observed_since)
         except UserInputError as exc:
-            raise FilterError(exc.message)
+            raise FilterError(exc.message) from exc
     return RunFilters(
         workload=q.get("workload"), implementation=q.get("implementation"), hardware=q.get("hardware"),
         evidence=q.get("evidence"), licence=q.get("licence"), status=q.get("status"), stale=boolean("stale"),
@@ -76,7 +77,7 @@ def filters_from_query(request: Request) -> RunFilters:
 
 
 def _statement(request: Request, filters: RunFilters):
-    now = request.app.state.clock()
+    now = server_state(request).clock()
     return (
         run_rows_statement()
         .add_columns(Workload.slug, WorkloadRevision.source_sha256)
@@ -115,7 +116,7 @@ async def runs_csv(request: Request) -> Response:
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable
     session = request.state.session
-    now = request.app.state.clock()
+    now = server_state(request).clock()
 
     async def rows() -> AsyncIterator[str]:
         buffer = io.StringIO()
@@ -130,7 +131,7 @@ async def runs_csv(request: Request) -> Response:
                  env.provider or "", env.fingerprint, protocol.name, protocol.version, run.status, run.failure_reason or "",
                  run.mean_ms, run.std_ms, run.min_ms, run.max_ms, run.median_ms, run.p5_ms, run.p95_ms, run.num_trials,
                  half, run.compile_time_ms, run.observed_at.isoformat(), run.evidence, source.name,
-                 snapshot.revision or "", impl.licence or "", trust.trust_label(run.evidence, _impl_facts(impl)),
+                 snapshot.revision or "", impl.licence or "", trust.trust_label(run.evidence, implementation_facts(impl)),
                  trust.is_stale(run.observed_at, now), run.superseded_at is not None, run.retracted_at is not None)
             )
             count += 1
@@ -156,15 +157,17 @@ class CachedExport:
         self.request = request
         self.media_type = media_type
         self.headers = {"content-disposition": f'attachment; filename="{name}"'}
-        self.cache: ResponseCache | None = getattr(request.app.state, "response_cache", None)
-        self.key = export_key(name, sorted(request.query_params.multi_items())) if self.cache is not None and self.cache.enabled else None
+        server = server_state(request)
+        self.cache: ResponseCache = server.response_cache
+        self.data_version = server.data_version
+        self.key = export_key(name, sorted(request.query_params.multi_items())) if self.cache.enabled else None
         self.version: int | None = None
-        self.now = request.app.state.clock()
+        self.now = server.clock()
 
     async def hit(self) -> Response | None:
         if self.key is None:
             return None
-        self.version = await self.request.app.state.data_version.current()
+        self.version = await self.data_version.current()
         body = self.cache.get(self.key, self.version, self.now) if self.version is not None else None
         return Response(body, media_type=self.media_type, headers=self.headers) if body is not None else None
 
@@ -181,14 +184,8 @@ class CachedExport:
                 if kept is not None:
                     kept.append(chunk)
             yield chunk
-        if kept is not None:
+        if kept is not None and self.key is not None and self.version is not None:
             self.cache.put(self.key, self.version, self.now, "".join(kept))
-
-
-def _impl_facts(impl):
-    from kernelindex.services.evidence import implementation_facts
-
-    return implementation_facts(impl)
 
 
 async def catalog_jsonl(request: Request) -> Response:

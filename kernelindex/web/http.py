@@ -119,6 +119,7 @@ class TimeoutMiddleware:
             await self.app(scope, receive, send)
             return
         task = asyncio.current_task()
+        assert task is not None  # ASGI servers run each request in a task
         cancelling = task.cancelling()
         started = expired = False
 
@@ -178,6 +179,7 @@ class ConditionalGetMiddleware:
                 chunks.append(message.get("body", b""))
                 if message.get("more_body"):
                     return
+                assert start is not None  # ASGI sends the response start before any body
                 await self._finish(scope, start, b"".join(chunks), send)
                 return
             await send(message)

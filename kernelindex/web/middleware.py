@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernelindex.db.errors import is_unavailable
@@ -18,6 +20,15 @@ from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE
 from kernelindex.web.http import new_request_id
 
 log = logging.getLogger("kernelindex.web")
+
+# The key in the request's scope state under which a route says it wrote nothing (mark_read_only).
+READ_ONLY = "read_only"
+
+
+def mark_read_only(connection: HTTPConnection) -> None:
+    """Tell DatabaseSessionMiddleware that this request wrote nothing (a GraphQL query, or its cached
+    answer): its transaction is rolled back instead of committed."""
+    connection.scope.setdefault("state", {})[READ_ONLY] = True
 
 
 class DatabaseSessionMiddleware:
@@ -49,7 +60,7 @@ class DatabaseSessionMiddleware:
                             log.exception("commit failed (request %s)", request_id)
                             await _rollback_quietly(session, request_id)
                             await _send_503(scope, send, request_id, is_unavailable(exc))
-                            raise _ResponseReplaced()
+                            raise _ResponseReplaced() from exc
                     else:
                         await _rollback_quietly(session, request_id)
                 await send(message)
@@ -74,9 +85,10 @@ class DatabaseSessionMiddleware:
 
 
 def _read_only(scope: Scope, state: dict) -> bool:
-    """Nothing to commit: a GET (mutations are refused over GET) or a GraphQL query (the schema marks
-    those). Rolled back instead, so a connection broken by a cancelled read cannot fail the response."""
-    return scope.get("method") in ("GET", "HEAD") or bool(state.get("read_only"))
+    """Nothing to commit: a GET (mutations are refused over GET) or a request a route marked read-only
+    (mark_read_only: the GraphQL view marks queries). Rolled back instead, so a connection broken by a
+    cancelled read cannot fail the response."""
+    return scope.get("method") in ("GET", "HEAD") or bool(state.get(READ_ONLY))
 
 
 def _untouched(session: AsyncSession) -> bool:
@@ -127,6 +139,7 @@ def _unavailable_body(scope: Scope, request_id: str, unavailable: bool) -> bytes
     GraphQL-shaped on /graphql, so that a GraphQL client reads it like any other SERVICE_UNAVAILABLE
     (the database can go away between the last query and the commit)."""
     message = UNAVAILABLE_MESSAGE if unavailable else "the database did not accept the change; retry shortly."
+    payload: dict[str, Any]
     if scope.get("path") == "/graphql":
         payload = {"data": None, "errors": [
             {"message": message, "extensions": {"code": "SERVICE_UNAVAILABLE", "request_id": request_id}}]}

@@ -85,6 +85,7 @@ class DataVersionReader:
             if self._conn is None or self._conn.is_closed():
                 self._conn = await asyncpg.connect(self._dsn, timeout=self._timeout_s)
                 self._statement = await self._conn.prepare(VERSION_SQL, timeout=self._timeout_s)
+            assert self._statement is not None  # prepared with the connection, just above
             self.reads += 1
             # asyncpg's own timeout: asyncio.wait_for would cost a second task on every read.
             return await self._statement.fetchval(timeout=self._timeout_s)
@@ -141,14 +142,6 @@ def cache_key(query: object, operation_name: object, variables: object) -> Cache
     except (TypeError, ValueError):
         return None
     return CacheKey(query, operation_name, canonical)
-
-
-def twin_key(slug: str) -> CacheKey:
-    """The key of a workload's JSON twin: the page query under an operation name no GraphQL
-    document can have, so it never meets a GraphQL response of the same query."""
-    from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
-
-    return CacheKey(WORKLOAD_PAGE_QUERY, "#json-twin", json.dumps({"slug": slug}))
 
 
 def export_key(name: str, params: list[tuple[str, str]]) -> CacheKey:

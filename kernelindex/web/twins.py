@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from starlette.requests import Request
 
 from kernelindex.graphql.context import Context
+from kernelindex.web.response_cache import CacheKey
+from kernelindex.web.state import server_state
 
 RUN_FIELDS = """
   id meanMs stdMs minMs maxMs numTrials ciHalfWidthMs latencyDisplay plusMinusDisplay statisticDisplay
@@ -67,20 +70,29 @@ query WorkloadPage($slug: String!) {{
 """
 
 
+def twin_key(slug: str) -> CacheKey:
+    """The response-cache key of a workload's JSON twin: the page query under an operation name no
+    GraphQL document can have, so it never meets a GraphQL response of the same query."""
+    return CacheKey(WORKLOAD_PAGE_QUERY, "#json-twin", json.dumps({"slug": slug}))
+
+
 async def workload_twin(request: Request, slug: str) -> dict[str, Any] | None:
-    state = request.app.state
+    server = server_state(request)
     context = Context(
-        session=request.state.session, now=state.clock(), settings=state.settings,
+        session=request.state.session, now=server.clock(), settings=server.settings,
         request_id=request.state.request_id, request=request,
     )
-    result = await state.schema.execute(WORKLOAD_PAGE_QUERY, variable_values={"slug": slug}, context_value=context)
+    result = await server.schema.execute(WORKLOAD_PAGE_QUERY, variable_values={"slug": slug}, context_value=context)
     if result.errors:
         error = result.errors[0]
-        status = TWIN_STATUS.get((error.extensions or {}).get("code"))
+        code = (error.extensions or {}).get("code")
+        status = TWIN_STATUS.get(code) if isinstance(code, str) else None
         if status is not None:
             raise TwinError(status, error.message)
         raise error
-    return result.data["workload"]
+    assert result.data is not None  # no errors: the query's data is there
+    workload: dict[str, Any] | None = result.data["workload"]
+    return workload
 
 
 # GraphQL error codes that map to an HTTP status of their own; anything else is a 500.

@@ -152,7 +152,7 @@ def test_a_newer_version_drops_older_entries_and_late_results_are_not_stored():
 
 def test_the_cache_is_bounded_by_entries_and_bytes():
     by_count = ResponseCache(max_entries=3, max_bytes=1_000_000, ttl_s=60)
-    keys = [cache_key("{ a%d }" % i, None, None) for i in range(5)]
+    keys = [cache_key(f"{{ a{i} }}", None, None) for i in range(5)]
     for key in keys:
         by_count.put(key, 1, FIXED_NOW, "x")
     assert len(by_count) == 3 and by_count.get(keys[0], 1, FIXED_NOW) is None and by_count.get(keys[4], 1, FIXED_NOW) == "x"

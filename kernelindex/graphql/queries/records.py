@@ -8,15 +8,16 @@ import strawberry
 from sqlalchemy import select
 
 from kernelindex.db.models import Workload as WorkloadRow
+from kernelindex.graphql.context import Context
 from kernelindex.graphql.pagination import Connection, keyset_page
 from kernelindex.graphql.queries.workloads import measured_on_clause
-from kernelindex.graphql.types.page import EnvironmentRecord
+from kernelindex.graphql.types.records import EnvironmentRecord
 from kernelindex.graphql.types.workload import Workload
 
 
 @strawberry.type(description="A workload's current records on the hardware asked for.")
 class WorkloadRecords:
-    workload_row: strawberry.Private[object]
+    workload_row: strawberry.Private[WorkloadRow]
     hardware: strawberry.Private[str]
 
     @strawberry.field(description="The workload.")
@@ -24,8 +25,8 @@ class WorkloadRecords:
         return Workload(row=self.workload_row)
 
     @strawberry.field(description="Its records (one per environment) on that hardware, fastest first.")
-    async def records(self, info: strawberry.Info) -> list[EnvironmentRecord]:
-        evidence = await info.context.loaders.evidence_by_workload_id.load(self.workload_row.id)
+    async def records(self, info: strawberry.Info[Context, None]) -> list[EnvironmentRecord]:
+        evidence = await info.context.loaders.page_by_workload_id.load(self.workload_row.id)
         wanted = self.hardware.lower()
         return [
             EnvironmentRecord(record=r)
@@ -39,7 +40,7 @@ class RecordQueries:
     @strawberry.field(description="Current records on a hardware SKU or family, workload by workload.")
     async def records(
         self,
-        info: strawberry.Info,
+        info: strawberry.Info[Context, None],
         hardware: Annotated[str, strawberry.argument(description="Hardware SKU or family, e.g. 'NVIDIA H100'.")],
         first: int = 20,
         after: str | None = None,

@@ -13,13 +13,14 @@ from kernelindex.db.models import Environment as EnvironmentRow
 from kernelindex.db.models import Hardware as HardwareRow
 from kernelindex.db.models import Implementation as ImplementationRow
 from kernelindex.db.models import Run as RunRow
+from kernelindex.graphql.context import Context
 from kernelindex.graphql.enums import Evidence, RunOrder, RunStatus
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.inputs import check_datetime
 from kernelindex.graphql.node import from_global_id
 from kernelindex.graphql.pagination import Connection, keyset_page
 from kernelindex.graphql.types.run import Run
-from kernelindex.services.evidence import FactsBuilder, run_rows_statement
+from kernelindex.services.facts import FactsBuilder, run_rows_statement
 from kernelindex.services.run_filters import FilterError, RunFilters
 
 ORDERS = {
@@ -39,7 +40,7 @@ class RunQueries:
     @strawberry.field(description="Runs, filtered and ordered. Superseded runs are left out unless asked for.")
     async def runs(
         self,
-        info: strawberry.Info,
+        info: strawberry.Info[Context, None],
         first: int = 20,
         after: str | None = None,
         workload: Annotated[str | None, strawberry.argument(description="Workload slug.")] = None,

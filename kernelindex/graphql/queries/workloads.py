@@ -11,6 +11,7 @@ from kernelindex.db.models import Environment as EnvironmentRow
 from kernelindex.db.models import Hardware as HardwareRow
 from kernelindex.db.models import Run as RunRow
 from kernelindex.db.models import Workload as WorkloadRow
+from kernelindex.graphql.context import Context
 from kernelindex.graphql.enums import WorkloadKind, WorkloadOrder
 from kernelindex.graphql.pagination import Connection, keyset_page
 from kernelindex.graphql.types.workload import Workload
@@ -48,14 +49,14 @@ KEYS = {
 @strawberry.type
 class WorkloadQueries:
     @strawberry.field(description="One workload by slug; null when there is none.")
-    async def workload(self, info: strawberry.Info, slug: str) -> Workload | None:
+    async def workload(self, info: strawberry.Info[Context, None], slug: str) -> Workload | None:
         row = await info.context.loaders.workload_by_slug.load(slug)
         return Workload(row=row) if row else None
 
     @strawberry.field(description="Workloads, filtered and ordered; `first` at most the server's page size (100).")
     async def workloads(
         self,
-        info: strawberry.Info,
+        info: strawberry.Info[Context, None],
         first: int = 20,
         after: str | None = None,
         suite: Annotated[str | None, strawberry.argument(description="Suite, e.g. 'kernelbench'.")] = None,

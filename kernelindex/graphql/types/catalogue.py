@@ -1,18 +1,16 @@
-"""Hardware, implementations, environments, protocols and sources."""
+"""The catalogue: hardware, implementations (with their deployability), environments, protocols and sources."""
 
 from __future__ import annotations
 
 from datetime import date
-from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.rules import trust_labels as trust
+from kernelindex.rules.deployability import Deployability as DeployabilityResult
+from kernelindex.rules.deployability import deployability
 from kernelindex.rules.display import format_date
-
-if TYPE_CHECKING:
-    from kernelindex.graphql.types.judgement import Deployability
 from kernelindex.rules.facts import EnvironmentFacts, HardwareFacts, ImplementationFacts, ProtocolFacts, SourceFacts
 
 
@@ -109,6 +107,33 @@ class Hardware(Node):
         return self.facts.datasheet_url
 
 
+@strawberry.type(description="Why an implementation is or is not deployable.")
+class DeployabilityReason:
+    code: str = strawberry.field(description="'no_public_source', 'no_install_recipe' or 'licence_unknown'.")
+    words: str = strawberry.field(description="The reason in words.")
+
+
+@strawberry.type(description="deployability-v1: deployable only with source available, a known SPDX licence and an install recipe.")
+class Deployability:
+    result: strawberry.Private[DeployabilityResult]
+
+    @strawberry.field(description="Whether it is deployable.")
+    def deployable(self) -> bool:
+        return self.result.deployable
+
+    @strawberry.field(description="Why not, when it is not.")
+    def reasons(self) -> list[DeployabilityReason]:
+        return [DeployabilityReason(code=r.code, words=r.words) for r in self.result.reasons]
+
+    @strawberry.field(description="Whether the licence is permissive (Apache-2.0, MIT, BSD-2/3-Clause, ISC, Zlib, BSL-1.0).")
+    def permissive(self) -> bool:
+        return self.result.permissive
+
+    @strawberry.field(description="The verdict in words.")
+    def words(self) -> str:
+        return self.result.words
+
+
 @strawberry.type(description="A way to run a workload: PyTorch eager, torch.compile with inductor, …")
 class Implementation(Node):
     facts: strawberry.Private[ImplementationFacts]
@@ -190,10 +215,7 @@ class Implementation(Node):
         return trust.implementation_line(self.facts)
 
     @strawberry.field(description="deployability-v1: source, licence and install recipe, with the reasons when not deployable.")
-    def deployability(self) -> Annotated[Deployability, strawberry.lazy("kernelindex.graphql.types.judgement")]:
-        from kernelindex.graphql.types.judgement import Deployability
-        from kernelindex.rules.deployability import deployability
-
+    def deployability(self) -> Deployability:
         return Deployability(result=deployability(self.facts))
 
 

@@ -1,21 +1,26 @@
-"""The computed parts of a workload page: headline, records, comparison, implementations,
-coverage, headroom. Every figure is derived from stored runs by the rules package."""
+"""The computed parts of a workload page: the headline, the ranked comparison of a cohort (with each
+row's trust level and cross-check), implementation summaries and coverage gaps. Every figure is
+derived from stored runs by the rules package."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
 
 import strawberry
 
+from kernelindex.graphql.context import Context
+from kernelindex.graphql.pagination import check_first
 from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
 from kernelindex.graphql.types.run import Configuration, Run
-from kernelindex.rules import headroom_v1 as headroom_rules
 from kernelindex.rules import ranking, stats, ties, verdicts
 from kernelindex.rules import trust_labels as trust
 from kernelindex.rules import trust_ladder as evidence_rules
+from kernelindex.rules.comparison_text import comparison_title, row_notes
 from kernelindex.rules.display import format_date, format_latency, format_plus_minus, format_ratio, plural
 from kernelindex.rules.facts import HardwareFacts, RunFacts
-from kernelindex.services.evidence import WorkloadEvidence
+from kernelindex.rules.trust_context import comparison_context
+from kernelindex.services.workload_page import WorkloadPage
 
 
 def _latest(runs: list[RunFacts]) -> date | None:
@@ -24,7 +29,7 @@ def _latest(runs: list[RunFacts]) -> date | None:
 
 @strawberry.type(description="The top of a workload page: who holds the overall record, and by how much.")
 class Headline:
-    evidence: strawberry.Private[WorkloadEvidence]
+    page: strawberry.Private[WorkloadPage]
     record: strawberry.Private[ranking.CohortRecord]
 
     @property
@@ -45,7 +50,7 @@ class Headline:
 
     @strawberry.field(description="Its mean latency in milliseconds.")
     def latency_ms(self) -> float:
-        return self.record.run.mean_ms
+        return self.record.run.latency_ms
 
     @strawberry.field(description="Half width of the 95% confidence interval of that mean, in milliseconds.")
     def ci_half_width_ms(self) -> float | None:
@@ -53,11 +58,11 @@ class Headline:
 
     @strawberry.field(description="'1.39 ms'.")
     def latency_display(self) -> str:
-        return format_latency(self.record.run.mean_ms)
+        return format_latency(self.record.run.latency_ms)
 
     @strawberry.field(description="'± 0.02'.")
     def plus_minus_display(self) -> str | None:
-        return format_plus_minus(self.ci_half_width_ms(), self.record.run.mean_ms)
+        return format_plus_minus(self.ci_half_width_ms(), self.record.run.latency_ms)
 
     @strawberry.field(description="'mean of 100'.")
     def statistic_display(self) -> str:
@@ -81,44 +86,11 @@ class Headline:
 
     @strawberry.field(description="'Reported evidence · last observed 2026-03-05.'")
     def evidence_line(self) -> str:
-        return verdicts.evidence_line(self.record.run.evidence, format_date(self.evidence.last_observed))
+        return verdicts.evidence_line(self.record.run.evidence, format_date(self.page.last_observed))
 
     @strawberry.field(description="Caveats on the record run.")
     def caveats(self) -> list[str]:
         return trust.caveats(self.record.run)
-
-
-@strawberry.type(description="The record of one environment (cohort): its fastest eligible run.")
-class EnvironmentRecord:
-    record: strawberry.Private[ranking.CohortRecord]
-
-    @strawberry.field(description="'NVIDIA H100 · env 1': family, with env N when the family repeats (N by record latency).")
-    def label(self) -> str:
-        return self.record.environment_label
-
-    @strawberry.field(description="The environment.")
-    def environment(self) -> Environment:
-        return Environment(facts=self.record.run.environment)
-
-    @strawberry.field(description="The record run.")
-    def run(self) -> Run:
-        return Run(facts=self.record.run)
-
-    @strawberry.field(description="Record latency in milliseconds.")
-    def latency_ms(self) -> float:
-        return self.record.run.mean_ms
-
-    @strawberry.field(description="'1.39 ms'.")
-    def latency_display(self) -> str:
-        return format_latency(self.record.run.mean_ms)
-
-    @strawberry.field(description="The record holder.")
-    def implementation(self) -> Implementation:
-        return Implementation(facts=self.record.run.implementation)
-
-    @strawberry.field(description="Eligible runs in this environment's cohort.")
-    def run_count(self) -> int:
-        return self.record.run_count
 
 
 @strawberry.type(description="One row of a comparison: a run ranked inside its cohort.")
@@ -183,7 +155,7 @@ class ComparisonRow:
 
     @strawberry.field(description="Mean latency in milliseconds.")
     def latency_ms(self) -> float:
-        return self.row.run.mean_ms
+        return self.row.run.latency_ms
 
     @strawberry.field(description="Half width of the 95% confidence interval, in milliseconds.")
     def ci_half_width_ms(self) -> float | None:
@@ -191,11 +163,11 @@ class ComparisonRow:
 
     @strawberry.field(description="'1.52 ms'.")
     def latency_display(self) -> str:
-        return format_latency(self.row.run.mean_ms)
+        return format_latency(self.row.run.latency_ms)
 
     @strawberry.field(description="'± 0.00'.")
     def plus_minus_display(self) -> str | None:
-        return format_plus_minus(self.ci_half_width_ms(), self.row.run.mean_ms)
+        return format_plus_minus(self.ci_half_width_ms(), self.row.run.latency_ms)
 
     @strawberry.field(description="Latency / the #1 row's latency.")
     def vs_first(self) -> float:
@@ -222,14 +194,7 @@ class ComparisonRow:
 
     @strawberry.field(description="The row's sentences, in order: verdict, configuration note, caveats.")
     def notes(self) -> list[str]:
-        notes = []
-        verdict = self.verdict()
-        if verdict:
-            notes.append(verdict)
-        if self.exact:
-            notes.append(trust.EXACT_CONFIGURATION_NOTE)
-        notes.extend(trust.caveats(self.row.run))
-        return notes
+        return row_notes(self.row.run, self.verdict(), self.exact)
 
     @strawberry.field(description="The notes as one paragraph.")
     def summary(self) -> str:
@@ -244,14 +209,15 @@ class ComparisonRow:
         return format_date(self.row.run.observed_at) or ""
 
     @strawberry.field(description="Observed more than 180 days before now.")
-    def stale(self, info: strawberry.Info) -> bool:
+    def stale(self, info: strawberry.Info[Context, None]) -> bool:
         return trust.is_stale(self.row.run.observed_at, info.context.now)
 
 
 @strawberry.type(description="The ranked runs of one cohort (same workload configuration, protocol and environment), with the facts they share stated once.")
 class Comparison:
     record: strawberry.Private[ranking.CohortRecord]
-    evidence: strawberry.Private[WorkloadEvidence]
+    canonical_configuration_key: strawberry.Private[str]
+    measured_runs: strawberry.Private[Sequence[RunFacts]]
 
     @property
     def _runs(self) -> list[RunFacts]:
@@ -259,7 +225,7 @@ class Comparison:
 
     @strawberry.field(description="'Source-native comparison' when every row comes from one source, else 'Comparison'.")
     def title(self) -> str:
-        return "Source-native comparison" if len({r.source.id for r in self._runs}) == 1 else "Comparison"
+        return comparison_title(self._runs)
 
     @strawberry.field(description="The shared environment.")
     def environment(self) -> Environment:
@@ -303,14 +269,12 @@ class Comparison:
         )
 
     @strawberry.field(description="Ranked rows, fastest first: the first `first` of them (resultCount says how many in all).")
-    def rows(self, info: strawberry.Info, first: int = 20) -> list[ComparisonRow]:
-        from kernelindex.graphql.pagination import check_first
-
+    def rows(self, info: strawberry.Info[Context, None], first: int = 20) -> list[ComparisonRow]:
         check_first(first, info.context.settings.max_page_size)
         baseline = ranking.baseline_of(self.record.cohort)
-        canonical = self.evidence.facts.canonical_configuration_key
+        canonical = self.canonical_configuration_key
         tied = {t.run.id: t for t in ties.tied_ranks(r.run for r in self.record.cohort)}
-        context = list({r.id: r for r in [*self.evidence.measured_runs, *(row.run for row in self.record.cohort)]}.values())
+        context = comparison_context(self.measured_runs, self._runs)
         return [
             ComparisonRow(row=row, tied=tied[row.run.id], baseline=baseline, exact=row.run.configuration_key == canonical,
                           context_runs=context)
@@ -334,11 +298,11 @@ class ImplementationSummary:
 
     @strawberry.field(description="Best latency in milliseconds.")
     def best_latency_ms(self) -> float:
-        return self.best.run.mean_ms
+        return self.best.run.latency_ms
 
     @strawberry.field(description="'1.39 ms'.")
     def best_latency_display(self) -> str:
-        return format_latency(self.best.run.mean_ms)
+        return format_latency(self.best.run.latency_ms)
 
     @strawberry.field(description="Best latency / the best implementation's best latency.")
     def vs_best(self) -> float:
@@ -380,92 +344,3 @@ class HardwareGap:
         return verdicts.not_measured(self.hardware_facts.short_name)
 
 
-@strawberry.type(description="headroom-v1: a lower bound on latency from the declared tensors and the DRAM bandwidth of the family's reference datasheet.")
-class Headroom:
-    result: strawberry.Private[headroom_rules.HeadroomV1]
-
-    @strawberry.field(description="'headroom-v1'.")
-    def method(self) -> str:
-        return self.result.method
-
-    @strawberry.field(description="Bytes of every declared tensor fully bound at the canonical configuration.")
-    def bytes(self) -> float:
-        return float(self.result.bytes)
-
-    @strawberry.field(description="'1,204,224 bytes'.")
-    def bytes_display(self) -> str:
-        return self.result.bytes_display
-
-    @strawberry.field(description="The floor in nanoseconds; null when it cannot be computed.")
-    def floor_ns(self) -> float | None:
-        return self.result.floor_ns
-
-    @strawberry.field(description="'359 ns'.")
-    def floor_display(self) -> str | None:
-        return self.result.floor_display
-
-    @strawberry.field(description="Which bound binds: 'bandwidth' (headroom-v1 has no arithmetic term).")
-    def bound(self) -> str | None:
-        return "bandwidth" if self.result.floor_ns is not None else None
-
-    @strawberry.field(description="The datasheet's DRAM bandwidth used, GB/s.")
-    def bandwidth_gbps(self) -> float | None:
-        return self.result.bandwidth_gbps
-
-    @strawberry.field(description="The hardware whose datasheet was used.")
-    def hardware(self) -> Hardware | None:
-        return Hardware(facts=self.result.hardware) if self.result.hardware else None
-
-    @strawberry.field(description="The record latency in milliseconds.")
-    def record_ms(self) -> float | None:
-        return self.result.record_ms
-
-    @strawberry.field(description="Record latency / floor.")
-    def ratio_above(self) -> float | None:
-        return self.result.ratio_above
-
-    @strawberry.field(description="'3866.81×'.")
-    def ratio_above_display(self) -> str | None:
-        ratio = self.result.ratio_above
-        return None if ratio is None else format_ratio(ratio)
-
-    @strawberry.field(description="'Estimated floor 359 ns · record 3866.81× above it'.")
-    def summary(self) -> str | None:
-        return self.result.summary
-
-    @strawberry.field(description="'DRAM 359 ns · bandwidth-bound on H100 SXM'.")
-    def bound_line(self) -> str | None:
-        return self.result.bound_line
-
-    @strawberry.field(description="'every declared tensor crosses HBM exactly once (3,350 GB/s, H100 SXM datasheet)'.")
-    def basis_line(self) -> str | None:
-        return self.result.basis_line
-
-    @strawberry.field(description="'no arithmetic formula for this family: bandwidth floor only', 'estimate, not evidence'.")
-    def notes(self) -> list[str]:
-        return list(headroom_rules.V1_NOTES)
-
-    @strawberry.field(description="What headroom-v1 is.")
-    def description(self) -> str:
-        return headroom_rules.V1_DESCRIPTION
-
-    @strawberry.field(description="Why there is no floor, when there is none.")
-    def unavailable_reason(self) -> str | None:
-        return self.result.unavailable_reason
-
-
-@strawberry.type(description="The written policy that decides records, and its version.")
-class Policy:
-    @strawberry.field(description="'How records are decided'.")
-    def title(self) -> str:
-        return "How records are decided"
-
-    @strawberry.field(description="Versions of the rules in force.")
-    def version(self) -> str:
-        from kernelindex.rules import POLICY_VERSION
-
-        return POLICY_VERSION
-
-    @strawberry.field(description="Where to read it (path on this server).")
-    def url(self) -> str:
-        return "/policy"

@@ -6,8 +6,10 @@ from datetime import date, datetime
 
 import strawberry
 
+from kernelindex.graphql.context import Context
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.types.catalogue import Environment, Implementation, Protocol, Source
+from kernelindex.graphql.types.holds import RunFlag
 from kernelindex.rules import stats
 from kernelindex.rules import trust_labels as trust
 from kernelindex.rules.display import format_date, format_latency, format_plus_minus
@@ -38,13 +40,6 @@ class Configuration:
         return Configuration(bindings=[AxisBinding(axis=k, value=int(v)) for k, v in sorted(bindings.items())], dtype=dtype)
 
 
-@strawberry.type(description="A plausibility flag on a run: it is kept out of records until a review approves it.")
-class RunFlag:
-    code: str = strawberry.field(description="'below_floor' or 'implausible_speedup'.")
-    words: str = strawberry.field(description="The flag in words.")
-    reason: str = strawberry.field(description="The figures behind it.")
-
-
 @strawberry.type(description="One measurement of one implementation of one workload, under a protocol, in an environment, from a source.")
 class Run(Node):
     facts: strawberry.Private[RunFacts]
@@ -58,8 +53,9 @@ class Run(Node):
         return self.facts.id
 
     @strawberry.field(description="Slug of the workload measured.")
-    async def workload_slug(self, info: strawberry.Info) -> str:
+    async def workload_slug(self, info: strawberry.Info[Context, None]) -> str:
         workload = await info.context.loaders.workload_by_id.load(self.facts.workload_id)
+        assert workload is not None  # a run's workload is never deleted (foreign key)
         return workload.slug
 
     @strawberry.field(description="The configuration measured.")
@@ -171,7 +167,7 @@ class Run(Node):
         return trust.trust_label(self.facts.evidence, self.facts.implementation)
 
     @strawberry.field(description="Observed more than 180 days before now.")
-    def stale(self, info: strawberry.Info) -> bool:
+    def stale(self, info: strawberry.Info[Context, None]) -> bool:
         return trust.is_stale(self.facts.observed_at, info.context.now)
 
     @strawberry.field(description="Superseded by a newer figure for the same natural key.")
@@ -183,16 +179,13 @@ class Run(Node):
         return self.facts.retracted
 
     @strawberry.field(description="plausibility-v1 flags (faster than its floor, >10× faster than the baseline) with their reasons.")
-    async def flags(self, info: strawberry.Info) -> list[RunFlag]:
-        flags, _ = await info.context.loaders.review_state_by_run_id.load(self.facts.id)
-        return [RunFlag(code=f.code, words=f.words, reason=f.detail) for f in flags]
+    async def flags(self, info: strawberry.Info[Context, None]) -> list[RunFlag]:
+        holds = await info.context.loaders.holds_by_run_id.load(self.facts.id)
+        return [RunFlag.of(f) for f in holds.flags]
 
     @strawberry.field(description="'suspicious: needs review', 'approved after review', 'rejected after review', or null when unflagged.")
-    async def review_status(self, info: strawberry.Info) -> str | None:
-        from kernelindex.rules.plausibility import status_words
-
-        flags, reviews = await info.context.loaders.review_state_by_run_id.load(self.facts.id)
-        return status_words(flags, reviews)
+    async def review_status(self, info: strawberry.Info[Context, None]) -> str | None:
+        return (await info.context.loaders.holds_by_run_id.load(self.facts.id)).status_words
 
     @strawberry.field(description="Fixed caveats: baseline, reported figure.")
     def caveats(self) -> list[str]:

@@ -7,25 +7,22 @@ from datetime import date
 import strawberry
 
 from kernelindex.db.models import Workload as WorkloadRow
+from kernelindex.graphql.context import Context
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.pagination import Connection
 from kernelindex.graphql.types.catalogue import Source
-from kernelindex.graphql.types.judgement import RecordEvent, RooflineFloor
-from kernelindex.graphql.types.page import (
-    Comparison,
-    EnvironmentRecord,
-    HardwareGap,
-    Headline,
-    Headroom,
-    ImplementationSummary,
-    Policy,
-)
+from kernelindex.graphql.types.headroom import Headroom, RooflineFloor
+from kernelindex.graphql.types.history import RecordEvent, record_events_page
+from kernelindex.graphql.types.page import Comparison, HardwareGap, Headline, ImplementationSummary
+from kernelindex.graphql.types.policy import Policy
+from kernelindex.graphql.types.records import EnvironmentRecord
 from kernelindex.graphql.types.run import Configuration, Run
-from kernelindex.rules import headroom_v1 as headroom_rules
 from kernelindex.rules.display import format_date, plural
+from kernelindex.rules.headroom_inputs import best_latency_by_hardware, record_headroom_v1
 from kernelindex.rules.headroom_v2 import floors_for_catalogue, roofline_floor
 from kernelindex.rules.identity import IDENTITY_VERSION, short_digest
-from kernelindex.services.evidence import WorkloadEvidence
+from kernelindex.rules.trust_context import implementation_context
+from kernelindex.services.workload_page import WorkloadPage
 
 SUITE_TITLES = {"kernelbench": "KernelBench"}
 
@@ -84,8 +81,8 @@ class Identity:
 class Workload(Node):
     row: strawberry.Private[WorkloadRow]
 
-    async def _evidence(self, info: strawberry.Info) -> WorkloadEvidence:
-        return await info.context.loaders.evidence_by_workload_id.load(self.row.id)
+    async def _page(self, info: strawberry.Info[Context, None]) -> WorkloadPage:
+        return await info.context.loaders.page_by_workload_id.load(self.row.id)
 
     @strawberry.field(description="Opaque global ID.")
     def id(self) -> strawberry.ID:
@@ -129,138 +126,129 @@ class Workload(Node):
         return self.row.description
 
     @strawberry.field(description="The reference module's source (current revision).")
-    async def reference_source(self, info: strawberry.Info) -> str | None:
-        ev = await self._evidence(info)
-        return ev.revision.reference_source if ev.revision else None
+    async def reference_source(self, info: strawberry.Info[Context, None]) -> str | None:
+        page = await self._page(info)
+        return page.revision.reference_source if page.revision else None
 
     @strawberry.field(description="sha256 of the reference source (current revision).")
-    async def source_sha256(self, info: strawberry.Info) -> str | None:
-        ev = await self._evidence(info)
-        return ev.revision.source_sha256 if ev.revision else None
+    async def source_sha256(self, info: strawberry.Info[Context, None]) -> str | None:
+        page = await self._page(info)
+        return page.revision.source_sha256 if page.revision else None
 
     @strawberry.field(description="The configuration records are measured at.")
-    async def canonical_configuration(self, info: strawberry.Info) -> Configuration:
-        ev = await self._evidence(info)
-        return Configuration.of(ev.facts.canonical_bindings, ev.facts.canonical_dtype)
+    async def canonical_configuration(self, info: strawberry.Info[Context, None]) -> Configuration:
+        page = await self._page(info)
+        return Configuration.of(page.facts.canonical_bindings, page.facts.canonical_dtype)
 
     @strawberry.field(description="Declared semantics; null when the reference could not be traced.")
-    async def semantics(self, info: strawberry.Info) -> Semantics | None:
-        ev = await self._evidence(info)
-        return Semantics.of(ev.revision.semantics) if ev.revision and ev.revision.semantics else None
+    async def semantics(self, info: strawberry.Info[Context, None]) -> Semantics | None:
+        page = await self._page(info)
+        return Semantics.of(page.revision.semantics) if page.revision and page.revision.semantics else None
 
     @strawberry.field(description="Why semantics are missing, when they are.")
-    async def semantics_error(self, info: strawberry.Info) -> str | None:
-        ev = await self._evidence(info)
-        return ev.revision.semantics_error if ev.revision else None
+    async def semantics_error(self, info: strawberry.Info[Context, None]) -> str | None:
+        page = await self._page(info)
+        return page.revision.semantics_error if page.revision else None
 
     @strawberry.field(description="Identity digest over semantics and reference source.")
-    async def identity(self, info: strawberry.Info) -> Identity | None:
-        ev = await self._evidence(info)
-        return Identity(sha256=ev.revision.identity_sha256, version=IDENTITY_VERSION) if ev.revision else None
+    async def identity(self, info: strawberry.Info[Context, None]) -> Identity | None:
+        page = await self._page(info)
+        return Identity(sha256=page.revision.identity_sha256, version=IDENTITY_VERSION) if page.revision else None
 
     @strawberry.field(description="Passed live runs of the current revision at the canonical configuration, not held for review.")
-    async def eligible_run_count(self, info: strawberry.Info) -> int:
-        return (await self._evidence(info)).eligible_count
+    async def eligible_run_count(self, info: strawberry.Info[Context, None]) -> int:
+        return (await self._page(info)).eligible_count
 
     @strawberry.field(description="'4 eligible runs'.")
-    async def eligible_run_count_display(self, info: strawberry.Info) -> str:
-        return plural((await self._evidence(info)).eligible_count, "eligible run")
+    async def eligible_run_count_display(self, info: strawberry.Info[Context, None]) -> str:
+        return plural((await self._page(info)).eligible_count, "eligible run")
 
     @strawberry.field(description="Who holds the overall record; null with no eligible run.")
-    async def headline(self, info: strawberry.Info) -> Headline | None:
-        ev = await self._evidence(info)
-        return Headline(evidence=ev, record=ev.overall_record) if ev.overall_record else None
+    async def headline(self, info: strawberry.Info[Context, None]) -> Headline | None:
+        page = await self._page(info)
+        return Headline(page=page, record=page.overall_record) if page.overall_record else None
 
     @strawberry.field(description="Per environment, the fastest eligible run, fastest first.")
-    async def records(self, info: strawberry.Info) -> list[EnvironmentRecord]:
-        return [EnvironmentRecord(record=r) for r in (await self._evidence(info)).records]
+    async def records(self, info: strawberry.Info[Context, None]) -> list[EnvironmentRecord]:
+        return [EnvironmentRecord(record=r) for r in (await self._page(info)).records]
 
     @strawberry.field(description="The ranked cohort of the overall record's environment.")
-    async def comparison(self, info: strawberry.Info) -> Comparison | None:
-        ev = await self._evidence(info)
-        await info.context.loaders.comparison_runs_by_workload_id.load(self.row.id)
-        await info.context.loaders.measured_runs_by_workload_id.load(self.row.id)
-        return Comparison(record=ev.overall_record, evidence=ev) if ev.overall_record else None
+    async def comparison(self, info: strawberry.Info[Context, None]) -> Comparison | None:
+        page = await self._page(info)
+        record = await info.context.loaders.comparison_by_workload_id.load(self.row.id)
+        measured = await info.context.loaders.measured_runs_by_workload_id.load(self.row.id)
+        if record is None:
+            return None
+        return Comparison(record=record, canonical_configuration_key=page.facts.canonical_configuration_key, measured_runs=measured)
 
     @strawberry.field(description="Every environment's ranked cohort, in record order.")
-    async def comparisons(self, info: strawberry.Info) -> list[Comparison]:
-        ev = await info.context.loaders.full_evidence_by_workload_id.load(self.row.id)
-        return [Comparison(record=r, evidence=ev) for r in ev.records]
+    async def comparisons(self, info: strawberry.Info[Context, None]) -> list[Comparison]:
+        evidence = await info.context.loaders.evidence_by_workload_id.load(self.row.id)
+        canonical = evidence.page.facts.canonical_configuration_key
+        return [Comparison(record=r, canonical_configuration_key=canonical, measured_runs=evidence.measured_runs) for r in evidence.page.records]
 
     @strawberry.field(description="Each implementation's best latency over all environments and its ratio to the best.")
-    async def implementations(self, info: strawberry.Info) -> list[ImplementationSummary]:
-        ev = await self._evidence(info)
-        await info.context.loaders.measured_runs_by_workload_id.load(self.row.id)
+    async def implementations(self, info: strawberry.Info[Context, None]) -> list[ImplementationSummary]:
+        page = await self._page(info)
+        measured = await info.context.loaders.measured_runs_by_workload_id.load(self.row.id)
         return [
-            ImplementationSummary(best=b, evidence_levels=sorted(ev.evidence_kinds(b.run.implementation.id)),
-                                  runs=ev.runs_of_implementation(b.run.implementation.id))
-            for b in ev.implementation_bests
+            ImplementationSummary(best=b, evidence_levels=sorted(page.evidence_kinds(b.run.implementation.id)),
+                                  runs=implementation_context(measured, b.run))
+            for b in page.implementation_bests
         ]
 
     @strawberry.field(description="Priority hardware with no eligible run for this workload.")
-    async def not_measured(self, info: strawberry.Info) -> list[HardwareGap]:
-        ev = await self._evidence(info)
-        measured = ev.measured_hardware_ids
-        return [HardwareGap(hardware_facts=h) for h in ev.catalogue if h.priority and h.id not in measured]
+    async def not_measured(self, info: strawberry.Info[Context, None]) -> list[HardwareGap]:
+        page = await self._page(info)
+        measured = page.measured_hardware_ids
+        return [HardwareGap(hardware_facts=h) for h in page.catalogue if h.priority and h.id not in measured]
 
     @strawberry.field(description="headroom-v1 floor for the overall record's hardware family.")
-    async def headroom(self, info: strawberry.Info) -> Headroom:
-        ev = await self._evidence(info)
-        record = ev.overall_record
-        result = headroom_rules.headroom_v1(
-            ev.revision.semantics if ev.revision else None,
-            ev.facts.canonical_bindings,
-            record.run.environment.hardware.family if record else None,
-            ev.catalogue,
-            record.run.mean_ms if record else None,
-        )
-        return Headroom(result=result)
+    async def headroom(self, info: strawberry.Info[Context, None]) -> Headroom:
+        page = await self._page(info)
+        semantics = page.revision.semantics if page.revision else None
+        return Headroom(result=record_headroom_v1(semantics, page.facts.canonical_bindings, page.overall_record, page.catalogue))
 
     @strawberry.field(description="headroom-v2 on the overall record's exact SKU: a roofline floor from bytes and FLOPs counted on the meta device.")
-    async def roofline(self, info: strawberry.Info) -> RooflineFloor | None:
-        ev = await self._evidence(info)
-        record = ev.overall_record
-        if record is None or ev.revision is None:
+    async def roofline(self, info: strawberry.Info[Context, None]) -> RooflineFloor | None:
+        page = await self._page(info)
+        record = page.overall_record
+        if record is None or page.revision is None:
             return None
-        floor = roofline_floor(ev.revision.analysis, record.run.environment.hardware, record.run.mean_ms)
+        floor = roofline_floor(page.revision.analysis, record.run.environment.hardware, record.run.mean_ms)
         return RooflineFloor(floor=floor)
 
     @strawberry.field(description="headroom-v2 on every catalogued SKU, with the record on that SKU where there is one: what each GPU could at best do.")
-    async def floors(self, info: strawberry.Info) -> list[RooflineFloor]:
-        ev = await self._evidence(info)
-        analysis = ev.revision.analysis if ev.revision else None
-        best_on: dict[int, float] = {}
-        for r in ev.records:
-            hw = r.run.environment.hardware.id
-            best_on[hw] = min(best_on.get(hw, r.run.mean_ms), r.run.mean_ms)
+    async def floors(self, info: strawberry.Info[Context, None]) -> list[RooflineFloor]:
+        page = await self._page(info)
+        analysis = page.revision.analysis if page.revision else None
+        best_on = best_latency_by_hardware(page.records)
         return [
             RooflineFloor(floor=f.with_record(best_on.get(f.hardware.id)))
-            for f in floors_for_catalogue(analysis, ev.catalogue)
+            for f in floors_for_catalogue(analysis, page.catalogue)
         ]
 
     @strawberry.field(description="Changes of record holder for this workload, newest first.")
-    async def record_history(self, info: strawberry.Info, first: int = 20, after: str | None = None) -> Connection[RecordEvent]:
-        from kernelindex.graphql.queries.history import record_events_page
-
+    async def record_history(self, info: strawberry.Info[Context, None], first: int = 20, after: str | None = None) -> Connection[RecordEvent]:
         return await record_events_page(info, first, after, workload_id=self.row.id)
 
     @strawberry.field(description="Sources of the eligible runs.")
-    async def sources(self, info: strawberry.Info) -> list[Source]:
-        return [Source(facts=s) for s in (await self._evidence(info)).sources]
+    async def sources(self, info: strawberry.Info[Context, None]) -> list[Source]:
+        return [Source(facts=s) for s in (await self._page(info)).sources]
 
     @strawberry.field(description="Latest observation among the eligible runs.")
-    async def last_observed(self, info: strawberry.Info) -> date | None:
-        return (await self._evidence(info)).last_observed
+    async def last_observed(self, info: strawberry.Info[Context, None]) -> date | None:
+        return (await self._page(info)).last_observed
 
     @strawberry.field(description="'last observed 2026-03-05'.")
-    async def last_observed_display(self, info: strawberry.Info) -> str | None:
+    async def last_observed_display(self, info: strawberry.Info[Context, None]) -> str | None:
         last = await self.last_observed(info)
         return f"last observed {format_date(last)}" if last else None
 
     @strawberry.field(description="Every live run of this workload (any revision, configuration or status), fastest first.")
-    async def runs(self, info: strawberry.Info) -> list[Run]:
-        ev = await info.context.loaders.full_evidence_by_workload_id.load(self.row.id)
-        ordered = sorted(ev.runs, key=lambda r: (r.mean_ms is None, r.mean_ms or 0, r.id))
+    async def runs(self, info: strawberry.Info[Context, None]) -> list[Run]:
+        evidence = await info.context.loaders.evidence_by_workload_id.load(self.row.id)
+        ordered = sorted(evidence.runs, key=lambda r: (r.mean_ms is None, r.mean_ms or 0, r.id))
         return [Run(facts=r) for r in ordered]
 
     @strawberry.field(description="The written policy that decides records.")

@@ -1,0 +1,24 @@
+"""Writes need an API token with a scope: the request's token checked, and a failure reported as a
+GraphQL error the client reads (UNAUTHENTICATED or FORBIDDEN, never masked)."""
+
+from __future__ import annotations
+
+from graphql import GraphQLError
+
+from kernelindex.db.models import ApiToken
+from kernelindex.graphql.context import Context
+from kernelindex.services.tokens import AuthenticationError, PermissionDeniedError, authenticate, require_scope
+
+
+async def token_with_scope(context: Context, scope: str) -> ApiToken:
+    """The live token the request's Authorization header names, when it grants `scope`."""
+    request = context.request
+    header = request.headers.get("authorization") if request is not None else None
+    try:
+        token = await authenticate(context.session, header, now=context.now)
+        require_scope(token, scope)
+    except AuthenticationError as exc:
+        raise GraphQLError(exc.message, extensions={"code": "UNAUTHENTICATED"}) from exc
+    except PermissionDeniedError as exc:
+        raise GraphQLError(exc.message, extensions={"code": "FORBIDDEN"}) from exc
+    return token

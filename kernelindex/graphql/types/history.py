@@ -1,0 +1,88 @@
+"""Record history: changes of record holder, appended as they happen, and how a page of them is read."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from sqlalchemy import select
+
+from kernelindex.db.models import RecordEvent as RecordEventRow
+from kernelindex.db.models import Run as RunRow
+from kernelindex.db.models import Workload as WorkloadRow
+from kernelindex.graphql.context import Context
+from kernelindex.graphql.pagination import Connection, keyset_page
+from kernelindex.graphql.types.run import Run
+from kernelindex.rules.facts import RunFacts
+from kernelindex.rules.history import EventDraft
+from kernelindex.services.facts import FactsBuilder, run_rows_statement
+
+
+@strawberry.type(description="A change of record holder in one cohort. Events are appended, never deleted.")
+class RecordEvent:
+    row: strawberry.Private[RecordEventRow]
+    run_facts: strawberry.Private[RunFacts | None]
+    previous_facts: strawberry.Private[RunFacts | None]
+    workload_slug_value: strawberry.Private[str]
+
+    @strawberry.field(description="'new_record' or 'restored' (the holder was retracted or superseded).")
+    def kind(self) -> str:
+        return self.row.kind
+
+    @strawberry.field(description="Workload slug.")
+    def workload_slug(self) -> str:
+        return self.workload_slug_value
+
+    @strawberry.field(description="The holder after the event; null when no eligible run remains.")
+    def run(self) -> Run | None:
+        return Run(facts=self.run_facts) if self.run_facts else None
+
+    @strawberry.field(description="The holder before the event.")
+    def previous_run(self) -> Run | None:
+        return Run(facts=self.previous_facts) if self.previous_facts else None
+
+    @strawberry.field(description="(previous − new) / previous × 100; negative when a restore is slower.")
+    def improvement_percent(self) -> float | None:
+        return self.row.improvement_percent
+
+    @strawberry.field(description="When it happened.")
+    def created_at(self) -> datetime:
+        return self.row.created_at
+
+    @strawberry.field(description="The event in words.")
+    def words(self) -> str:
+        draft = EventDraft(
+            self.row.kind, self.row.run_id, self.row.previous_run_id, self.row.improvement_percent,
+            self.run_facts.mean_ms if self.run_facts else None,
+            self.previous_facts.mean_ms if self.previous_facts else None,
+        )
+        return draft.words
+
+
+
+async def record_events_page(
+    info: strawberry.Info[Context, None], first: int, after: str | None, workload_id: int | None = None,
+    kinds: tuple[str, ...] | None = None,
+) -> Connection[RecordEvent]:
+    """A page of record events, newest first, for one workload or all; each with its runs' facts."""
+    statement = select(RecordEventRow, WorkloadRow.slug).join(WorkloadRow, WorkloadRow.id == RecordEventRow.workload_id)
+    if workload_id is not None:
+        statement = statement.where(RecordEventRow.workload_id == workload_id)
+    if kinds:
+        statement = statement.where(RecordEventRow.kind.in_(kinds))
+    session = info.context.session
+    connection = await keyset_page(
+        session, statement, kind="record-event", order=(-RecordEventRow.id,), key_of=lambda row: (-row[0].id,),
+        make_node=lambda row: row, first=first, after=after,
+        max_page_size=info.context.settings.max_page_size, count_from=statement,
+    )
+    run_ids = {i for edge in connection.edges for i in (edge.node[0].run_id, edge.node[0].previous_run_id) if i}
+    builder = FactsBuilder()
+    facts: dict[int, RunFacts] = {}
+    if run_ids:
+        facts = {row[0].id: builder.run(*row) for row in (await session.execute(run_rows_statement().where(RunRow.id.in_(run_ids)))).all()}
+    for edge in connection.edges:
+        row, slug = edge.node
+        edge.node = RecordEvent(row=row, run_facts=facts.get(row.run_id), previous_facts=facts.get(row.previous_run_id),
+                                workload_slug_value=slug)
+    return connection

@@ -1,0 +1,36 @@
+"""What a workload's headroom floors are set against: the overall record (its hardware family and
+latency) for headroom-v1, and the fastest record on each SKU for headroom-v2."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kernelindex.rules.facts import HardwareFacts
+from kernelindex.rules.headroom_v1 import HeadroomV1, headroom_v1
+from kernelindex.rules.ranking import CohortRecord
+
+
+def record_headroom_v1(
+    semantics: dict[str, Any] | None,
+    bindings: Mapping[str, int],
+    overall_record: CohortRecord | None,
+    catalogue: Iterable[HardwareFacts],
+) -> HeadroomV1:
+    """headroom-v1 for the family of the overall record's hardware, against that record's latency;
+    without a record there is no family to bound."""
+    family = overall_record.run.environment.hardware.family if overall_record else None
+    record_ms = overall_record.run.mean_ms if overall_record else None
+    return headroom_v1(semantics, dict(bindings), family, catalogue, record_ms)
+
+
+def best_latency_by_hardware(records: Iterable[CohortRecord]) -> dict[int, float]:
+    """The fastest record latency (ms) on each hardware id: several environments can share a SKU."""
+    best: dict[int, float] = {}
+    for record in records:
+        hardware_id = record.run.environment.hardware.id
+        mean_ms = record.run.mean_ms
+        if mean_ms is None:
+            continue
+        best[hardware_id] = min(best.get(hardware_id, mean_ms), mean_ms)
+    return best

@@ -1,0 +1,163 @@
+"""Rows turned into the facts the rules reason over: one converter per dimension, the statement
+that reads runs with every dimension they are judged by, and a builder that shares the facts of a
+dimension between the runs that have it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, select
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Bundle
+
+from kernelindex.db.models import (
+    Environment,
+    Hardware,
+    Implementation,
+    Protocol,
+    Run,
+    Source,
+    SourceSnapshot,
+    Workload,
+    WorkloadRevision,
+)
+from kernelindex.rules.facts import (
+    EnvironmentFacts,
+    HardwareFacts,
+    ImplementationFacts,
+    ProtocolFacts,
+    RunFacts,
+    SourceFacts,
+    WorkloadFacts,
+)
+from kernelindex.rules.identity import configuration_key
+
+# The runs that compete for one record (RunFacts.cohort_key): workload revision, configuration key,
+# protocol, environment.
+CohortKey = tuple[int, str, int, int]
+
+
+def hardware_facts(h: Hardware) -> HardwareFacts:
+    return HardwareFacts(
+        id=h.id, sku=h.sku, short_name=h.short_name, family=h.family, priority=h.priority,
+        reference_for_family=h.reference_for_family, dram_bandwidth_gbps=h.dram_bandwidth_gbps,
+        fp32_tflops=h.fp32_tflops, tf32_tflops=h.tf32_tflops, fp16_tflops=h.fp16_tflops,
+        bf16_tflops=h.bf16_tflops, datasheet_source=h.datasheet_source, datasheet_url=h.datasheet_url,
+        vendor=h.vendor, architecture=h.architecture, driver_product_names=tuple(h.driver_product_names or ()),
+        has_datasheet=h.has_datasheet, memory_gb=h.memory_gb, l2_mb=h.l2_mb, sm_count=h.sm_count, tdp_w=h.tdp_w,
+    )
+
+
+def environment_facts(env: Environment, hardware: HardwareFacts) -> EnvironmentFacts:
+    return EnvironmentFacts(
+        id=env.id, hardware=hardware, provider=env.provider, fingerprint=env.fingerprint, label=env.label,
+        torch_version=env.torch_version, cuda_version=env.cuda_version, driver_version=env.driver_version,
+        python_version=env.python_version, triton_version=env.triton_version,
+    )
+
+
+def protocol_facts(p: Protocol) -> ProtocolFacts:
+    return ProtocolFacts(
+        id=p.id, name=p.name, version=p.version, statistic=p.statistic, timer=p.timer, warmup=p.warmup,
+        trials=p.trials, l2_flush=p.l2_flush,
+    )
+
+
+def implementation_facts(i: Implementation) -> ImplementationFacts:
+    return ImplementationFacts(
+        id=i.id, slug=i.slug, title=i.title, framework=i.framework, language=i.language,
+        runtime_id=i.runtime_id, role=i.role, licence=i.licence, source_availability=i.source_availability,
+        source_url=i.source_url, install_recipe=i.install_recipe,
+    )
+
+
+def source_facts(snapshot: SourceSnapshot, source: Source) -> SourceFacts:
+    return SourceFacts(
+        id=snapshot.id, name=source.name, licence=source.licence, url=source.url,
+        revision=snapshot.revision or None, revision_date=snapshot.revision_date,
+    )
+
+
+def run_facts(
+    run: Any, impl: ImplementationFacts, env: EnvironmentFacts, protocol: ProtocolFacts, source: SourceFacts
+) -> RunFacts:
+    return RunFacts(
+        id=run.id, workload_revision_id=run.workload_revision_id, bindings=run.bindings, dtype=run.dtype,
+        configuration_key=run.configuration_key, implementation=impl, environment=env, protocol=protocol,
+        source=source, status=run.status, mean_ms=run.mean_ms, std_ms=run.std_ms, num_trials=run.num_trials,
+        observed_at=run.observed_at, evidence=run.evidence, min_ms=run.min_ms, max_ms=run.max_ms,
+        samples_ms=tuple(run.samples_ms) if run.samples_ms else None,
+        superseded=run.superseded_at is not None, retracted=run.retracted_at is not None,
+        correctness_passed=(run.correctness or {}).get("passed") if run.correctness else None,
+        median_ms=run.median_ms, p5_ms=run.p5_ms, p95_ms=run.p95_ms, compile_time_ms=run.compile_time_ms,
+        failure_reason=run.failure_reason, workload_id=run.workload_id,
+    )
+
+
+async def load_catalogue(session: AsyncSession) -> list[Hardware]:
+    return list((await session.scalars(select(Hardware).order_by(Hardware.id))).all())
+
+
+RUN_COLUMNS: Bundle[Any] = Bundle("run", *(getattr(Run, attr.key) for attr in sa_inspect(Run).column_attrs))
+
+
+def run_rows_statement() -> Select[Any]:
+    """Runs with every dimension they are judged by, in one statement.
+
+    The run comes as a plain row (a Bundle of its columns), not an entity: runs are read by the
+    thousand and only ever turned into RunFacts, so identity-mapping each one was wasted time. The
+    dimensions stay entities: few and shared, the identity map de-duplicates them."""
+    return (
+        select(RUN_COLUMNS, Implementation, Environment, Hardware, Protocol, SourceSnapshot, Source)
+        .join(Implementation, Run.implementation_id == Implementation.id)
+        .join(Environment, Run.environment_id == Environment.id)
+        .join(Hardware, Environment.hardware_id == Hardware.id)
+        .join(Protocol, Run.protocol_id == Protocol.id)
+        .join(SourceSnapshot, Run.source_snapshot_id == SourceSnapshot.id)
+        .join(Source, SourceSnapshot.source_id == Source.id)
+    )
+
+
+def workload_facts(workload: Workload, revision: WorkloadRevision | None) -> WorkloadFacts:
+    """What eligibility needs of a workload: its current revision and canonical configuration."""
+    bindings = revision.canonical_bindings if revision else {}
+    dtype = revision.canonical_dtype if revision else "fp32"
+    return WorkloadFacts(
+        id=workload.id, slug=workload.slug, current_revision_id=workload.current_revision_id,
+        canonical_bindings=bindings, canonical_dtype=dtype, canonical_configuration_key=configuration_key(bindings, dtype),
+    )
+
+
+class FactsBuilder:
+    """Turns joined rows into shared, de-duplicated facts objects."""
+
+    def __init__(self) -> None:
+        self._impl: dict[int, ImplementationFacts] = {}
+        self._env: dict[int, EnvironmentFacts] = {}
+        self._hw: dict[int, HardwareFacts] = {}
+        self._protocol: dict[int, ProtocolFacts] = {}
+        self._source: dict[int, SourceFacts] = {}
+
+    def hardware(self, h: Hardware) -> HardwareFacts:
+        if h.id not in self._hw:
+            self._hw[h.id] = hardware_facts(h)
+        return self._hw[h.id]
+
+    def source(self, snapshot: SourceSnapshot, source: Source) -> SourceFacts:
+        if snapshot.id not in self._source:
+            self._source[snapshot.id] = source_facts(snapshot, source)
+        return self._source[snapshot.id]
+
+    def run(
+        self, run: Any, impl: Implementation, env: Environment, hw: Hardware, protocol: Protocol,
+        snapshot: SourceSnapshot, source: Source,
+    ) -> RunFacts:
+        """A row of run_rows_statement() as RunFacts (`run` is the Bundle of the run's columns)."""
+        if impl.id not in self._impl:
+            self._impl[impl.id] = implementation_facts(impl)
+        if env.id not in self._env:
+            self._env[env.id] = environment_facts(env, self.hardware(hw))
+        if protocol.id not in self._protocol:
+            self._protocol[protocol.id] = protocol_facts(protocol)
+        return run_facts(run, self._impl[impl.id], self._env[env.id], self._protocol[protocol.id], self.source(snapshot, source))
