@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy import select
 
 from benchmarks.bindings import parse_binding  # torch-free
+from benchmarks.naming import slug_for_path  # torch-free
 from kernelindex.cli.common import CommandError, database_url, say
 from kernelindex.cli.ingest import report
 from kernelindex.db.engine import make_engine, make_sessionmaker
@@ -60,7 +61,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         p = Path(path)
         if not p.is_file():
             raise CommandError(f"no such problem file: {path}")
-        slug = args.slug or p.stem.lower().replace("_", "-")
+        # …/levelN/NN_Name.py is a checkout's problem: the importer's slug, so `ingest runs` knows it.
+        slug = args.slug or slug_for_path(p) or p.stem.lower().replace("_", "-")
         problems.append((slug, p.read_text(encoding="utf-8"), p.name))
     if not problems:
         raise CommandError("no workload matched")
@@ -104,7 +106,8 @@ def add_bench_command(sub) -> None:
     bench.add_argument("--all", action="store_true", help="every workload (narrow with --level)")
     bench.add_argument("--level", type=int, help="with --all: only this level")
     bench.add_argument("--file", action="append", default=[], metavar="PATH", help="a KernelBench-format problem file")
-    bench.add_argument("--slug", help="workload slug for --file (default from the file name)")
+    bench.add_argument("--slug", help="workload slug for --file (default: the importer's slug for a …/levelN/NN_Name.py path, "
+                       "else from the file name)")
     bench.add_argument("--impl", action="append", default=[], metavar="SLUG",
                        help="implementation (repeatable; default torch_eager and torch_compile_inductor)")
     bench.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="default: cuda when available")

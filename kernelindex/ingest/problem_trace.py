@@ -10,24 +10,17 @@ This module imports torch and is meant for the ingest command only, never for th
 
 from __future__ import annotations
 
-import ast
 import copy
 import dataclasses
-import itertools
 import math
 import multiprocessing
 import multiprocessing.connection
 import os
-import re
 import signal
-import sys
-import threading
 import time
-import types
 import warnings
 from collections import deque
-from collections.abc import Callable, Sequence
-from pathlib import PurePath
+from collections.abc import Callable
 from typing import Any, TypeGuard
 
 # Tracing never converts to NumPy; torch's notice that NumPy is absent is noise on every worker start.
@@ -35,8 +28,18 @@ warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 
 # The filter must be in place before torch is first imported, hence these imports below it.
 import torch  # noqa: E402
-from torch.overrides import TorchFunctionMode  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from benchmarks.problems import (  # noqa: E402
+    Axes,
+    PinToMeta,
+    ProblemError,
+    configuration_bindings,
+    find_axes,
+    int_constants,
+    load_module,
+    name_dimensions,
+)
 
 __all__ = [
     "ASSUMED_SETTINGS",
@@ -141,20 +144,19 @@ class ProblemTrace:
 def trace_problem(source: str, filename: str, overrides: dict[str, int] | None = None) -> ProblemTrace:
     """Import, construct and run one problem on the meta device, in this process.
 
-    ``overrides`` replace module-level int constants after the module body ran and before anything is
-    called; constants the module computed from them at import keep their imported values.
+    The problem is loaded, its constants read and its axes found by benchmarks.problems, the rule the
+    runner records configurations with: ``bindings`` is what a run of the problem at ``overrides`` records.
+    ``overrides`` rewrite module-level int constants in the source, so constants derived from them follow.
+    A dimension is named after the axis it follows (see benchmarks.problems.name_dimensions).
     Raises ProblemTraceError for anything the problem does wrong, ValueError for a bad override.
     """
-    module = types.ModuleType(_module_name(filename))
-    module.__file__ = filename
-    namespace = module.__dict__
+    overrides = dict(overrides or {})
     default_dtype = torch.get_default_dtype()
-    registered_name = _register_module(module)
     try:
-        with torch.device(_META), _PinToMeta(), torch.no_grad():
-            tree = _at_stage(filename, "import", _execute_module, source, filename, namespace)
-            _apply_overrides(filename, namespace, overrides or {})
-            constants = _int_constants(namespace)
+        with torch.device(_META), PinToMeta(), torch.no_grad():
+            module = _at_stage(filename, "import", load_module, source, filename, overrides)
+            namespace = vars(module)
+            constants = int_constants(module)
 
             init_inputs = _at_stage(filename, "get_init_inputs", _call_list_factory, namespace, "get_init_inputs")
             model = _at_stage(filename, "construct", _construct_model, namespace, init_inputs)
@@ -162,22 +164,31 @@ def trace_problem(source: str, filename: str, overrides: dict[str, int] | None =
             inputs = _at_stage(filename, "get_inputs", _call_list_factory, namespace, "get_inputs")
             _at_stage(filename, "get_inputs", _check_values, inputs, "get_inputs()")
             outputs, flops_by_class = _at_stage(filename, "forward", _run_forward, model, inputs)
+            axes: Axes = _at_stage(filename, "get_inputs", find_axes, source, filename, overrides, module=module)
+            varied_outputs = _varied_outputs(axes, outputs)
+    except ProblemError as exc:
+        raise ValueError(f"{filename}: {exc}") from exc
     finally:
         # A problem may change process-wide defaults; an in-process ingest must not inherit them.
         torch.set_default_dtype(default_dtype)
-        _unregister_module(registered_name, module)
 
-    hints = _ShapeHints.from_source(tree, namespace, constants)
-    input_entries = _describe_inputs(inputs, constants, hints)
-    bindings = _bindings(input_entries, constants)
-    output_entries = _describe_outputs(outputs, input_entries, bindings, hints)
+    bindings = configuration_bindings(axes, overrides)
+    order = list(constants)
+    input_names = name_dimensions(
+        _shapes(inputs), bindings,
+        {name: (v.value, _by_position(inputs, v.input_shapes)) for name, v in axes.variations.items()}, order,
+    )
+    output_names = name_dimensions(
+        _shapes(outputs), bindings,
+        {name: (axes.variations[name].value, shapes) for name, shapes in varied_outputs.items()}, order,
+    )
     return ProblemTrace(
         filename=filename,
         constants=constants,
         bindings=bindings,
         dtype=next((_dtype_name(v.dtype) for v in inputs if _is_tensor(v) and v.is_floating_point()), "fp32"),
-        inputs=input_entries,
-        outputs=output_entries,
+        inputs=_describe(inputs, input_names, [f"input_{i}" for i in range(1, len(inputs) + 1)]),
+        outputs=_describe(outputs, output_names, ["out"] if len(outputs) == 1 else [f"output_{i}" for i in range(1, len(outputs) + 1)]),
         param_count=param_count,
         param_bytes=param_bytes,
         buffer_bytes=buffer_bytes,
@@ -192,49 +203,14 @@ def trace_problem(source: str, filename: str, overrides: dict[str, int] | None =
 # --- running a problem's stages -------------------------------------------------------------------------------
 
 
-class _PinToMeta(TorchFunctionMode):
-    # torch.device("meta") only fills in a device a call leaves out. A problem that names one (device="cuda",
-    # .cuda(), .to("cpu")) would allocate for real, or fail on a machine without that device, so force meta.
-    _MOVES = tuple(
-        getattr(torch.Tensor, name) for name in ("cuda", "cpu", "xpu", "mps", "pin_memory") if hasattr(torch.Tensor, name)
-    )
-
-    def __torch_function__(
-        self, func: Callable[..., Any], arg_types: Sequence[type], args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
-    ) -> Any:
-        kwargs = dict(kwargs or {})
-        if kwargs.get("device") is not None:
-            kwargs["device"] = _META
-        if func in self._MOVES:
-            return args[0]
-        if func is torch.Tensor.to:
-            args = tuple(_META if isinstance(a, (str, int, torch.device)) and not isinstance(a, bool) else a for a in args)
-        return func(*args, **kwargs)
-
-
-def _at_stage(filename: str, stage: str, step: Callable[..., Any], *args: Any) -> Any:
+def _at_stage(filename: str, stage: str, step: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
-        return step(*args)
-    except ProblemTraceError:
+        return step(*args, **kwargs)
+    except (ProblemTraceError, ProblemError):
         raise
     # SystemExit too: a problem calling sys.exit() must not end the ingest command.
     except (Exception, SystemExit) as exc:
         raise ProblemTraceError(filename, stage, _one_line(exc)) from exc
-
-
-def _execute_module(source: str, filename: str, namespace: dict[str, Any]) -> ast.Module:
-    tree = ast.parse(source, filename)
-    exec(compile(tree, filename, "exec"), namespace)
-    return tree
-
-
-def _apply_overrides(filename: str, namespace: dict[str, Any], overrides: dict[str, int]) -> None:
-    for name, value in overrides.items():
-        if not _is_int(namespace.get(name)) or name.startswith("__"):
-            raise ValueError(f"{filename}: override {name!r} names no module-level int constant")
-        if not _is_int(value):
-            raise ValueError(f"{filename}: override {name!r} must be an int, got {type(value).__name__}")
-        namespace[name] = value
 
 
 def _call_list_factory(namespace: dict[str, Any], name: str) -> list[Any]:
@@ -297,138 +273,45 @@ def _flop_class(op: Any) -> str:
 # --- naming dimensions --------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class _DimHint:
-    """What the source of get_inputs() says one dimension is: a constant's name, a literal, or unknown."""
+def _varied_outputs(axes: Axes, outputs: list[Any]) -> dict[str, list[tuple[int, ...] | None] | None]:
+    """The output shapes with each axis alone changed, for the axes that could name an output dimension.
 
-    name: str | None
-    value: int | None
-    literal: bool = False
-
-
-@dataclasses.dataclass
-class _ShapeHints:
-    referenced: frozenset[str]
-    calls: list[list[_DimHint]]
-    used_calls: set[int] = dataclasses.field(default_factory=set)
-
-    @classmethod
-    def from_source(cls, tree: ast.Module, namespace: dict[str, Any], constants: dict[str, int]) -> _ShapeHints:
-        get_inputs = None
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "get_inputs":
-                get_inputs = node  # the last definition is the one Python keeps
-        if get_inputs is None:
-            return cls(frozenset(), [])
-        referenced = frozenset(n.id for n in ast.walk(get_inputs) if isinstance(n, ast.Name))
-        call_nodes = sorted(
-            (n for n in ast.walk(get_inputs) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)
-        )
-        calls = []
-        for call in call_nodes:
-            hints = _call_dim_hints(call, namespace, constants)
-            if hints and any(h.value is not None for h in hints):
-                calls.append(hints)
-        return cls(referenced, calls)
-
-    def match(self, shape: Sequence[int]) -> list[_DimHint] | None:
-        """The first shape-like call in get_inputs() whose known dimensions agree with shape.
-
-        Calls already matched to an earlier input are passed over first, so ``randn(M, K)`` and
-        ``randn(K, N)`` name two inputs with M == K == N correctly; one call in a loop may name several.
-        """
-        fitting = [
-            index
-            for index, hints in enumerate(self.calls)
-            if len(hints) == len(shape) and all(h.value is None or h.value == d for h, d in zip(hints, shape))
-        ]
-        if not fitting:
-            return None
-        chosen = next((i for i in fitting if i not in self.used_calls), fitting[0])
-        self.used_calls.add(chosen)
-        return self.calls[chosen]
-
-
-def _call_dim_hints(call: ast.Call, namespace: dict[str, Any], constants: dict[str, int]) -> list[_DimHint] | None:
-    elements: list[ast.expr] = list(call.args)
-    for keyword in call.keywords:
-        if keyword.arg == "size" and isinstance(keyword.value, (ast.Tuple, ast.List)):
-            elements = list(keyword.value.elts)
-            break
-    else:
-        # randint(low, high, (b, s)) and randn((b, s)) carry the shape as one tuple argument.
-        elements = next((list(a.elts) for a in call.args if isinstance(a, (ast.Tuple, ast.List))), elements)
-    hints: list[_DimHint] = []
-    for element in elements:
-        if isinstance(element, ast.Starred):
-            expanded = namespace.get(element.value.id) if isinstance(element.value, ast.Name) else None
-            if not isinstance(expanded, (tuple, list)) or not all(_is_int(v) for v in expanded):
-                return None
-            hints.extend(_DimHint(None, v) for v in expanded)
-        elif isinstance(element, ast.Name) and element.id in constants:
-            hints.append(_DimHint(element.id, constants[element.id]))
-        elif isinstance(element, ast.Constant) and _is_int(element.value):
-            hints.append(_DimHint(None, element.value, literal=True))
-        else:
-            hints.append(_DimHint(None, None))
-    return hints
-
-
-def _pick_name(value: int, axis: int, candidates: dict[str, int], referenced: frozenset[str]) -> str | None:
-    names = sorted(name for name, bound in candidates.items() if bound == value)
-    if not names:
-        return None
-    if axis == 0 and "batch_size" in names:
-        return "batch_size"
-    return next((name for name in names if name in referenced), names[0])
-
-
-def _describe_inputs(inputs: list[Any], constants: dict[str, int], hints: _ShapeHints) -> list[dict[str, Any]]:
-    entries = []
-    for position, value in enumerate(inputs, start=1):
-        name = f"input_{position}"
-        if not _is_tensor(value):
-            entries.append(_scalar_entry(name))
+    An axis whose value is no output dimension cannot name one, so its problem is not run again; nor is
+    any problem whose constants change no input (LSTMs and GRUs are slow even on meta). A run that fails
+    with the changed value (a shape the weights do not fit) gives None: nothing is named after that axis.
+    """
+    sizes = {d for shape in _shapes(outputs) if shape is not None for d in shape}
+    varied: dict[str, list[tuple[int, ...] | None] | None] = {}
+    for name, variation in axes.variations.items():
+        if axes.bindings.get(name) not in sizes:
             continue
-        concrete = [int(d) for d in value.shape]
-        dim_hints = hints.match(concrete) or [_DimHint(None, None)] * len(concrete)
-        shape: list[str | int] = []
-        for axis, (size, hint) in enumerate(zip(concrete, dim_hints)):
-            if hint.name is not None:
-                shape.append(hint.name)
-            elif hint.literal:
-                shape.append(size)
-            else:
-                shape.append(_pick_name(size, axis, constants, hints.referenced) or size)
-        entries.append(_tensor_entry(name, value, shape, concrete))
-    return entries
+        try:
+            namespace = vars(variation.module)
+            model = _construct_model(namespace, _call_list_factory(namespace, "get_init_inputs"))
+            result = model(*_call_list_factory(namespace, "get_inputs"))
+            varied[name] = _shapes(list(result) if isinstance(result, (list, tuple)) else [result])
+        except (Exception, SystemExit):
+            varied[name] = None
+    return varied
 
 
-def _bindings(input_entries: list[dict[str, Any]], constants: dict[str, int]) -> dict[str, int]:
-    used = {d for entry in input_entries for d in entry["shape"] if isinstance(d, str)}
-    used.add("batch_size")
-    return {name: value for name, value in constants.items() if name in used}
+def _shapes(values: list[Any]) -> list[tuple[int, ...] | None]:
+    return [tuple(int(d) for d in v.shape) if _is_tensor(v) else None for v in values]
 
 
-def _describe_outputs(
-    outputs: list[Any], input_entries: list[dict[str, Any]], bindings: dict[str, int], hints: _ShapeHints
-) -> list[dict[str, Any]]:
-    names = ["out"] if len(outputs) == 1 else [f"output_{i}" for i in range(1, len(outputs) + 1)]
+def _by_position(values: list[Any], tensor_shapes: list[tuple[int, ...]]) -> list[tuple[int, ...] | None]:
+    """Shapes of the tensors among values (in order), put back at those values' positions."""
+    shapes = iter(tensor_shapes)
+    return [next(shapes, None) if _is_tensor(v) else None for v in values]
+
+
+def _describe(values: list[Any], names: list[list[str | int] | None], labels: list[str]) -> list[dict[str, Any]]:
     entries = []
-    for name, value in zip(names, outputs):
-        if not _is_tensor(value):
-            entries.append(_scalar_entry(name))
+    for label, value, shape in zip(labels, values, names):
+        if not _is_tensor(value) or shape is None:
+            entries.append(_scalar_entry(label))
             continue
-        concrete = [int(d) for d in value.shape]
-        # An output that keeps an input's axis keeps its name (height vs width when both are 32).
-        same_rank = [e["shape"] for e in input_entries if e["dtype"] != "scalar" and len(e["shape"]) == len(concrete)]
-        shape: list[str | int] = []
-        for axis, size in enumerate(concrete):
-            inherited = next(
-                (s[axis] for s in same_rank if isinstance(s[axis], str) and bindings.get(s[axis]) == size), None
-            )
-            shape.append(inherited or _pick_name(size, axis, bindings, hints.referenced) or size)
-        entries.append(_tensor_entry(name, value, shape, concrete))
+        entries.append(_tensor_entry(label, value, shape, [int(d) for d in value.shape]))
     return entries
 
 
@@ -459,42 +342,10 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return _DTYPE_NAMES.get(dtype) or str(dtype).removeprefix("torch.")
 
 
-def _int_constants(namespace: dict[str, Any]) -> dict[str, int]:
-    return {name: value for name, value in namespace.items() if not name.startswith("__") and _is_int(value)}
-
-
 def _one_line(exc: BaseException) -> str:
     detail = str(exc)
     text = " ".join((f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__).split())
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 3] + "..."
-
-
-def _module_name(filename: str) -> str:
-    stem = re.sub(r"\W", "_", PurePath(filename).stem) or "problem"
-    return f"kernelbench_problem_{stem}"
-
-
-_MODULE_REGISTRY_LOCK = threading.Lock()
-
-
-def _register_module(module: types.ModuleType) -> str:
-    # Registered while it runs because dataclasses, pickling and typing look classes up via sys.modules.
-    with _MODULE_REGISTRY_LOCK:
-        base = module.__name__
-        name = base
-        for suffix in itertools.count(2):
-            if name not in sys.modules:
-                break
-            name = f"{base}_{suffix}"
-        module.__name__ = name
-        sys.modules[name] = module
-    return name
-
-
-def _unregister_module(name: str, module: types.ModuleType) -> None:
-    with _MODULE_REGISTRY_LOCK:
-        if sys.modules.get(name) is module:
-            del sys.modules[name]
 
 
 # --- isolated runner ----------------------------------------------------------------------------------------

@@ -64,3 +64,27 @@ def test_bench_other_configuration_is_not_canonical(cli, db_url, relu_workload, 
 def test_bench_unknown_workload(cli, capsys):
     assert cli("bench", "--workload", "no-such-workload", "--device", "cpu") == 2
     assert "unknown workload(s): no-such-workload" in capsys.readouterr().err
+
+
+def test_bench_file_from_a_checkout_records_the_importers_slug(cli, db_url, relu_workload, tmp_path):
+    # FIXTURE is …/KernelBench/level1/2_ReLU.py: the run names kernelbench-l1-p2-relu, which `ingest runs` knows.
+    out = tmp_path / "runs.jsonl"
+    status = cli("bench", "--file", str(FIXTURE), "--impl", "torch_eager", "--device", "cpu",
+                 "--trials", "3", "--warmup", "0", "--out", str(out), "--ingest")
+    assert status == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["workload"]["slug"] for r in records] == [relu_workload]
+    assert records[0]["configuration"] == {"bindings": {"batch_size": 16, "dim": 128}, "dtype": "fp32"}
+    assert _page(db_url, relu_workload)["eligibleRunCount"] == 1
+
+
+def test_bench_file_elsewhere_keeps_the_file_name_slug(cli, tmp_path):
+    loose = tmp_path / "My_Problem.py"
+    loose.write_text(FIXTURE.read_text())
+    out = tmp_path / "runs.jsonl"
+    assert cli("bench", "--file", str(loose), "--impl", "torch_eager", "--device", "cpu",
+               "--trials", "2", "--warmup", "0", "--out", str(out)) == 0
+    assert json.loads(out.read_text().splitlines()[0])["workload"]["slug"] == "my-problem"
+    assert cli("bench", "--file", str(FIXTURE), "--slug", "chosen", "--impl", "torch_eager", "--device", "cpu",
+               "--trials", "2", "--warmup", "0", "--out", str(out)) == 0
+    assert json.loads(out.read_text().splitlines()[0])["workload"]["slug"] == "chosen"
