@@ -5,7 +5,9 @@ of the file), each at most MAX_LINE_BYTES long. Everything wrong with a line com
 InputProblem naming the file, the line and, where it can, the key; nothing raises.
 
 Validation is the JSON Schema plus what a schema cannot say (a passed run has statistics, min ≤ mean,
-samples match num_trials, the numbers fit the database's columns). The schema is checked by a
+samples match num_trials, the numbers fit the database's columns, observed_at is a time in UTC and
+not in the future beyond MAX_CLOCK_SKEW). Checking also normalises: the provider gets its one name
+(rules.providers.normalise_provider), so `modal` and `Modal` are one environment. The schema is checked by a
 predicate compiled from the schema file itself (fast: valid records never reach `jsonschema`); a
 record it refuses goes through `jsonschema`, which words the errors and has the last say.
 """
@@ -18,13 +20,14 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelindex.db.text import text_problem
 from kernelindex.ingest.errors import InputProblem
+from kernelindex.rules.providers import normalise_provider
 
 if TYPE_CHECKING:
     import jsonschema
@@ -49,6 +52,8 @@ MAX_CONFIGURATION_KEY_CHARS = 2000
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 MAX_REASON_CHARS = 300
+# How far past the checker's clock an observed_at may be (the runner's clock may run a little ahead).
+MAX_CLOCK_SKEW = timedelta(minutes=5)
 
 
 # -- the schema -------------------------------------------------------------------------------
@@ -355,8 +360,36 @@ class RunRecord:
 
 
 def parse_observed_at(text: str) -> datetime:
+    """The instant, in UTC (a time without an offset is read as UTC). ValueError when it is not an
+    ISO 8601 date-time, or names an instant outside what a datetime holds in UTC
+    ('0001-01-01T00:00:00+14:00' is before year 1 in UTC)."""
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text!r} cannot be represented in UTC (outside years 1 to 9999)") from None
+
+
+def observed_at_problem(text: str, now: datetime) -> str | None:
+    """Why an observed_at is refused, or None: not a date-time, not representable in UTC, or later
+    than now + MAX_CLOCK_SKEW."""
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return f"not an ISO 8601 date-time: {text!r}"
+    try:
+        observed = parse_observed_at(text)
+    except ValueError:
+        return f"{text!r} cannot be represented as a time in UTC (it falls outside years 1 to 9999 there)"
+    if observed > now + MAX_CLOCK_SKEW:
+        minutes = int(MAX_CLOCK_SKEW.total_seconds() // 60)
+        return (
+            f"{value.isoformat()} is in the future (now is {now.astimezone(UTC).isoformat(timespec='seconds')}; "
+            f"at most {minutes} minutes of clock skew is allowed)"
+        )
+    return None
 
 
 def _short(text: str) -> str:
@@ -402,11 +435,12 @@ def _depth(value: Any, limit: int) -> int:
 _INT32_FIELDS = (("workload", "level"), ("workload", "problem"), ("protocol", "warmup"), ("protocol", "trials"), ("statistics", "num_trials"))
 
 
-def check_record(data: Any) -> list[tuple[str | None, str]]:
+def check_record(data: Any, now: datetime | None = None) -> list[tuple[str | None, str]]:
     """(key, reason) for everything wrong with one record; empty when it is valid.
 
     Integer-valued numbers where the schema wants integers (100.0 for num_trials) are made ints, so
-    equal records have equal digests and the database gets the type its columns hold."""
+    equal records have equal digests and the database gets the type its columns hold; the provider
+    is given its one name (normalise_provider). `now` (default: the clock) bounds observed_at."""
     if not isinstance(data, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
         return [(None, f"expected a JSON object (one run record per line), got {kind}")]
@@ -441,7 +475,10 @@ def check_record(data: Any) -> list[tuple[str | None, str]]:
             bindings[name] = int(value)
     if sum(len(name) + 16 for name in bindings) > MAX_CONFIGURATION_KEY_CHARS:
         problems.append(("configuration.bindings", f"too large (more than {MAX_CONFIGURATION_KEY_CHARS} characters as JSON)"))
-    details = data["environment"].get("details")
+    environment = data["environment"]
+    if isinstance(environment.get("provider"), str):
+        environment["provider"] = normalise_provider(environment["provider"])
+    details = environment.get("details")
     if details is not None and _depth(details, MAX_DETAILS_DEPTH) > MAX_DETAILS_DEPTH:
         problems.append(("environment.details", f"nested deeper than {MAX_DETAILS_DEPTH} levels"))
     stats = data.get("statistics")
@@ -472,10 +509,9 @@ def check_record(data: Any) -> list[tuple[str | None, str]]:
     for key, value in (data.get("correctness") or {}).items():
         if isinstance(value, float) and not math.isfinite(value):
             problems.append((f"correctness.{key}", "must be a finite number"))
-    try:
-        parse_observed_at(data["observed_at"])
-    except ValueError:
-        problems.append(("observed_at", _short(f"not an ISO 8601 date-time: {data['observed_at']!r}")))
+    observed = observed_at_problem(data["observed_at"], now if now is not None else datetime.now(UTC))
+    if observed is not None:
+        problems.append(("observed_at", _short(observed)))
     revision_date = data["source"].get("revision_date")
     if revision_date:
         try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from datetime import date, datetime
 
+from kernelindex.rules.stats import ci95_half_width, no_interval_reason
+
 
 def latency_decimals(ms: float) -> int:
     """Two decimals from 1 ms up; three significant figures below (decided after rounding, so
@@ -30,6 +32,16 @@ def format_plus_minus(half_width_ms: float | None, like_ms: float) -> str | None
     if half_width_ms is None:
         return None
     return f"± {half_width_ms:.{latency_decimals(like_ms)}f}"
+
+
+def plus_minus_display(std_ms: float | None, n: int | None, like_ms: float) -> str:
+    """'± 0.02' (stats-v2's 95% half width), or why there is none: 'one trial: no interval'."""
+    reason = no_interval_reason(std_ms, n)
+    if reason is not None:
+        return reason
+    text = format_plus_minus(ci95_half_width(std_ms, n), like_ms)
+    assert text is not None  # a mean with no reason to lack one has an interval
+    return text
 
 
 def format_duration_ns(ns: float) -> str:

@@ -91,7 +91,7 @@ async def test_resnet18_page(page):
     assert h["label"] == "Source baseline · unbeaten"
     assert (h["latencyDisplay"], h["plusMinusDisplay"], h["statisticDisplay"]) == ("1.39 ms", "± 0.02", "mean of 100")
     assert h["latencyMs"] == pytest.approx(1.39)
-    assert h["ciHalfWidthMs"] == pytest.approx(1.96 * 0.0868 / 10)
+    assert h["ciHalfWidthMs"] == pytest.approx(1.984217 * 0.0868 / 10)  # stats-v2: t(0.975, 99), not 1.96
     assert h["speedupDisplay"] is None
     assert h["implementation"]["title"] == "PyTorch eager"
     assert h["implementation"]["implementationLine"] == "PyTorch · MIT · python"

@@ -17,7 +17,7 @@ from kernelindex.rules import ranking, stats, ties, verdicts
 from kernelindex.rules import trust_labels as trust
 from kernelindex.rules import trust_ladder as evidence_rules
 from kernelindex.rules.comparison_text import comparison_title, row_notes
-from kernelindex.rules.display import format_date, format_latency, format_plus_minus, format_ratio, plural
+from kernelindex.rules.display import format_date, format_latency, format_ratio, plural, plus_minus_display
 from kernelindex.rules.facts import HardwareFacts, RunFacts
 from kernelindex.rules.trust_context import comparison_context
 from kernelindex.services.workload_page import WorkloadPage
@@ -62,7 +62,8 @@ class Headline:
 
     @strawberry.field(description="'± 0.02'.")
     def plus_minus_display(self) -> str | None:
-        return format_plus_minus(self.ci_half_width_ms(), self.record.run.latency_ms)
+        run = self.record.run
+        return plus_minus_display(run.std_ms, run.num_trials, run.latency_ms)
 
     @strawberry.field(description="'mean of 100'.")
     def statistic_display(self) -> str:
@@ -101,7 +102,7 @@ class ComparisonRow:
     exact: strawberry.Private[bool]
     context_runs: strawberry.Private[list[RunFacts]]
 
-    @strawberry.field(description="Rank inside the cohort (ranking-v2): rows whose 95% intervals overlap share a rank; dense.")
+    @strawberry.field(description="Rank inside the cohort (ranking-v3): rows whose 95% intervals overlap share a rank; dense.")
     def rank(self) -> int:
         return self.tied.rank
 
@@ -128,7 +129,7 @@ class ComparisonRow:
         if self.baseline is None or self.row.run.implementation.is_baseline:
             return None
         interval = ties.baseline_verdict(self.row.run, self.baseline.run).interval
-        return [interval.low, interval.high]
+        return None if interval is None else [interval.low, interval.high]
 
     @strawberry.field(description="trust-v2 ladder: Replicated, Verified, Reproducible or Reported.")
     def trust_level(self) -> str:
@@ -167,7 +168,8 @@ class ComparisonRow:
 
     @strawberry.field(description="'± 0.00'.")
     def plus_minus_display(self) -> str | None:
-        return format_plus_minus(self.ci_half_width_ms(), self.row.run.latency_ms)
+        run = self.row.run
+        return plus_minus_display(run.std_ms, run.num_trials, run.latency_ms)
 
     @strawberry.field(description="Latency / the #1 row's latency.")
     def vs_first(self) -> float:
@@ -185,8 +187,9 @@ class ComparisonRow:
 
     @strawberry.field(description="'1.09× slower than the baseline.'; null on the baseline row.")
     def verdict(self) -> str | None:
-        speedup = self.speedup_vs_baseline()
-        return None if speedup is None else verdicts.verdict_vs_baseline(speedup)
+        if self.baseline is None or self.row.run.implementation.is_baseline:
+            return None
+        return ties.baseline_verdict(self.row.run, self.baseline.run).page_sentence
 
     @strawberry.field(description="Whether the run's configuration equals the workload's canonical one.")
     def exact_configuration(self) -> bool:
