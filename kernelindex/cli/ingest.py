@@ -147,16 +147,24 @@ def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
             strict=args.strict, dry_run=args.dry_run, batch_size=args.batch_size, timeout_s=args.timeout,
         )
     )
+    for change in summary.changes:
+        say(f"upstream {change}")
     for line in summary.untraced:
         say(f"imported without semantics: {line}")
-    skipped = [w for w in summary.runs.warnings if "no such problem file" in w]
-    for warning in [w for w in summary.runs.warnings if w not in skipped] + skipped[:10]:
+    for warning in summary.runs.warnings + summary.failed_runs.warnings:
         say(f"warning: {warning}")
-    if len(skipped) > 10:
-        say(f"… and {len(skipped) - 10} more timing entries without a problem file at this revision")
+    for reason, count in sorted(summary.skipped.items()):
+        examples = summary.skipped_examples.get(reason, [])
+        more = f" (and {count - len(examples):,} more)" if count > len(examples) else ""
+        say(f"skipped {count:,} timing entries: {reason}: {'; '.join(examples)}{more}")
     for problem in summary.runs.problems[:MAX_PRINTED_PROBLEMS]:
         say(f"rejected: {problem}")
     if args.dry_run:
         say("dry run: nothing was written; this is what would happen")
     print_table(summary.table())
-    return 1 if summary.runs.rejected else 0
+    say(
+        f"timing entries: {summary.entries:,} found = {summary.runs.inserted:,} inserted + {summary.runs.unchanged:,} unchanged"
+        f" + {summary.runs.superseded:,} superseded + {summary.entries_failed:,} failed + {summary.entries_skipped:,} skipped"
+        f" + {summary.entries_rejected:,} rejected"
+    )
+    return EXIT_SOME_REJECTED if summary.entries_rejected else EXIT_OK

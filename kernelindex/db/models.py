@@ -116,9 +116,13 @@ class Workload(Base):
     name: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(Text)
     description: Mapped[str | None] = mapped_column(Text)
+    # Derived (kernelindex.ingest.workloads.recompute_current): the revision this workload holds in the
+    # latest upstream snapshot that names it, by the snapshot's revision date — never the one written last.
     current_revision_id: Mapped[int | None] = mapped_column(
         ForeignKey("workload_revisions.id", use_alter=True, name="fk_workloads_current_revision_id_workload_revisions"),
     )
+    # Derived: a member of its suite's latest complete snapshot; NULL while no complete snapshot is known.
+    in_latest_snapshot: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[datetime] = _created_at()
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
@@ -127,14 +131,21 @@ class Workload(Base):
     )
 
     __table_args__ = (
-        UniqueConstraint("suite", "level", "problem_number"),
+        # Not unique: upstream replaces and renames problems under the same number. A workload is
+        # suite + level + number + name (its slug).
+        Index("ix_workloads_suite_level_problem", "suite", "level", "problem_number"),
         CheckConstraint("kind IN ('model', 'operator', 'fusion')", name="kind_known"),
         Index("ix_workloads_name_lower", text("lower(name)")),
     )
 
 
 class WorkloadRevision(Base):
-    """One version of a workload's reference source. Runs attach to the revision they measured."""
+    """One version of a workload's reference source. Runs attach to the revision they measured.
+
+    Its identity is source_sha256, the sha256 of the upstream file's bytes. The seed may know that
+    digest without holding the file: reference_source is then our own module standing in for it
+    (stand_in), until an import of the upstream file at that digest replaces it.
+    """
 
     __tablename__ = "workload_revisions"
 
@@ -142,6 +153,12 @@ class WorkloadRevision(Base):
     workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"), index=True)
     source_sha256: Mapped[str] = mapped_column(Text)
     reference_source: Mapped[str] = mapped_column(Text)
+    # Size in bytes of the upstream file, when known.
+    source_size: Mapped[int | None] = mapped_column(Integer)
+    stand_in: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    # sha256 of the stand-in module (kept after the real source replaces it): a file with exactly these
+    # bytes is recognised as this revision's stand-in, not taken for a new upstream revision.
+    stand_in_sha256: Mapped[str | None] = mapped_column(Text)
     source_filename: Mapped[str | None] = mapped_column(Text)
     upstream_revision: Mapped[str | None] = mapped_column(Text)
     # Bindings of the variable axes that records are measured at, e.g. {"batch_size": 2}.
@@ -157,6 +174,40 @@ class WorkloadRevision(Base):
     created_at: Mapped[datetime] = _created_at()
 
     __table_args__ = (UniqueConstraint("workload_id", "source_sha256"),)
+
+
+class SuiteSnapshot(Base):
+    """A suite at one upstream revision (a KernelBench commit) and its date.
+
+    complete: the whole suite was read (a checkout import); the seed's snapshot names only the
+    workloads it carries. Which revision is current follows from these and their members.
+    """
+
+    __tablename__ = "suite_snapshots"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    suite: Mapped[str] = mapped_column(Text)
+    upstream_revision: Mapped[str] = mapped_column(Text)
+    revision_date: Mapped[date | None] = mapped_column(Date)
+    complete: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (UniqueConstraint("suite", "upstream_revision"),)
+
+
+class SuiteSnapshotMember(Base):
+    """A workload in a snapshot, with the revision of its reference source at that snapshot."""
+
+    __tablename__ = "suite_snapshot_members"
+
+    snapshot_id: Mapped[int] = mapped_column(ForeignKey("suite_snapshots.id", ondelete="CASCADE"), primary_key=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"), primary_key=True)
+    workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id", ondelete="CASCADE"))
+
+    __table_args__ = (
+        Index("ix_suite_snapshot_members_workload", "workload_id"),
+        Index("ix_suite_snapshot_members_revision", "workload_revision_id"),
+    )
 
 
 class Implementation(Base):
@@ -353,7 +404,9 @@ class RunReview(Base):
 
 
 class RecordEvent(Base):
-    """A change of record holder in a cohort. Events are appended, never deleted."""
+    """A change of record holder in a cohort, or of a workload's current revision (kind
+    'revision_changed': no protocol or environment, workload_revision_id the new current revision).
+    Events are appended, never deleted."""
 
     __tablename__ = "record_events"
 
@@ -361,8 +414,8 @@ class RecordEvent(Base):
     workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"))
     workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id", ondelete="CASCADE"))
     configuration_key: Mapped[str] = mapped_column(Text)
-    protocol_id: Mapped[int] = mapped_column(ForeignKey("protocols.id"))
-    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
+    protocol_id: Mapped[int | None] = mapped_column(ForeignKey("protocols.id"))
+    environment_id: Mapped[int | None] = mapped_column(ForeignKey("environments.id"))
     kind: Mapped[str] = mapped_column(Text)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     previous_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
@@ -371,7 +424,10 @@ class RecordEvent(Base):
     created_at: Mapped[datetime] = _created_at()
 
     __table_args__ = (
-        CheckConstraint("kind IN ('new_record', 'restored')", name="kind_known"),
+        CheckConstraint("kind IN ('new_record', 'restored', 'revision_changed')", name="kind_known"),
+        CheckConstraint(
+            "kind = 'revision_changed' OR (protocol_id IS NOT NULL AND environment_id IS NOT NULL)", name="cohort_known"
+        ),
         Index("ix_record_events_workload_created", "workload_id", "created_at"),
         Index("ix_record_events_created", "created_at"),
     )

@@ -18,6 +18,7 @@ from kernelindex.services.evidence import WorkloadEvidence, load_evidence
 from kernelindex.services.facts import load_catalogue
 from kernelindex.services.holds import RunHolds, load_holds
 from kernelindex.services.pages import load_comparisons, load_measured_runs, load_page_evidence
+from kernelindex.services.revisions import RevisionFacts, load_revisions, load_revisions_of_workloads
 from kernelindex.services.workload_page import WorkloadPage
 
 K = TypeVar("K")
@@ -95,6 +96,22 @@ class HoldsByRunIdLoader(Loader[int, RunHolds]):
         return [holds[i] for i in keys]
 
 
+class RevisionByIdLoader(Loader[int, RevisionFacts | None]):
+    """A workload revision with its upstream snapshots."""
+
+    async def batch_load(self, keys: list[int]) -> list[RevisionFacts | None]:
+        found = await load_revisions(self.session, keys)
+        return [found.get(i) for i in keys]
+
+
+class RevisionsByWorkloadIdLoader(Loader[int, list[RevisionFacts]]):
+    """Every revision of a workload, oldest first."""
+
+    async def batch_load(self, keys: list[int]) -> list[list[RevisionFacts]]:
+        found = await load_revisions_of_workloads(self.session, keys)
+        return [found[i] for i in keys]
+
+
 class Loaders:
     """The loaders of one request; each is made on first use (a request answered from the response
     cache uses none)."""
@@ -130,6 +147,14 @@ class Loaders:
     @cached_property
     def holds_by_run_id(self) -> HoldsByRunIdLoader:
         return HoldsByRunIdLoader(self)
+
+    @cached_property
+    def revision_by_id(self) -> RevisionByIdLoader:
+        return RevisionByIdLoader(self)
+
+    @cached_property
+    def revisions_by_workload_id(self) -> RevisionsByWorkloadIdLoader:
+        return RevisionsByWorkloadIdLoader(self)
 
     async def catalogue(self) -> list[Hardware]:
         """The hardware catalogue, read once per request."""

@@ -3,6 +3,8 @@ re-imports as it was."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import date
 from typing import Any
 
 from kernelindex.db.models import (
@@ -13,6 +15,7 @@ from kernelindex.db.models import (
     Run,
     Source,
     SourceSnapshot,
+    SuiteSnapshot,
     Workload,
     WorkloadRevision,
 )
@@ -31,7 +34,18 @@ def hardware_line(h: Hardware) -> dict[str, Any]:
     return line
 
 
-def workload_line(w: Workload, rev: WorkloadRevision) -> dict[str, Any]:
+def snapshot_entry(snapshot: SuiteSnapshot) -> dict[str, Any]:
+    """A suite snapshot as a workload line carries it (kernelindex.ingest.catalog reads it back)."""
+    return {
+        "upstream_revision": snapshot.upstream_revision,
+        "revision_date": snapshot.revision_date.isoformat() if snapshot.revision_date else None,
+        "complete": snapshot.complete,
+    }
+
+
+def workload_line(w: Workload, rev: WorkloadRevision, snapshots: Sequence[SuiteSnapshot] = ()) -> dict[str, Any]:
+    """One revision of a workload, with its identity digest and the upstream snapshots that hold it,
+    so that a re-import decides the same current revision (revisions-v1) in any order."""
     return {
         "format": WORKLOAD_FORMAT, "suite": w.suite, "level": w.level, "problem_number": w.problem_number,
         "name": w.name, "slug": w.slug, "kind": w.kind, "description": w.description,
@@ -39,6 +53,9 @@ def workload_line(w: Workload, rev: WorkloadRevision) -> dict[str, Any]:
         "upstream_revision": rev.upstream_revision,
         "canonical": {"bindings": rev.canonical_bindings, "dtype": rev.canonical_dtype},
         "semantics": rev.semantics, "semantics_error": rev.semantics_error, "analysis": rev.analysis,
+        "source_sha256": rev.source_sha256, "source_size": rev.source_size, "stand_in": rev.stand_in,
+        "current": rev.id == w.current_revision_id,
+        "snapshots": [snapshot_entry(s) for s in sorted(snapshots, key=lambda s: (s.revision_date or date.min, s.upstream_revision))],
     }
 
 
@@ -74,9 +91,13 @@ def run_record(
         },
         "status": run.status,
         "failure_reason": run.failure_reason,
+        # Only the statistics stored: a null would read as "stated as null" (the content digest treats
+        # both alike, but a re-import should look like the record it came from).
         "statistics": None if run.mean_ms is None else {
-            "mean": run.mean_ms, "std": stat("std"), "min": stat("min"), "max": stat("max"),
-            "median": stat("median"), "p5": stat("p5"), "p95": stat("p95"), "num_trials": run.num_trials,
+            k: v for k, v in (
+                ("mean", run.mean_ms), ("std", stat("std")), ("min", stat("min")), ("max", stat("max")),
+                ("median", stat("median")), ("p5", stat("p5")), ("p95", stat("p95")), ("num_trials", run.num_trials),
+            ) if v is not None
         },
         "samples_ms": list(run.samples_ms) if run.samples_ms else None,
         "compile_time_ms": run.compile_time_ms,

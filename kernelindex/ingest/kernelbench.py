@@ -7,21 +7,24 @@ problem that allocates 100 GB, hangs or exits costs nothing but its own semantic
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import re
 import subprocess
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.progress import Progress, say
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record, parse_json_line
-from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload, workload_slug
+from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, workload_slug
 from kernelindex.ingest.writer import IngestSummary, RunWriter
+from kernelindex.rules.identity import sha256_hex
+from kernelindex.rules.providers import normalise_provider
 from kernelindex.services.records import refresh_workloads
 
 if TYPE_CHECKING:
@@ -38,10 +41,12 @@ CONSTRAINTS = ["No mutation or aliasing"]
 
 # baseline_time_<config>.json → implementation slug and how to describe it the first time.
 TORCH_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-PROVIDER_NAMES = {"LambdaLabs": "Lambda Labs", "Modal": "Modal", "Lambda": "Lambda Labs", "AWS": "AWS", "GCP": "Google Cloud"}
 
+ALL_LEVELS = [1, 2, 3, 4]
 PROBLEM_FILE = re.compile(r"^(\d+)_(.+)\.py$")
 TIMING_FILE = re.compile(r"^baseline_time_(.+)\.json$")
+LEVEL_KEY = re.compile(r"level(\d+)")
+MAX_SKIP_EXAMPLES = 10
 
 
 def implementation_for_config(config: str) -> dict[str, Any] | None:
@@ -62,11 +67,12 @@ def implementation_for_config(config: str) -> dict[str, Any] | None:
 
 
 def provider_for_folder(folder: str) -> str | None:
-    """H100_PCIe_LambdaLabs → Lambda Labs; H100_Modal → Modal."""
+    """H100_PCIe_LambdaLabs → Lambda Labs; H100_Modal → Modal; X9_NewCloud → New Cloud (the folder's last
+    part, its words apart, in the one spelling of rules.providers)."""
     last = folder.rsplit("_", 1)[-1] if "_" in folder else None
     if not last:
         return None
-    return PROVIDER_NAMES.get(last, re.sub(r"(?<=[a-z])(?=[A-Z])", " ", last))
+    return normalise_provider(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", last))
 
 
 @dataclass
@@ -86,25 +92,69 @@ class ProblemFile:
         return (self.level, self.path.name)
 
 
+# Why an entry was skipped: each reason is a line of the summary with its count.
+SKIP_NO_PROBLEM_FILE = "no problem file at this revision"
+SKIP_LEVEL_NOT_IMPORTED = "level not imported (--levels)"
+SKIP_UNKNOWN_CONFIGURATION = "timing file of an unknown configuration"
+SKIP_NO_SEMANTICS = "problem without semantics (its trace failed); traced again on the next import"
+NO_TIMING_REASON = "the source recorded no timing"
+
+
 @dataclass
 class KernelBenchSummary:
+    """What an import did, workload by workload and entry by entry.
+
+    Every entry of every timing file is counted once, in exactly one outcome: the timed runs the writer
+    inserted, found unchanged or superseded with; the entries whose value is null, stored as failed runs
+    (the source recorded no timing: the model failed there); the entries skipped, each with its reason;
+    and the entries rejected, each with its problem. `accounted` is their sum and equals `entries`."""
+
     workloads_inserted: int = 0
     workloads_new_revision: int = 0
     workloads_unchanged: int = 0
     untraced: list[str] = field(default_factory=list)
-    timing_entries: int = 0
-    skipped_missing_problem: int = 0
-    runs: IngestSummary = field(default_factory=IngestSummary)
+    changes: list[str] = field(default_factory=list)  # problems upstream replaced, renamed, removed or added
+    entries: int = 0
+    entries_failed: int = 0
+    entries_rejected: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    skipped_examples: dict[str, list[str]] = field(default_factory=dict)
+    runs: IngestSummary = field(default_factory=IngestSummary)  # the timed runs
+    failed_runs: IngestSummary = field(default_factory=IngestSummary)  # the null entries, as failed runs
+
+    def skip(self, reason: str, where: str, count: int = 1) -> None:
+        self.skipped[reason] += count
+        examples = self.skipped_examples.setdefault(reason, [])
+        if len(examples) < MAX_SKIP_EXAMPLES:
+            examples.append(where)
+
+    @property
+    def entries_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+    @property
+    def accounted(self) -> int:
+        runs = self.runs
+        return runs.inserted + runs.unchanged + runs.superseded + self.entries_failed + self.entries_skipped + self.entries_rejected
 
     def table(self) -> list[tuple[str, int]]:
+        runs = self.runs
         return [
             ("workloads inserted", self.workloads_inserted),
             ("workloads with a new revision", self.workloads_new_revision),
             ("workloads unchanged", self.workloads_unchanged),
             ("workloads without semantics", len(self.untraced)),
-            ("timing entries", self.timing_entries),
-            ("entries skipped (no problem file)", self.skipped_missing_problem),
-        ] + self.runs.table()
+            ("timing entries", self.entries),
+            ("  runs inserted", runs.inserted),
+            ("  runs unchanged", runs.unchanged),
+            ("  runs superseded", runs.superseded),
+            ("  failed (no timing recorded)", self.entries_failed),
+            ("  skipped", self.entries_skipped),
+            *((f"    {reason}", count) for reason, count in sorted(self.skipped.items())),
+            ("  rejected", self.entries_rejected),
+            ("implementations", len(runs.implementations | self.failed_runs.implementations)),
+            ("environments", len(runs.environments | self.failed_runs.environments)),
+        ]
 
 
 def discover_problems(root: Path, levels: list[int]) -> list[ProblemFile]:
@@ -146,31 +196,20 @@ def git_revision(root: Path) -> tuple[str, str] | None:
     return (out[0], out[1]) if len(out) == 2 else None
 
 
-def literal_int_constants(source: str) -> dict[str, int]:
-    """Module-level `name = <int>` assignments, read without running the module."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return {}
-    constants = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if isinstance(node.value, ast.Constant) and type(node.value.value) is int:
-                constants[node.targets[0].id] = node.value.value
-    return constants
-
-
 def workload_spec(problem: ProblemFile, trace: ProblemTrace | ProblemTraceError, revision: str) -> WorkloadSpec:
     from kernelindex.ingest.problem_trace import ProblemTraceError  # torch: loaded only when a checkout is imported
 
+    # The revision's identity is the digest of the file's bytes (the text may have been decoded with replacements).
+    data = problem.path.read_bytes()
     spec = WorkloadSpec(
         suite="kernelbench", level=problem.level, problem_number=problem.number, name=problem.name,
         reference_source=problem.source, source_filename=problem.path.name, upstream_revision=revision,
+        source_sha256=sha256_hex(data), source_size=len(data),
     )
     if isinstance(trace, ProblemTraceError):
+        # No configuration is guessed: without a trace it is unknown, no run is stored against it, and the
+        # next import traces the problem again.
         spec.semantics_error = f"{trace.stage}: {trace.message}"
-        constants = literal_int_constants(problem.source)
-        spec.canonical_bindings = {"batch_size": constants["batch_size"]} if "batch_size" in constants else {}
         return spec
 
     def tensor(entry: dict[str, Any]) -> dict[str, Any]:
@@ -190,11 +229,14 @@ def workload_spec(problem: ProblemFile, trace: ProblemTrace | ProblemTraceError,
 
 
 def timing_record(
-    entry: dict[str, Any], problem_slug: str, bindings: dict[str, int], dtype: str, folder: str,
+    entry: dict[str, Any] | None, problem_slug: str, bindings: dict[str, int], dtype: str, folder: str,
     implementation: dict[str, Any], revision: str, observed: str,
 ) -> dict[str, Any]:
-    """A timing-file entry in the run-record format (the seed's runs use exactly this shape)."""
-    return {
+    """A timing-file entry in the run-record format (the seed's runs use exactly this shape). A null entry
+    is the source saying it timed nothing there (the model failed): a failed run with that reason."""
+    timed = entry is not None
+    entry = entry or {}
+    record: dict[str, Any] = {
         "format": RECORD_FORMAT,
         "workload": {"slug": problem_slug},
         "configuration": {"bindings": bindings, "dtype": dtype},
@@ -207,15 +249,18 @@ def timing_record(
             "details": {"device": entry.get("device")} if entry.get("device") else {},
         },
         "protocol": dict(PROTOCOL, trials=entry.get("num_trials") if isinstance(entry.get("num_trials"), int) else None),
-        "status": "passed",
-        "statistics": {k: entry.get(k) for k in ("mean", "std", "min", "max", "num_trials")},
+        "status": "passed" if timed else "failed",
+        "statistics": {k: entry.get(k) for k in ("mean", "std", "min", "max", "num_trials")} if timed else None,
         "observed_at": f"{observed}T00:00:00Z",
         "evidence": "reported",
         "source": {"name": SOURCE_NAME, "url": SOURCE_URL, "licence": SOURCE_LICENCE, "revision": revision, "revision_date": observed},
     }
+    if not timed:
+        record["failure_reason"] = NO_TIMING_REASON
+    return record
 
 
-def read_timing_file(path: Path, label: str) -> tuple[dict[str, dict[str, dict[str, Any]]], list[InputProblem]]:
+def read_timing_file(path: Path, label: str) -> tuple[dict[str, Any], list[InputProblem]]:
     try:
         data = parse_json_line(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
@@ -225,6 +270,71 @@ def read_timing_file(path: Path, label: str) -> tuple[dict[str, dict[str, dict[s
     if not isinstance(data, dict):
         return {}, [InputProblem(label, "file", "expected an object of levels")]
     return data, []
+
+
+def timing_records(
+    root: Path, problems: dict[tuple[int, str], tuple[ProblemFile, WorkloadSpec]], untraced: set[tuple[int, str]],
+    levels: set[int], revision: str, observed: str, summary: KernelBenchSummary,
+) -> tuple[list[RunRecord], list[RunRecord], list[InputProblem]]:
+    """Every entry of every timing file under root/results/timing, counted into `summary` in exactly one
+    outcome: (timed records, failed records for null entries, problems of the rejected entries). An entry
+    is skipped, with its reason, when its level was not asked for, its problem file is not in the checkout,
+    its problem has no semantics (a trace that failed or timed out: its configuration is unknown, so no
+    run is stored at a guess, and the next import traces it again), or its file's configuration is unknown."""
+    records: list[RunRecord] = []
+    failed: list[RunRecord] = []
+    rejected: list[InputProblem] = []
+
+    def reject(label: str, where: str, reasons: list[tuple[str | None, str]]) -> None:
+        summary.entries_rejected += 1
+        rejected.extend(InputProblem(label, where, reason, key=key) for key, reason in reasons)
+
+    for path, folder, config in discover_timing_files(root):
+        label = str(path.relative_to(root))
+        data, problems_here = read_timing_file(path, label)
+        if problems_here:
+            # A file that cannot be read has no entries to count: the file itself is the rejected input.
+            summary.entries += 1
+            reject(label, "file", [(None, p.reason) for p in problems_here])
+            continue
+        implementation = implementation_for_config(config)
+        for level_name, entries in data.items():
+            match = LEVEL_KEY.fullmatch(str(level_name))
+            if not match or not isinstance(entries, dict):
+                summary.entries += 1
+                reject(label, str(level_name), [(None, "expected 'levelN' mapping problem files to timings")])
+                continue
+            level = int(match.group(1))
+            for filename, entry in entries.items():
+                summary.entries += 1
+                where = f"{level_name}/{filename}"
+                if implementation is None:
+                    summary.skip(f"{SKIP_UNKNOWN_CONFIGURATION} ({config})", f"{label}: {where}")
+                    continue
+                if level not in levels:
+                    summary.skip(SKIP_LEVEL_NOT_IMPORTED, f"{label}: {where}")
+                    continue
+                found = problems.get((level, filename))
+                if found is None:
+                    summary.skip(SKIP_NO_PROBLEM_FILE, f"{label}: {where}")
+                    continue
+                if (level, filename) in untraced:
+                    summary.skip(SKIP_NO_SEMANTICS, f"{label}: {where}")
+                    continue
+                if entry is not None and not isinstance(entry, dict):
+                    reject(label, where, [(None, "expected an object with mean, std, min, max, num_trials, or null")])
+                    continue
+                problem, spec = found
+                record = timing_record(
+                    entry, problem.slug, spec.canonical_bindings or {}, spec.canonical_dtype, folder,
+                    implementation, revision, observed,
+                )
+                reasons = check_record(record)
+                if reasons:
+                    reject(label, where, list(reasons))
+                    continue
+                (records if entry is not None else failed).append(RunRecord(record, label, where))
+    return records, failed, rejected
 
 
 def _checkout(root: Path, revision: str | None, observed: str | None) -> tuple[Path, str, str]:
@@ -258,7 +368,7 @@ async def import_kernelbench(
     root, upstream_revision, observed_date = await asyncio.to_thread(_checkout, root, revision, observed)
 
     summary = KernelBenchSummary()
-    problems = discover_problems(root, levels or [1, 2, 3, 4])
+    problems = discover_problems(root, levels or ALL_LEVELS)
     if progress:
         say(f"tracing {len(problems)} problems on the meta device")
     traces = await asyncio.to_thread(
@@ -274,43 +384,10 @@ async def import_kernelbench(
     by_key = {p.key: (p, spec) for p, spec in specs}
 
     # Timing entries → run records, validated before anything is written.
-    records: list[RunRecord] = []
-    input_problems: list[InputProblem] = []
-    for path, folder, config in discover_timing_files(root):
-        label = str(path.relative_to(root))
-        implementation = implementation_for_config(config)
-        if implementation is None:
-            input_problems.append(InputProblem(label, "file name", f"unknown timing configuration {config!r}"))
-            continue
-        data, problems_here = read_timing_file(path, label)
-        input_problems += problems_here
-        for level_name, entries in data.items():
-            match = re.fullmatch(r"level(\d+)", str(level_name))
-            if not match or not isinstance(entries, dict):
-                input_problems.append(InputProblem(label, str(level_name), "expected 'levelN' mapping problem files to timings"))
-                continue
-            for filename, entry in entries.items():
-                summary.timing_entries += 1
-                where = f"{level_name}/{filename}"
-                found = by_key.get((int(match.group(1)), filename))
-                if found is None:
-                    summary.skipped_missing_problem += 1
-                    summary.runs.warnings.append(f"{label}: {where}: no such problem file at revision {upstream_revision}; skipped")
-                    continue
-                problem, spec = found
-                if not isinstance(entry, dict):
-                    input_problems.append(InputProblem(label, where, "expected an object with mean, std, min, max, num_trials"))
-                    continue
-                record = timing_record(
-                    entry, problem.slug, spec.canonical_bindings or {}, spec.canonical_dtype, folder,
-                    implementation, upstream_revision, observed_date,
-                )
-                found_problems = check_record(record)
-                if found_problems:
-                    for key, reason in found_problems:
-                        input_problems.append(InputProblem(label, where, reason, key=key))
-                    continue
-                records.append(RunRecord(record, label, where))
+    untraced = {p.key for p, spec in specs if spec.semantics_error is not None}
+    records, failed_records, input_problems = timing_records(
+        root, by_key, untraced, set(levels or ALL_LEVELS), upstream_revision, observed_date, summary
+    )
     if input_problems and strict:
         raise IngestAborted(input_problems)
 
@@ -319,10 +396,15 @@ async def import_kernelbench(
     try:
         async with sessionmaker() as session:
             try:
-                touched = []
-                for _, spec in specs:
-                    outcome = await upsert_workload(session, spec)
-                    touched.append(outcome.workload_id)
+                # The checkout is one upstream snapshot (complete when every level was read): the
+                # snapshots, not the order of imports, decide each workload's current revision.
+                snapshot = await record_snapshot(
+                    session, "kernelbench", upstream_revision, date.fromisoformat(observed_date),
+                    [spec for _, spec in specs], complete=set(levels or ALL_LEVELS) >= set(ALL_LEVELS),
+                )
+                touched = snapshot.workload_ids
+                summary.changes = [change.words for change in snapshot.changes]
+                for outcome in snapshot.outcomes:
                     if outcome.status == "inserted":
                         summary.workloads_inserted += 1
                     elif outcome.status == "new revision":
@@ -330,8 +412,9 @@ async def import_kernelbench(
                     else:
                         summary.workloads_unchanged += 1
                 if dry_run:
-                    part = await RunWriter(session).write(records, dry_run=True)
-                    summary.runs.merge(part)
+                    writer = RunWriter(session, dry_run=True)
+                    summary.runs.merge(await writer.write(records, dry_run=True))
+                    summary.failed_runs.merge(await writer.write(failed_records, dry_run=True))
                     await session.rollback()
                 else:
                     # A new revision changes which runs are eligible: recompute those workloads' records.
@@ -341,27 +424,41 @@ async def import_kernelbench(
                 await session.rollback()
                 raise
         if not dry_run:
-            bar = Progress("ingest timings", total=len(records)) if progress else None
-            for start in range(0, len(records), batch_size):
-                batch = records[start:start + batch_size]
-                async with sessionmaker() as session:
-                    try:
-                        part = await RunWriter(session).write(batch)
-                        if part.problems and strict:
-                            raise IngestAborted(part.problems)
-                        await session.commit()
-                    except BaseException:
-                        await session.rollback()
-                        raise
-                summary.runs.merge(part)
+            bar = Progress("ingest timings", total=len(records) + len(failed_records)) if progress else None
+            # One writer for every batch, its record events derived once after the last: the history of
+            # an import does not depend on where its batches were cut.
+            writer = RunWriter(None, defer_events=True)  # type: ignore[arg-type]  # each batch gives it a session
+            for kind, batch in _batches(records, failed_records, batch_size):
+                async with transaction(sessionmaker) as session:
+                    writer.session = session
+                    part = await writer.write(batch)
+                    if part.problems and strict:
+                        raise IngestAborted(part.problems)
+                (summary.runs if kind == "timed" else summary.failed_runs).merge(part)
                 if bar:
                     bar.advance(len(batch))
+            async with transaction(sessionmaker) as session:
+                await writer.record_events(session)
             if bar:
                 bar.close()
     finally:
         await engine.dispose()
-    summary.runs.problems = input_problems + summary.runs.problems
-    summary.runs.rejected = len({(p.file, p.where) for p in summary.runs.problems})
+    # Entries the database refused are rejected too; the failed runs it stored are the failed entries.
+    failed_runs = summary.failed_runs
+    summary.entries_rejected += summary.runs.rejected + failed_runs.rejected
+    summary.entries_failed = failed_runs.inserted + failed_runs.unchanged + failed_runs.superseded
+    summary.runs.problems = input_problems + summary.runs.problems + failed_runs.problems
+    summary.runs.rejected = summary.entries_rejected
+    if summary.accounted != summary.entries:
+        raise AssertionError(f"timing entries: {summary.entries:,} found but {summary.accounted:,} accounted for")
     return summary
+
+
+def _batches(
+    timed: list[RunRecord], failed: list[RunRecord], size: int
+) -> Iterator[tuple[str, list[RunRecord]]]:
+    for kind, records in (("timed", timed), ("failed", failed)):
+        for start in range(0, len(records), size):
+            yield kind, records[start:start + size]
 
 

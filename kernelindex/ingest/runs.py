@@ -129,7 +129,7 @@ def validate_lines(lines: Any, label: str, refs: References, progress: Progress 
                 result.add(number, problem)
             continue
         data = item.data
-        resolved = resolve_workload_ref(data["workload"], refs.by_slug, refs.by_triple)
+        resolved = resolve_workload_ref(data["workload"], refs.by_slug, refs.by_triple, data["source"].get("revision"))
         if isinstance(resolved[0], str):
             result.add(number, InputProblem(label, item.where, resolved[1], key=resolved[0]))
             continue
@@ -265,7 +265,7 @@ async def ingest_runs_file(
             elif strict:
                 # All or nothing: the batches share one transaction.
                 async with transaction(sessionmaker) as session:
-                    writer = RunWriter(session, now=now)
+                    writer = RunWriter(session, now=now, defer_events=True)
                     for batch in batches:
                         part = await _write_halving(_savepoints(session), writer, batch)
                         if part.problems or late:
@@ -275,12 +275,16 @@ async def ingest_runs_file(
                             bar.advance(len(batch))
                     if late:
                         raise IngestAborted(late)
+                    await writer.record_events(session)
             else:
-                writer = RunWriter(None, now=now)  # type: ignore[arg-type]  # each batch gives it a session
+                # Events once, after the last batch: the same file in batches of 1 or of 5,000 makes the same history.
+                writer = RunWriter(None, now=now, defer_events=True)  # type: ignore[arg-type]  # each batch gives it a session
                 for batch in batches:
                     summary.merge(await _write_halving(_own_transactions(sessionmaker), writer, batch))
                     if bar:
                         bar.advance(len(batch))
+                async with transaction(sessionmaker) as session:
+                    await writer.record_events(session)
         summary.problems += late
         if bar:
             bar.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from kernelindex.db.models import Implementation, Workload
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
 from kernelindex.ingest.records import RunRecord, read_run_records
-from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload
+from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, upsert_workload
 from kernelindex.ingest.writer import IngestSummary, RunWriter
 from kernelindex.services.records import refresh_workloads
 
@@ -48,6 +49,16 @@ def _load(path: Path, key: str) -> list[dict[str, Any]]:
         raise IngestAborted([InputProblem(str(path), key, f"cannot read seed file: {exc}")]) from exc
 
 
+def _load_upstream(path: Path) -> dict[str, Any] | None:
+    """The upstream snapshot a workloads file speaks of (suite, revision, revision_date), if it names one."""
+    upstream: dict[str, Any] | None = json.loads(path.read_text()).get("upstream")
+    return upstream
+
+
+def _reference_source(path: Path, name: str) -> str:
+    return (path.parent / name).read_text()
+
+
 async def load_hardware_catalogue(session: AsyncSession, path: Path) -> int:
     entries = _load(path, "hardware")
     for entry in entries:
@@ -69,19 +80,41 @@ async def load_implementations(session: AsyncSession, path: Path) -> int:
 
 
 async def load_workloads(session: AsyncSession, path: Path) -> int:
+    """The seed's workloads, as members of the partial upstream snapshot `upstream` names.
+
+    Each entry states the upstream file's sha256 and size at that revision (the revision's identity)
+    and brings our own module as its stand-in. Never a downgrade: a revision already holding the
+    upstream source keeps it, and loading again (every `serve --seed`) changes nothing.
+    """
     entries = _load(path, "workloads")
+    upstream = _load_upstream(path)
+    specs: list[WorkloadSpec] = []
     for entry in entries:
-        source = (path.parent / entry["reference_file"]).read_text()
-        await upsert_workload(
-            session,
+        source = _reference_source(path, entry["reference_file"])
+        upstream_file = entry.get("upstream_file") or {}
+        specs.append(
             WorkloadSpec(
                 suite=entry["suite"], level=entry["level"], problem_number=entry["problem_number"],
                 name=entry["name"], slug=entry.get("slug"), kind=entry.get("kind"),
                 reference_source=source, source_filename=entry.get("source_filename"),
+                upstream_revision=upstream["revision"] if upstream else None,
                 canonical_bindings=entry["canonical"]["bindings"], canonical_dtype=entry["canonical"]["dtype"],
                 semantics=entry.get("semantics"), analysis=entry.get("analysis"),
-            ),
+                source_sha256=upstream_file.get("sha256"), source_size=upstream_file.get("size"),
+                stand_in=bool(entry.get("reference_is_stand_in")) and bool(upstream_file.get("sha256")),
+            )
         )
+    if upstream is None:
+        for spec in specs:
+            await upsert_workload(session, spec)
+        return len(entries)
+    by_suite: dict[str, list[WorkloadSpec]] = {}
+    for spec in specs:
+        by_suite.setdefault(spec.suite, []).append(spec)
+    revision_date = date.fromisoformat(upstream["revision_date"]) if upstream.get("revision_date") else None
+    for suite, suite_specs in by_suite.items():
+        # Partial: the seed names two workloads of the suite, so it says nothing about the others.
+        await record_snapshot(session, suite, upstream["revision"], revision_date, suite_specs, complete=False)
     return len(entries)
 
 

@@ -15,7 +15,10 @@ transactions: ids of committed rows stay good; call `forget()` after a rollback)
 
 After writing, the writer refreshes the precomputed records (kernelindex.services.records) of the
 cohorts that can hold records (current revision, canonical configuration) its new runs joined, in
-the same transaction, so readers see a batch's runs and its records together.
+the same transaction, so readers see a batch's runs and its records together. The record history
+(events) is derived from the new runs in observed order; a writer made with defer_events leaves it
+to one `record_events()` call after the last batch, so an import's events never depend on how it
+was cut into batches.
 
 With dry_run nothing is written at all: dimensions not in the database get placeholder ids (below
 zero), and a run with any of them is counted as inserted.
@@ -27,7 +30,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any, TypeVar
 
@@ -44,13 +47,16 @@ from kernelindex.db.models import (
     Run,
     Source,
     SourceSnapshot,
+    SuiteSnapshot,
+    SuiteSnapshotMember,
     Workload,
     WorkloadRevision,
 )
 from kernelindex.ingest.errors import InputProblem
-from kernelindex.ingest.records import RunRecord
+from kernelindex.ingest.records import RunRecord, parse_observed_at
+from kernelindex.ingest.workloads import revision_matches
 from kernelindex.rules.identity import configuration_key, digest
-from kernelindex.services.records import CohortKey, refresh_cohorts
+from kernelindex.services.records import CohortKey, RefreshSummary, refresh_cohorts
 
 # Ingest batches take this transaction-scoped lock so concurrent ingests serialise instead of
 # racing on the same natural keys.
@@ -145,9 +151,35 @@ def configuration_key_memo(bindings: dict[str, int], dtype: str) -> str:
     return _memoised(_configuration_keys, key, lambda: configuration_key(bindings, dtype))
 
 
+CONTENT_KEYS = ("status", "failure_reason", "statistics", "samples_ms", "compile_time_ms", "correctness", "observed_at", "evidence")
+
+
+def _without_nulls(value: Any) -> Any:
+    """An optional field stated as null is the same as one left out (an export writes every field)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return value
+
+
 def content_digest(data: dict[str, Any]) -> str:
-    keys = ("status", "failure_reason", "statistics", "samples_ms", "compile_time_ms", "correctness", "observed_at", "evidence")
-    return digest({k: data.get(k) for k in keys})
+    """sha256 of what a record measured, normalised so that equal content has equal digests: key
+    order never counts (canonical JSON), null ≡ absent inside statistics and correctness, an empty
+    samples list ≡ none, and observed_at is the instant in UTC (…Z), however the record spelled it.
+    The spelling of a record without nulls, with samples and with a …Z time is the one stored by
+    earlier versions, so their digests still match."""
+    content = {k: data.get(k) for k in CONTENT_KEYS}
+    for key in ("statistics", "correctness"):
+        if isinstance(content[key], dict):
+            content[key] = _without_nulls(content[key])
+    if content["samples_ms"] == []:
+        content["samples_ms"] = None
+    observed = content["observed_at"]
+    if isinstance(observed, str):
+        try:
+            content["observed_at"] = parse_observed_at(observed).astimezone(UTC).isoformat().replace("+00:00", "Z")
+        except ValueError:
+            pass  # validation reports it; the digest of an unparsed time is still a digest
+    return digest(content)
 
 
 # -- resolving references (shared with the validation pass of `ingest runs`) ----------------------
@@ -197,14 +229,26 @@ class WorkloadRef:
     id: int
     slug: str
     current_revision_id: int | None
-    revisions: dict[str, int] = field(default_factory=dict)  # source sha256 → revision id
+    # source sha256 → revision id; a stand-in module's own digest names its revision too.
+    revisions: dict[str, int] = field(default_factory=dict)
     canonical_keys: dict[int, str] = field(default_factory=dict)  # revision id → its canonical configuration key
+    # upstream revision of a suite snapshot → the revision this workload holds in it.
+    snapshot_revisions: dict[str, int] = field(default_factory=dict)
+    in_latest_snapshot: bool | None = None
+    # In by_triple only: the other workloads that held this number, when none is in the latest snapshot.
+    ambiguous_with: tuple[str, ...] = ()
 
 
 def resolve_workload_ref(
-    ref: dict[str, Any], by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef]
+    ref: dict[str, Any], by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef],
+    source_revision: str | None = None,
 ) -> tuple[WorkloadRef, int] | tuple[str, str]:
-    """(workload, revision id) a record's workload reference names, or (key, why not)."""
+    """(workload, revision id) a record's workload reference names, or (key, why not).
+
+    The revision: the one with the source_sha256 named; else the one the workload holds in the
+    suite snapshot at the record's source revision (a KernelBench timing file measured the problem
+    file of its own commit); else the current one.
+    """
     if "slug" in ref:
         w = by_slug.get(ref["slug"])
         if w is None:
@@ -213,12 +257,26 @@ def resolve_workload_ref(
         w = by_triple.get((ref["suite"], ref["level"], ref["problem"]))
         if w is None:
             return "workload", f"unknown workload {ref['suite']} level {ref['level']} problem {ref['problem']}"
+        if w.ambiguous_with:
+            names = ", ".join(sorted((w.slug, *w.ambiguous_with)))
+            return "workload", (
+                f"ambiguous: {ref['suite']} level {ref['level']} problem {ref['problem']} has been more than one "
+                f"problem ({names}) and none is in the suite's latest complete snapshot; name the workload by slug"
+            )
     sha = ref.get("source_sha256")
     if sha:
         revision_id = w.revisions.get(sha)
         if revision_id is None:
             return "workload.source_sha256", f"workload {w.slug!r} has no revision with source sha256 {sha[:12]}…"
         return w, revision_id
+    if source_revision and w.snapshot_revisions:
+        found = w.snapshot_revisions.get(source_revision)
+        if found is None:
+            found = next(
+                (rid for rev, rid in sorted(w.snapshot_revisions.items()) if revision_matches(rev, source_revision)), None
+            )
+        if found is not None:
+            return w, found
     if w.current_revision_id is None:
         return "workload", f"workload {w.slug!r} has no reference source revision yet"
     return w, w.current_revision_id
@@ -228,7 +286,10 @@ async def load_workload_refs(
     session: AsyncSession, slugs: Iterable[str] | None = None, triples: Iterable[WorkloadTriple] | None = None
 ) -> tuple[dict[str, WorkloadRef], dict[WorkloadTriple, WorkloadRef]]:
     """Workloads with their revisions: those named (slugs, triples), or every one when both are None."""
-    query = select(Workload.id, Workload.slug, Workload.suite, Workload.level, Workload.problem_number, Workload.current_revision_id)
+    query = select(
+        Workload.id, Workload.slug, Workload.suite, Workload.level, Workload.problem_number, Workload.current_revision_id,
+        Workload.in_latest_snapshot,
+    )
     if slugs is not None or triples is not None:
         conditions = []
         if slugs:
@@ -239,20 +300,39 @@ async def load_workload_refs(
             return {}, {}
         query = query.where(or_(*conditions))
     rows = (await session.execute(query)).all()
-    by_id = {r.id: WorkloadRef(r.id, r.slug, r.current_revision_id) for r in rows}
+    by_id = {r.id: WorkloadRef(r.id, r.slug, r.current_revision_id, in_latest_snapshot=r.in_latest_snapshot) for r in rows}
     if by_id:
         revisions = select(
             WorkloadRevision.id, WorkloadRevision.workload_id, WorkloadRevision.source_sha256,
-            WorkloadRevision.canonical_configuration_key,
+            WorkloadRevision.canonical_configuration_key, WorkloadRevision.stand_in_sha256,
+        )
+        members = select(SuiteSnapshotMember.workload_id, SuiteSnapshot.upstream_revision, SuiteSnapshotMember.workload_revision_id).join(
+            SuiteSnapshot, SuiteSnapshot.id == SuiteSnapshotMember.snapshot_id
         )
         if slugs is not None or triples is not None:
             revisions = revisions.where(WorkloadRevision.workload_id.in_(list(by_id)))
-        for rev_id, workload_id, sha, canonical_key in (await session.execute(revisions)).all():
+            members = members.where(SuiteSnapshotMember.workload_id.in_(list(by_id)))
+        for rev_id, workload_id, sha, canonical_key, stand_in_sha in (await session.execute(revisions.order_by(WorkloadRevision.id))).all():
             if workload_id in by_id:
                 by_id[workload_id].revisions[sha] = rev_id
+                if stand_in_sha:
+                    by_id[workload_id].revisions.setdefault(stand_in_sha, rev_id)
                 by_id[workload_id].canonical_keys[rev_id] = canonical_key
+        for workload_id, upstream_revision, rev_id in (await session.execute(members)).all():
+            if workload_id in by_id:
+                by_id[workload_id].snapshot_revisions[upstream_revision] = rev_id
     by_slug = {by_id[r.id].slug: by_id[r.id] for r in rows}
-    by_triple = {(r.suite, r.level, r.problem_number): by_id[r.id] for r in rows}
+    holders: dict[WorkloadTriple, list[WorkloadRef]] = {}
+    for r in sorted(rows, key=lambda r: r.slug):
+        holders.setdefault((r.suite, r.level, r.problem_number), []).append(by_id[r.id])
+    by_triple: dict[WorkloadTriple, WorkloadRef] = {}
+    for triple, refs in holders.items():
+        # A number upstream gave to more than one problem names the one in the latest snapshot.
+        latest = [w for w in refs if w.in_latest_snapshot]
+        if len(refs) == 1 or len(latest) == 1:
+            by_triple[triple] = refs[0] if len(refs) == 1 else latest[0]
+        else:
+            by_triple[triple] = replace(refs[0], ambiguous_with=tuple(w.slug for w in refs[1:]))
     return by_slug, by_triple
 
 
@@ -314,12 +394,35 @@ def _run_columns(rows: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
 class RunWriter:
     """Resolves and writes run records inside the caller's transaction."""
 
-    def __init__(self, session: AsyncSession, *, now: datetime | None = None, dry_run: bool = False):
+    def __init__(
+        self, session: AsyncSession, *, now: datetime | None = None, dry_run: bool = False, defer_events: bool = False
+    ):
+        """defer_events: batches refresh the records but leave the history to `record_events()`, which
+        the caller runs once after its last batch, so batch boundaries never make events (history-v1)."""
         self.session = session
         self.now = now or datetime.now(UTC)
         self.dry_run = dry_run
+        self.defer_events = defer_events
         self._placeholders = itertools.count(-1, -1)
+        self._pending_cohorts: set[CohortKey] = set()
+        self._arrived: set[int] = set()
         self.forget()
+
+    async def record_events(self, session: AsyncSession | None = None) -> RefreshSummary:
+        """The record events of everything this writer wrote since the last call (with defer_events):
+        once, over every cohort its batches touched, the new runs taken in observed order. In the
+        caller's transaction (`session`, or the writer's own)."""
+        session = session or self.session
+        cohorts, arrived = sorted(self._pending_cohorts), set(self._arrived)
+        self._pending_cohorts.clear()
+        self._arrived.clear()
+        summary = RefreshSummary()
+        for chunk in _chunks(cohorts, COHORTS_PER_REFRESH):
+            part = await refresh_cohorts(session, chunk, now=self.now, arrived=arrived)
+            summary.cohorts += part.cohorts
+            summary.events += part.events
+            summary.flagged_runs += part.flagged_runs
+        return summary
 
     def forget(self) -> None:
         """Drop every id this writer has resolved (after a rollback they may name rows that are gone)."""
@@ -396,7 +499,10 @@ class RunWriter:
             if "slug" not in r.data["workload"]
         }
         by_slug, by_triple = await load_workload_refs(self.session, slugs, triples)
-        return {i: resolve_workload_ref(rec.data["workload"], by_slug, by_triple) for i, rec in enumerate(records)}
+        return {
+            i: resolve_workload_ref(rec.data["workload"], by_slug, by_triple, rec.data["source"].get("revision"))
+            for i, rec in enumerate(records)
+        }
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -554,8 +660,12 @@ class RunWriter:
             # In chunks: cohorts are independent, and one call's multi-row statements must stay under
             # PostgreSQL's 32,767 parameters.
             ordered = sorted(cohorts)
+            arrived = set(summary.inserted_run_ids)
             for chunk in _chunks(ordered, COHORTS_PER_REFRESH):
-                await refresh_cohorts(self.session, chunk, now=self.now)
+                await refresh_cohorts(self.session, chunk, now=self.now, arrived=arrived, events=not self.defer_events)
+            if self.defer_events:
+                self._pending_cohorts |= cohorts
+                self._arrived |= arrived
         return summary
 
     async def _live_runs(self, keys: list[NaturalKey]) -> dict[NaturalKey, tuple[int, str]]:

@@ -11,12 +11,18 @@ history-v1:
   is empty), previous_run_id the removed holder, improvement_percent negative or zero (the record got
   slower) or None (cohort empty). A remaining run faster than the removed holder is a "new_record";
 - an equal time never takes the record: the standing holder keeps it;
-- events are only ever appended, never edited or deleted.
+- events are only ever appended, never edited or deleted;
+- the runs that arrived in one write (one import, whatever its batches) are taken in observed order
+  (observed_at, then ranking-v1 order): each that beats the standing holder at that point is a
+  "new_record", so how an import is cut into batches never changes its events (`events_for`).
+
+revisions-v1 adds "revision_changed": the workload's current revision moved (kernelindex.ingest.
+workloads); runs of the previous revision stop counting for records. It names no run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +31,11 @@ from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.ranking import order_key
 
 HISTORY_VERSION = "history-v1"
+REVISIONS_VERSION = "revisions-v1"
 
 NEW_RECORD = "new_record"
 RESTORED = "restored"
+REVISION_CHANGED = "revision_changed"
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,8 @@ class EventDraft:
     @property
     def words(self) -> str:
         """'New record: 1.39 ms, 4.1% faster than the previous record (1.45 ms).' and the like."""
+        if self.kind == REVISION_CHANGED:
+            return "Reference source revised upstream: records now count runs of the new revision only."
         if self.kind == NEW_RECORD:
             if self.previous_run_id is None or self.improvement_percent is None:
                 return f"Record set: {format_latency(self.mean_ms)}." if self.mean_ms is not None else "Record set."
@@ -118,3 +128,36 @@ def next_events(
         return []  # an equal (or, out of order, slower) top run does not take the record
     return [EventDraft(RESTORED, top.id, current_holder_id, improvement_percent(current_holder_mean, top.mean_ms),
                        top.mean_ms, current_holder_mean)]
+
+
+def events_for(
+    current_holder_id: int | None,
+    current_holder_mean: float | None,
+    eligible_runs: Iterable[RunFacts],
+    arrived_ids: Collection[int] = (),
+) -> list[EventDraft]:
+    """The events to append after a write whose new runs are `arrived_ids`.
+
+    The arrivals are replayed in observed order against the standing holder, so the events of one
+    import do not depend on its batches; what is left (a removed holder, a run that counts again
+    after a review) is settled by comparing states, as `next_events` does.
+    """
+    eligible = list(eligible_runs)
+    arrivals = sorted(
+        (r for r in eligible if r.id in arrived_ids and r.mean_ms is not None),
+        key=lambda r: (r.observed_at, order_key(r)),
+    )
+    drafts: list[EventDraft] = []
+    holder_id, holder_mean = current_holder_id, current_holder_mean
+    for run in arrivals:
+        if holder_id is None:
+            drafts.append(EventDraft(NEW_RECORD, run.id, None, None, run.mean_ms, None))
+        elif holder_mean is not None and run.latency_ms < holder_mean:
+            drafts.append(EventDraft(NEW_RECORD, run.id, holder_id, improvement_percent(holder_mean, run.mean_ms),
+                                     run.mean_ms, holder_mean))
+        else:
+            # Not faster (or nothing to beat): no event. A holder superseded in this very write is
+            # settled by the state comparison below, once every arrival has been seen.
+            continue
+        holder_id, holder_mean = run.id, run.mean_ms
+    return drafts + next_events(holder_id, holder_mean, sorted(eligible, key=order_key))

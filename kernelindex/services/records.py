@@ -9,7 +9,7 @@ plausibility decides the flags, ranking decides eligibility and order, history d
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -23,7 +23,7 @@ from kernelindex.rules import headroom_v1 as headroom
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.headroom_v2 import roofline_floor
-from kernelindex.rules.history import HISTORY_VERSION, next_events
+from kernelindex.rules.history import HISTORY_VERSION, REVISION_CHANGED, events_for
 from kernelindex.services.facts import CohortKey, FactsBuilder, load_catalogue, run_rows_statement, workload_facts
 from kernelindex.services.holds import load_holds
 
@@ -96,8 +96,16 @@ async def refresh_all_records(session: AsyncSession, now: datetime | None = None
     return summary
 
 
-async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], now: datetime | None = None) -> RefreshSummary:
-    """Recompute these cohorts: flags, cohort_bests rows and record events."""
+async def refresh_cohorts(
+    session: AsyncSession, cohorts: Iterable[CohortKey], now: datetime | None = None, *,
+    arrived: Collection[int] = (), events: bool = True,
+) -> RefreshSummary:
+    """Recompute these cohorts: flags, cohort_bests rows and record events.
+
+    `arrived`: the runs the write being refreshed added (history-v1 replays them in observed order).
+    events=False leaves the record history alone: an import cut into batches derives its events
+    once, at its end, over every cohort it touched (kernelindex.ingest.writer.RunWriter.record_events).
+    """
     now = now or datetime.now(UTC)
     keys = sorted(set(cohorts))
     summary = RefreshSummary(cohorts=len(keys))
@@ -136,8 +144,8 @@ async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], n
 
     new_flags: list[dict] = []
     bests: list[dict] = []
-    latest = await _latest_events(session, keys)
-    events: list[dict] = []
+    latest = await _latest_events(session, keys) if events else {}
+    drafts: list[dict] = []
     for key in keys:
         revision = revisions.get(key[0])
         if revision is None:
@@ -160,10 +168,12 @@ async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], n
             judged.append(replace(run, held_for_review=held) if run.held_for_review != held else run)
         eligible = ranking.eligible_runs(judged, facts_of_workload)
         _append_bests(bests, key, workload.id, eligible, snapshot_of)
+        if not events:
+            continue
         holder = latest.get(key)
-        for draft in next_events(holder[0] if holder else None, holder[1] if holder else None,
-                                 sorted(eligible, key=ranking.order_key)):
-            events.append({
+        for draft in events_for(holder[0] if holder else None, holder[1] if holder else None,
+                                sorted(eligible, key=ranking.order_key), arrived):
+            drafts.append({
                 "workload_id": workload.id, "workload_revision_id": key[0], "configuration_key": key[1],
                 "protocol_id": key[2], "environment_id": key[3], "kind": draft.kind, "run_id": draft.run_id,
                 "previous_run_id": draft.previous_run_id, "improvement_percent": draft.improvement_percent,
@@ -180,9 +190,9 @@ async def refresh_cohorts(session: AsyncSession, cohorts: Iterable[CohortKey], n
     )
     if bests:
         await session.execute(pg_insert(CohortBest), bests)
-    if events:
-        await session.execute(pg_insert(RecordEvent), events)
-    summary.events = len(events)
+    if drafts:
+        await session.execute(pg_insert(RecordEvent), drafts)
+    summary.events = len(drafts)
     return summary
 
 
@@ -218,7 +228,7 @@ async def _latest_events(session: AsyncSession, keys: list[CohortKey]) -> dict[C
         select(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
                RecordEvent.environment_id, RecordEvent.run_id)
         .where(tuple_(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
-                      RecordEvent.environment_id).in_(keys))
+                      RecordEvent.environment_id).in_(keys), RecordEvent.kind != REVISION_CHANGED)
         .ext(distinct_on(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id, RecordEvent.environment_id))
         .order_by(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
                   RecordEvent.environment_id, RecordEvent.id.desc())

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from kernelindex.db.errors import is_unavailable
-from kernelindex.db.models import Hardware, Run, Workload, WorkloadRevision
+from kernelindex.db.models import Hardware, Run, SuiteSnapshot, SuiteSnapshotMember, Workload, WorkloadRevision
 from kernelindex.db.text import text_problem
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, UserInputError
 from kernelindex.graphql.inputs import check_datetime
@@ -208,13 +208,20 @@ async def catalog_jsonl(request: Request) -> Response:
     async def lines() -> AsyncIterator[str]:
         for h in (await session.scalars(select(Hardware).order_by(Hardware.id))).all():
             yield json.dumps(hardware_line(h), sort_keys=True) + "\n"
+        snapshots_of: dict[int, list[SuiteSnapshot]] = {}
+        for revision_id, snapshot in await session.execute(
+            select(SuiteSnapshotMember.workload_revision_id, SuiteSnapshot)
+            .join(SuiteSnapshot, SuiteSnapshot.id == SuiteSnapshotMember.snapshot_id)
+            .order_by(SuiteSnapshot.id)
+        ):
+            snapshots_of.setdefault(revision_id, []).append(snapshot)
         revisions = await session.execute(
             select(Workload, WorkloadRevision)
             .join(WorkloadRevision, WorkloadRevision.workload_id == Workload.id)
             .order_by(Workload.id, (WorkloadRevision.id == Workload.current_revision_id), WorkloadRevision.id)
         )
         for w, rev in revisions:
-            yield json.dumps(workload_line(w, rev), sort_keys=True) + "\n"
+            yield json.dumps(workload_line(w, rev, snapshots_of.get(rev.id, ())), sort_keys=True) + "\n"
         chunk: list[str] = []
         result = await session.stream(statement)
         async for run, impl, env, hw, protocol, snapshot, source, slug, sha in result:

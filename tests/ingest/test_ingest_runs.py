@@ -294,31 +294,36 @@ def test_a_record_naming_its_workload_by_suite_level_and_problem(cli, db_url, tm
 
 
 def test_a_record_measured_on_an_older_revision(cli, db_url, tmp_path, capsys):
+    from datetime import date
+
     from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
     from kernelindex.ingest.seed import SEEDS_DIR
-    from kernelindex.ingest.workloads import WorkloadSpec, upsert_workload
-    from kernelindex.rules.identity import sha256_hex
+    from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot
 
     source = (SEEDS_DIR / "reference" / "resnet18.py").read_text()
 
     async def new_revision():
+        # A later upstream snapshot revises the file: its revision becomes current (revisions-v1).
         engine = make_engine(db_url, pool_size=1, max_overflow=0)
         try:
             async with transaction(make_sessionmaker(engine)) as session:
-                return await upsert_workload(
-                    session,
-                    WorkloadSpec(suite="kernelbench", level=3, problem_number=9, name="ResNet18", slug=RESNET,
-                                 reference_source=source + "\n# revised\n", canonical_bindings={"batch_size": 2}),
+                result = await record_snapshot(
+                    session, "kernelbench", "later01", date(2026, 6, 1),
+                    [WorkloadSpec(suite="kernelbench", level=3, problem_number=9, name="ResNet18", slug=RESNET,
+                                  reference_source=source + "\n# revised\n", canonical_bindings={"batch_size": 2})],
+                    complete=False,
                 )
+                return result.outcomes[0]
         finally:
             await engine.dispose()
 
     outcome = asyncio.run(new_revision())
     assert outcome.status == "new revision"
-    (old,) = _sql(db_url, "SELECT id FROM workload_revisions WHERE source_sha256 = $1", sha256_hex(source))
+    (old,) = _sql(db_url, "SELECT r.id, r.source_sha256 FROM workload_revisions r JOIN workloads w ON w.id = r.workload_id "
+                          "WHERE w.slug = $1 AND r.id <> $2", RESNET, outcome.revision_id)
 
     record = synthetic_records(1, start=50)[0]
-    record["workload"] = {"slug": RESNET, "source_sha256": sha256_hex(source)}
+    record["workload"] = {"slug": RESNET, "source_sha256": old["source_sha256"]}
     current = synthetic_records(1, start=51)[0]
     assert cli("ingest", "runs", write_jsonl(tmp_path / "runs.jsonl", [record, current])) == 0
     rows = {
@@ -380,3 +385,96 @@ def test_a_run_too_fast_to_be_true_lands_flagged_and_holds_no_record(cli, db_url
     )
     assert [f["code"] for f in flags] == ["below_floor"]
     assert _page(db_url, RESNET)["headline"]["latencyMs"] == 1.39
+
+
+# -- record checks: observed_at and the provider (no database) -------------------------------------
+
+
+def _checked_record(**changes):
+    from tests.fixtures.bad.make_corpus import GOOD
+
+    record = copy.deepcopy(GOOD)
+    for key, value in changes.items():
+        target = record
+        *parents, last = key.split(".")
+        for p in parents:
+            target = target[p]
+        target[last] = value
+    return record
+
+
+def test_observed_at_in_the_future_is_refused_beyond_the_clock_skew():
+    from datetime import UTC, datetime, timedelta
+
+    from kernelindex.ingest.records import MAX_CLOCK_SKEW, check_record
+
+    now = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    assert MAX_CLOCK_SKEW == timedelta(minutes=5)
+    assert check_record(_checked_record(observed_at="2026-06-01T12:04:59Z"), now=now) == []
+    assert check_record(_checked_record(observed_at="2026-06-01T12:05:00Z"), now=now) == []
+    assert check_record(_checked_record(observed_at="2026-06-01T14:04:00+02:00"), now=now) == []  # 12:04 UTC
+    (problem,) = check_record(_checked_record(observed_at="2026-06-01T12:05:01Z"), now=now)
+    assert problem[0] == "observed_at"
+    assert "2026-06-01T12:05:01+00:00 is in the future" in problem[1] and "5 minutes of clock skew" in problem[1]
+    (problem,) = check_record(_checked_record(observed_at="2026-06-01T12:30:00-01:00"), now=now)  # 13:30 UTC
+    assert problem[0] == "observed_at" and "is in the future" in problem[1]
+    # without `now`, the clock: far in the future is refused today too
+    assert [k for k, _ in check_record(_checked_record(observed_at="2999-01-01T00:00:00Z"))] == ["observed_at"]
+
+
+@pytest.mark.parametrize("text", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
+def test_observed_at_outside_utc_is_a_problem_not_an_exception(text):
+    from datetime import UTC, datetime
+
+    from kernelindex.ingest.records import check_record, parse_observed_at
+
+    found = check_record(_checked_record(observed_at=text), now=datetime(2026, 6, 1, tzinfo=UTC))
+    assert found == [("observed_at", f"{text!r} cannot be represented as a time in UTC (it falls outside years 1 to 9999 there)")]
+    with pytest.raises(ValueError):
+        parse_observed_at(text)
+
+
+def test_observed_at_is_read_in_utc():
+    from datetime import UTC, datetime
+
+    from kernelindex.ingest.records import parse_observed_at
+
+    assert parse_observed_at("2026-06-01T14:00:00+02:00") == datetime(2026, 6, 1, 12, tzinfo=UTC)
+    assert parse_observed_at("2026-06-01T14:00:00+02:00").tzinfo is UTC
+    assert parse_observed_at("2026-06-01T12:00:00") == datetime(2026, 6, 1, 12, tzinfo=UTC)
+
+
+def test_the_future_is_refused_with_file_line_and_key():
+    from kernelindex.ingest.records import read_run_records
+
+    lines = [json.dumps(_checked_record()), json.dumps(_checked_record(observed_at="2999-01-01T00:00:00Z"))]
+    items = list(read_run_records(lines, "runs.jsonl"))
+    assert len(items) == 2
+    problem = items[1]
+    assert (problem.file, problem.where, problem.key) == ("runs.jsonl", "line 2", "observed_at")
+    assert "is in the future" in problem.reason
+
+
+@pytest.mark.parametrize("written, stored", [("modal", "Modal"), (" MODAL ", "Modal"), ("LambdaLabs", "Lambda Labs"),
+                                             ("gcp", "Google Cloud"), ("  Corpus   Cloud ", "Corpus Cloud"), ("", None)])
+def test_checking_a_record_normalises_its_provider(written, stored):
+    from kernelindex.ingest.records import check_record
+
+    record = _checked_record(**{"environment.provider": written})
+    assert check_record(record) == []
+    assert record["environment"]["provider"] == stored
+
+
+def test_modal_and_Modal_are_one_environment(cli, db_url, tmp_path, capsys):
+    records = synthetic_records(3, start=80)
+    for record, provider in zip(records, ("modal", "Modal", " MODAL "), strict=True):
+        record["environment"]["provider"] = provider
+        record["environment"]["label"] = "provider-spellings"
+    # one provider, so one environment: the second and third lines are the first run again
+    assert cli("ingest", "runs", write_jsonl(tmp_path / "runs.jsonl", records)) == 1
+    err = capsys.readouterr().err
+    assert "line 2: the same run as line 1 (same natural key)" in err
+    assert "line 3: the same run as line 1 (same natural key)" in err
+    rows = _sql(db_url, "SELECT DISTINCT provider FROM environments WHERE label = 'provider-spellings'")
+    assert [r["provider"] for r in rows] == ["Modal"]
+    assert len(_sql(db_url, "SELECT 1 FROM environments WHERE label = 'provider-spellings'")) == 1

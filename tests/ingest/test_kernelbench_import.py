@@ -93,7 +93,8 @@ def test_missing_problem_file_and_unknown_gpu(cli, db_url, checkout, capsys):
     )
     assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
     err = capsys.readouterr().err
-    assert "77_Missing.py: no such problem file at revision abc1234; skipped" in err
+    assert "skipped 1 timing entries: no problem file at this revision: results/timing/X9_NewCloud/" in err
+    assert "level1/77_Missing.py" in err
     assert "hardware 'NVIDIA X9 Ultra' is not in the catalogue" in err
     data = snapshot(db_url)
     x9 = next(h for h in data["hardware"] if h["sku"] == "NVIDIA X9 Ultra")
@@ -153,8 +154,9 @@ def test_shared_kernelbench_files_all_accounted_for(cli, db_url, checkout, capsy
     out = capsys.readouterr().out
     table = {line.rsplit(None, 1)[0].strip(): int(line.rsplit(None, 1)[1].replace(",", "")) for line in out.splitlines() if line.strip()}
     assert table["timing entries"] == entries == 1000
-    assert table["runs inserted"] + table["runs unchanged"] + table["entries skipped (no problem file)"] + table["runs rejected"] == entries
+    outcomes = ("runs inserted", "runs unchanged", "runs superseded", "failed (no timing recorded)", "skipped", "rejected")
+    assert sum(table[o] for o in outcomes) == entries
     assert table["runs unchanged"] == 8  # the seed's eight runs are these very entries
-    assert table["runs rejected"] == 0
+    assert table["rejected"] == 0
     assert _page(db_url, "kernelbench-l3-p9-resnet18") == before_page
     assert _page(db_url, "kernelbench-l3-p12-vgg19")["headline"]["latencyMs"] == 2.43

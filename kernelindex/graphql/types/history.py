@@ -25,7 +25,7 @@ class RecordEvent:
     previous_facts: strawberry.Private[RunFacts | None]
     workload_slug_value: strawberry.Private[str]
 
-    @strawberry.field(description="'new_record' or 'restored' (the holder was retracted or superseded).")
+    @strawberry.field(description="'new_record', 'restored' (the holder was retracted or superseded) or 'revision_changed' (the workload's current revision moved upstream; names no run).")
     def kind(self) -> str:
         return self.row.kind
 

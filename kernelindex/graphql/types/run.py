@@ -10,9 +10,10 @@ from kernelindex.graphql.context import Context
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.types.catalogue import Environment, Implementation, Protocol, Source
 from kernelindex.graphql.types.holds import RunFlag
+from kernelindex.graphql.types.revision import WorkloadRevision
 from kernelindex.rules import stats
 from kernelindex.rules import trust_labels as trust
-from kernelindex.rules.display import format_date, format_latency, format_plus_minus
+from kernelindex.rules.display import format_date, format_latency, plus_minus_display
 from kernelindex.rules.facts import RunFacts
 
 
@@ -57,6 +58,12 @@ class Run(Node):
         workload = await info.context.loaders.workload_by_id.load(self.facts.workload_id)
         assert workload is not None  # a run's workload is never deleted (foreign key)
         return workload.slug
+
+    @strawberry.field(description="The revision of the workload's reference source it measured (revisions-v1): its digest, upstream snapshot and whether it is current.")
+    async def revision(self, info: strawberry.Info[Context, None]) -> WorkloadRevision:
+        facts = await info.context.loaders.revision_by_id.load(self.facts.workload_revision_id)
+        assert facts is not None  # a run's revision is never deleted (foreign key)
+        return WorkloadRevision(facts=facts)
 
     @strawberry.field(description="The configuration measured.")
     def configuration(self) -> Configuration:
@@ -126,7 +133,7 @@ class Run(Node):
     def compile_time_ms(self) -> float | None:
         return self.facts.compile_time_ms
 
-    @strawberry.field(description="Half width of the 95% confidence interval of the mean (1.96·std/√n), in milliseconds.")
+    @strawberry.field(description="Half width of the 95% confidence interval of the mean (t·std/√n, Student's t for n−1 degrees of freedom), in milliseconds; null for one trial.")
     def ci_half_width_ms(self) -> float | None:
         return stats.ci95_half_width(self.facts.std_ms, self.facts.num_trials)
 
@@ -138,7 +145,7 @@ class Run(Node):
     def plus_minus_display(self) -> str | None:
         if not self.facts.mean_ms:
             return None
-        return format_plus_minus(self.ci_half_width_ms(), self.facts.mean_ms)
+        return plus_minus_display(self.facts.std_ms, self.facts.num_trials, self.facts.mean_ms)
 
     @strawberry.field(description="'mean of 100'.")
     def statistic_display(self) -> str | None:

@@ -16,6 +16,7 @@ from kernelindex.graphql.types.history import RecordEvent, record_events_page
 from kernelindex.graphql.types.page import Comparison, HardwareGap, Headline, ImplementationSummary
 from kernelindex.graphql.types.policy import Policy
 from kernelindex.graphql.types.records import EnvironmentRecord
+from kernelindex.graphql.types.revision import WorkloadRevision
 from kernelindex.graphql.types.run import Configuration, Run
 from kernelindex.rules.display import format_date, plural
 from kernelindex.rules.headroom_inputs import best_latency_by_hardware, record_headroom_v1
@@ -130,10 +131,18 @@ class Workload(Node):
         page = await self._page(info)
         return page.revision.reference_source if page.revision else None
 
-    @strawberry.field(description="sha256 of the reference source (current revision).")
+    @strawberry.field(description="sha256 of the upstream reference file (current revision): the revision's identity. While the stored source is a stand-in (see revisions), it is not the digest of referenceSource.")
     async def source_sha256(self, info: strawberry.Info[Context, None]) -> str | None:
         page = await self._page(info)
         return page.revision.source_sha256 if page.revision else None
+
+    @strawberry.field(description="In its suite's latest complete upstream snapshot; false once upstream replaced, renamed or removed the problem (the workload and its runs stay); null while no complete snapshot of the suite is known.")
+    def in_latest_snapshot(self) -> bool | None:
+        return self.row.in_latest_snapshot
+
+    @strawberry.field(description="Every revision of the reference source, oldest first; only the current one's runs count for records.")
+    async def revisions(self, info: strawberry.Info[Context, None]) -> list[WorkloadRevision]:
+        return [WorkloadRevision(facts=f) for f in await info.context.loaders.revisions_by_workload_id.load(self.row.id)]
 
     @strawberry.field(description="The configuration records are measured at.")
     async def canonical_configuration(self, info: strawberry.Info[Context, None]) -> Configuration:

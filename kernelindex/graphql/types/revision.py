@@ -1,0 +1,67 @@
+"""Workload revisions: which upstream file a run measured (revisions-v1)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import strawberry
+
+from kernelindex.services.revisions import RevisionFacts, SnapshotFacts
+
+
+@strawberry.type(description="A suite at one upstream revision (e.g. a KernelBench commit).")
+class SuiteSnapshot:
+    facts: strawberry.Private[SnapshotFacts]
+
+    @strawberry.field(description="Suite, e.g. 'kernelbench'.")
+    def suite(self) -> str:
+        return self.facts.suite
+
+    @strawberry.field(description="Upstream revision, e.g. a git commit.")
+    def upstream_revision(self) -> str:
+        return self.facts.upstream_revision
+
+    @strawberry.field(description="Date of the upstream revision.")
+    def revision_date(self) -> date | None:
+        return self.facts.revision_date
+
+    @strawberry.field(description="True when the whole suite was read at this revision (a checkout import); false for a partial one (the seed).")
+    def complete(self) -> bool:
+        return self.facts.complete
+
+
+@strawberry.type(description="One version of a workload's reference source, identified by the sha256 of the upstream file.")
+class WorkloadRevision:
+    facts: strawberry.Private[RevisionFacts]
+
+    @strawberry.field(description="sha256 of the upstream file's bytes: the revision's identity.")
+    def sha256(self) -> str:
+        return self.facts.source_sha256
+
+    @strawberry.field(description="Size of the upstream file in bytes, when known.")
+    def source_size(self) -> int | None:
+        return self.facts.source_size
+
+    @strawberry.field(description="File name upstream, e.g. '9_ResNet18.py'.")
+    def source_filename(self) -> str | None:
+        return self.facts.source_filename
+
+    @strawberry.field(description="True while the stored source is our own module standing in for the upstream file (the seed's).")
+    def stand_in(self) -> bool:
+        return self.facts.stand_in
+
+    @strawberry.field(description="The workload's current revision: the one in the latest upstream snapshot. Only its runs count for records.")
+    def current(self) -> bool:
+        return self.facts.current
+
+    @strawberry.field(description="The upstream revision of the first snapshot holding this revision.")
+    def upstream_revision(self) -> str | None:
+        return self.facts.snapshots[0].upstream_revision if self.facts.snapshots else None
+
+    @strawberry.field(description="The date of that upstream revision.")
+    def revision_date(self) -> date | None:
+        return self.facts.snapshots[0].revision_date if self.facts.snapshots else None
+
+    @strawberry.field(description="Every upstream snapshot holding this revision, oldest first.")
+    def snapshots(self) -> list[SuiteSnapshot]:
+        return [SuiteSnapshot(facts=s) for s in self.facts.snapshots]

@@ -1,0 +1,131 @@
+"""Every timing entry of a KernelBench import is accounted for, once, with its reason.
+
+inserted + unchanged + superseded + failed + skipped + rejected = entries found, whatever the files
+hold: null entries (the source timed nothing), files of an unknown configuration, levels not asked
+for, problems missing from the checkout, problems whose trace failed or timed out.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+from tests.ingest.conftest import FIXTURES, entry, snapshot, write_timing
+
+ARGS = ("--revision", "abc1234", "--observed", "2026-06-01")
+OUTCOMES = ("runs inserted", "runs unchanged", "runs superseded", "failed (no timing recorded)", "skipped", "rejected")
+
+
+def table(out: str) -> dict[str, int]:
+    rows = {}
+    for line in out.splitlines():
+        if line.strip():
+            label, value = line.rsplit(None, 1)
+            rows[label.strip()] = int(value.replace(",", ""))
+    return rows
+
+
+def accounted(rows: dict[str, int]) -> int:
+    return sum(rows[o] for o in OUTCOMES)
+
+
+def runs_of(db_url: str, slug: str) -> list[dict]:
+    data = snapshot(db_url)
+    (workload,) = [w for w in data["workloads"] if w["slug"] == slug]
+    return [r for r in data["runs"] if r["workload_id"] == workload["id"]]
+
+
+def test_null_entry_is_a_failed_run_and_unknown_configuration_is_counted(cli, db_url, checkout, capsys):
+    write_timing(checkout, "H100_Modal", "torch", {"level1": {"2_ReLU.py": None, "1_Square_matrix_multiplication_.py": entry(0.02)}})
+    write_timing(checkout, "H100_Modal", "torch_matx2", {"level1": {"2_ReLU.py": entry(0.01), "9_Other.py": entry(0.3)}})
+    write_timing(checkout, "H100_Modal", "cleaned", {"level1": {"2_ReLU.py": entry(0.01)}, "level2": {"1_Conv2d_ReLU_BiasAdd.py": None}})
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    captured = capsys.readouterr()
+    rows = table(captured.out)
+    assert rows["timing entries"] == 6 == accounted(rows)
+    assert rows["runs inserted"] == 1 and rows["failed (no timing recorded)"] == 1 and rows["rejected"] == 0
+    assert rows["skipped"] == 4
+    assert rows["timing file of an unknown configuration (torch_matx2)"] == 2
+    assert rows["timing file of an unknown configuration (cleaned)"] == 2
+    assert "timing entries: 6 found = 1 inserted + 0 unchanged + 0 superseded + 1 failed + 4 skipped + 0 rejected" in captured.err
+    (failed,) = runs_of(db_url, "kernelbench-l1-p2-relu")
+    assert failed["status"] == "failed" and failed["failure_reason"] == "the source recorded no timing"
+    assert failed["mean_ms"] is None
+
+    # Again: nothing new, and the same accounting.
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    rows = table(capsys.readouterr().out)
+    assert rows["runs inserted"] == 0 and rows["runs unchanged"] == 1 and rows["failed (no timing recorded)"] == 1
+    assert accounted(rows) == rows["timing entries"] == 6
+    assert len(runs_of(db_url, "kernelbench-l1-p2-relu")) == 1
+
+
+def test_levels_not_asked_for_are_counted_not_warned(cli, db_url, checkout, capsys):
+    timings = {f"level{level}": {f"{n}_P{n}.py": entry(0.1 + n / 1000) for n in range(1, 101)} for level in (1, 2, 4)}
+    timings["level3"] = {"1_MLP.py": entry(0.5)}
+    write_timing(checkout, "H100_Modal", "torch", timings)
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS, "--levels", "3") == 0
+    captured = capsys.readouterr()
+    rows = table(captured.out)
+    assert rows["timing entries"] == 301 == accounted(rows)
+    assert rows["level not imported (--levels)"] == 300 and rows["runs inserted"] == 1
+    # One line says it, with a few examples: not one warning per entry.
+    assert len(captured.err.splitlines()) < 20
+    assert re.search(r"skipped 300 timing entries: level not imported \(--levels\): .*\(and 290 more\)", captured.err)
+
+
+def test_failed_trace_stores_no_runs_at_a_guessed_configuration(cli, db_url, checkout, capsys):
+    """A problem whose trace fails (or times out) has no known configuration: its entries are skipped,
+    nothing is stored at a guess, and importing again adds nothing."""
+    level2 = checkout / "KernelBench" / "level2"
+    shutil.copy(FIXTURES / "kernelbench_bad" / "raises_on_import.py", level2 / "7_RaisesOnImport.py")
+    shutil.copy(FIXTURES / "kernelbench_bad" / "hangs.py", level2 / "8_Hangs.py")
+    write_timing(
+        checkout, "H100_Modal", "torch",
+        {"level2": {"7_RaisesOnImport.py": entry(0.3), "8_Hangs.py": entry(0.4), "1_Conv2d_ReLU_BiasAdd.py": entry(0.2)}},
+    )
+    for _ in range(2):
+        assert cli("ingest", "kernelbench", str(checkout), *ARGS, "--timeout", "5") == 0
+        captured = capsys.readouterr()
+        rows = table(captured.out)
+        assert rows["timing entries"] == 3 == accounted(rows)
+        assert rows["problem without semantics (its trace failed); traced again on the next import"] == 2
+        assert "level2/8_Hangs.py" in captured.err
+        assert runs_of(db_url, "kernelbench-l2-p7-raisesonimport") == []
+        assert runs_of(db_url, "kernelbench-l2-p8-hangs") == []
+        assert len(runs_of(db_url, "kernelbench-l2-p1-conv2d-relu-biasadd")) == 1
+
+
+def test_malformed_entries_are_rejected_with_their_place(cli, db_url, checkout, capsys):
+    write_timing(checkout, "H100_Modal", "torch", {"level1": {"2_ReLU.py": "fast", "1_Square_matrix_multiplication_.py": entry(0.02)}, "notes": "x"})
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 1
+    captured = capsys.readouterr()
+    rows = table(captured.out)
+    assert rows["timing entries"] == 3 == accounted(rows)
+    assert rows["rejected"] == 2 and rows["runs inserted"] == 1
+    assert "results/timing/H100_Modal/baseline_time_torch.json: level1/2_ReLU.py: expected an object" in captured.err
+    assert "baseline_time_torch.json: notes: expected 'levelN'" in captured.err
+
+
+def test_a_timed_out_trace_is_retried_on_the_next_import(cli, db_url, checkout, capsys):
+    """A trace cut short by the timeout (a loaded machine) leaves the problem without semantics and without
+    runs; the next import, given the time, traces the same file and stores its runs at the traced configuration."""
+    relu = (checkout / "KernelBench" / "level1" / "2_ReLU.py").read_text()
+    slow = checkout / "KernelBench" / "level1" / "3_SlowReLU.py"
+    slow.write_text("import time\ntime.sleep(4)  # a trace that takes longer than --timeout\n" + relu)
+    write_timing(checkout, "H100_Modal", "torch", {"level1": {"3_SlowReLU.py": entry(0.05)}})
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS, "--timeout", "1") == 0
+    captured = capsys.readouterr()
+    assert "imported without semantics: level1/3_SlowReLU.py" in captured.err
+    assert runs_of(db_url, "kernelbench-l1-p3-slowrelu") == []
+    revisions = [r for r in snapshot(db_url)["workload_revisions"] if r["source_filename"] == "3_SlowReLU.py"]
+    assert len(revisions) == 1 and revisions[0]["semantics"] is None and revisions[0]["canonical_bindings"] == "{}"
+
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS, "--timeout", "60") == 0
+    capsys.readouterr()
+    (run,) = runs_of(db_url, "kernelbench-l1-p3-slowrelu")
+    revisions = [r for r in snapshot(db_url)["workload_revisions"] if r["source_filename"] == "3_SlowReLU.py"]
+    assert len(revisions) == 1 and revisions[0]["semantics"] is not None  # the same revision, traced now
+    assert run["workload_revision_id"] == revisions[0]["id"]
+    assert run["configuration_key"] == revisions[0]["canonical_configuration_key"]
+    assert run["bindings"] == revisions[0]["canonical_bindings"]
