@@ -36,6 +36,19 @@ def snapshot(db_url: str) -> dict[str, list]:
     return asyncio.run(read())
 
 
+def fetch(db_url: str, query: str, *args) -> list[dict]:
+    """The rows of one query, as dicts."""
+
+    async def go():
+        conn = await asyncpg.connect(to_libpq_url(db_url))
+        try:
+            return [dict(r) for r in await conn.fetch(query, *args)]
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
+
+
 def counts(db_url: str) -> dict[str, int]:
     return {t: len(rows) for t, rows in snapshot(db_url).items()}
 

@@ -9,28 +9,14 @@ import copy
 import json
 from collections import OrderedDict
 
-import asyncpg
-
-from kernelindex.db.urls import to_libpq_url
 from kernelindex.ingest.runs import ingest_runs_file
 from kernelindex.ingest.seed import SEEDS_DIR
 from tests.api.helpers import synthetic_records
-from tests.ingest.conftest import snapshot
-
-
-def _fetch(db_url: str, query: str, *args) -> list[dict]:
-    async def go():
-        conn = await asyncpg.connect(to_libpq_url(db_url))
-        try:
-            return [dict(r) for r in await conn.fetch(query, *args)]
-        finally:
-            await conn.close()
-
-    return asyncio.run(go())
+from tests.ingest.conftest import fetch, snapshot
 
 
 def _event_count(db_url: str) -> int:
-    return _fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"]
+    return fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"]
 
 
 def _reversed(value):
@@ -93,7 +79,7 @@ def _cohort_records(label: str) -> list[dict]:
 
 
 def _events_of(db_url: str, label: str) -> list[tuple]:
-    rows = _fetch(
+    rows = fetch(
         db_url,
         "SELECT e.kind, r.mean_ms, p.mean_ms AS previous, round(e.improvement_percent::numeric, 6) AS pct "
         "FROM record_events e JOIN environments env ON env.id = e.environment_id "
@@ -139,7 +125,7 @@ async def test_export_carries_the_upstream_snapshots(client, db_url, empty_db_ur
         "JOIN suite_snapshot_members m ON m.workload_revision_id = r.id JOIN suite_snapshots s ON s.id = m.snapshot_id "
         "ORDER BY w.slug"
     )
-    original, copy_ = await asyncio.to_thread(_fetch, db_url, query), await asyncio.to_thread(_fetch, empty_db_url, query)
+    original, copy_ = await asyncio.to_thread(fetch, db_url, query), await asyncio.to_thread(fetch, empty_db_url, query)
     assert copy_ == original and len(original) == 2
     assert all(r["stand_in"] and r["current"] for r in original)
     again = await ingest_runs_file(empty_db_url, path, str(path), progress=False)

@@ -12,13 +12,11 @@ import json
 import shutil
 from pathlib import Path
 
-import asyncpg
 import pytest
 
-from kernelindex.db.urls import to_libpq_url
 from kernelindex.ingest.seed import SEEDS_DIR
 from kernelindex.rules.identity import sha256_hex
-from tests.ingest.conftest import entry, snapshot, write_timing
+from tests.ingest.conftest import entry, fetch, snapshot, write_timing
 
 RESNET, VGG = "kernelbench-l3-p9-resnet18", "kernelbench-l3-p12-vgg19"
 OLD = ("--revision", "0ld0001", "--observed", "2026-04-01")
@@ -66,15 +64,18 @@ def checkouts(tmp_path) -> tuple[Path, Path]:
     return old, new
 
 
-def _fetch(db_url: str, query: str, *args) -> list[dict]:
-    async def go():
-        conn = await asyncpg.connect(to_libpq_url(db_url))
-        try:
-            return [dict(r) for r in await conn.fetch(query, *args)]
-        finally:
-            await conn.close()
-
-    return asyncio.run(go())
+def _upstream_checkout(tmp_path, upstream: dict[str, str]):
+    """A checkout at the seed's revision holding the synthetic "upstream" files, with the one timing
+    entry that is also the seed's H100_Modal eager ResNet18 run."""
+    root = tmp_path / "checkout"
+    level3 = root / "KernelBench" / "level3"
+    level3.mkdir(parents=True)
+    (level3 / "9_ResNet18.py").write_text(upstream[RESNET])
+    (level3 / "12_VGG19.py").write_text(upstream[VGG])
+    write_timing(root, "H100_Modal", "torch", {"level3": {"9_ResNet18.py": {
+        "mean": 1.67, "std": 0.0492, "min": 1.61, "max": 1.96, "num_trials": 100, "hardware": "NVIDIA H100 80GB HBM3",
+        "device": "cuda:0"}}})
+    return root
 
 
 def _pages(db_url: str, slugs: list[str]) -> dict[str, dict]:
@@ -113,7 +114,7 @@ def _graphql(db_url: str, query: str) -> dict:
 
 def final_state(db_url: str) -> dict:
     """What must not depend on the order: current revisions, snapshot membership, eligible runs, pages."""
-    workloads = _fetch(
+    workloads = fetch(
         db_url,
         "SELECT w.slug, w.in_latest_snapshot, r.source_sha256 AS current, "
         "(SELECT count(*) FROM workload_revisions x WHERE x.workload_id = w.id) AS revisions "
@@ -199,11 +200,11 @@ def test_restarts_change_nothing(cli, db_url, checkouts):
     old, new = checkouts
     assert cli("ingest", "kernelbench", str(new), *NEW) == 0
     before = snapshot(db_url)
-    events = _fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"]
+    events = fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"]
     for _ in range(3):
         assert cli("seed") == 0
     assert snapshot(db_url) == before
-    assert _fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"] == events
+    assert fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"] == events
 
 
 def test_revision_change_is_a_record_event_and_old_runs_stay(cli, db_url, checkouts):
@@ -240,7 +241,7 @@ def test_a_number_held_by_two_problems_resolves_to_the_latest(cli, db_url, check
     path = tmp_path / "runs.jsonl"
     path.write_text(json.dumps(record) + "\n")
     assert cli("ingest", "runs", str(path)) == 0
-    (row,) = _fetch(
+    (row,) = fetch(
         db_url, "SELECT w.slug FROM runs r JOIN workloads w ON w.id = r.workload_id "
         "JOIN environments e ON e.id = r.environment_id WHERE e.label = 'pool-70'",
     )
@@ -283,25 +284,18 @@ def test_the_checkout_at_the_seeds_revision_is_the_seeds_revision(empty_db_url, 
             for e in seeded} == {(sha256_hex(upstream[RESNET]), True, "423217d9fda91e0c2d67e4a43bf62f96f6d104f1")}
     before = _pages(url, [RESNET, VGG])
 
-    root = tmp_path / "checkout"
-    level3 = root / "KernelBench" / "level3"
-    level3.mkdir(parents=True)
-    (level3 / "9_ResNet18.py").write_text(upstream[RESNET])
-    (level3 / "12_VGG19.py").write_text(upstream[VGG])
-    write_timing(root, "H100_Modal", "torch", {"level3": {"9_ResNet18.py": {
-        "mean": 1.67, "std": 0.0492, "min": 1.61, "max": 1.96, "num_trials": 100, "hardware": "NVIDIA H100 80GB HBM3",
-        "device": "cuda:0"}}})
+    root = _upstream_checkout(tmp_path, upstream)
     summary = asyncio.run(import_kernelbench(url, root, revision="423217d", observed="2026-03-05", progress=False))
     assert (summary.runs.inserted, summary.runs.superseded, summary.runs.unchanged) == (0, 0, 1)
     asyncio.run(in_own_transaction(url, lambda session: load_seed(session, seeds)))  # a restart: no downgrade
 
-    revisions = _fetch(
+    revisions = fetch(
         url, "SELECT w.slug, r.stand_in, r.reference_source, r.source_sha256, w.current_revision_id = r.id AS current "
         "FROM workload_revisions r JOIN workloads w ON w.id = r.workload_id ORDER BY w.slug",
     )
     assert [(r["slug"], r["stand_in"], r["current"]) for r in revisions] == [(VGG, False, True), (RESNET, False, True)]
     assert {r["slug"]: r["reference_source"] for r in revisions} == upstream
-    snapshots = _fetch(url, "SELECT upstream_revision, complete FROM suite_snapshots")
+    snapshots = fetch(url, "SELECT upstream_revision, complete FROM suite_snapshots")
     assert snapshots == [{"upstream_revision": "423217d9fda91e0c2d67e4a43bf62f96f6d104f1", "complete": True}]
     after = _pages(url, [RESNET, VGG])
     for slug in (RESNET, VGG):
@@ -324,14 +318,7 @@ def test_seed_after_the_import_ends_as_seed_before_it(pg_url, tmp_path):
     from tests.conftest import _admin, _fresh_database, _with_database
 
     seeds, upstream = _synthetic_seed(tmp_path)
-    root = tmp_path / "checkout"
-    level3 = root / "KernelBench" / "level3"
-    level3.mkdir(parents=True)
-    (level3 / "9_ResNet18.py").write_text(upstream[RESNET])
-    (level3 / "12_VGG19.py").write_text(upstream[VGG])
-    write_timing(root, "H100_Modal", "torch", {"level3": {"9_ResNet18.py": {
-        "mean": 1.67, "std": 0.0492, "min": 1.61, "max": 1.96, "num_trials": 100, "hardware": "NVIDIA H100 80GB HBM3",
-        "device": "cuda:0"}}})
+    root = _upstream_checkout(tmp_path, upstream)
 
     def seed(url):
         asyncio.run(in_own_transaction(url, lambda session: load_seed(session, seeds)))
@@ -347,12 +334,12 @@ def test_seed_after_the_import_ends_as_seed_before_it(pg_url, tmp_path):
         asyncio.run(import_kernelbench(url, root, revision="423217d", observed="2026-03-05", progress=False))
 
     def state(url):
-        revisions = _fetch(
+        revisions = fetch(
             url, "SELECT w.slug, w.in_latest_snapshot, r.source_sha256, r.stand_in, r.reference_source, r.semantics, "
             "r.analysis, r.canonical_bindings, r.identity_sha256, w.current_revision_id = r.id AS current "
             "FROM workload_revisions r JOIN workloads w ON w.id = r.workload_id ORDER BY w.slug",
         )
-        runs = _fetch(url, "SELECT count(*) AS n FROM runs WHERE superseded_at IS NULL")
+        runs = fetch(url, "SELECT count(*) AS n FROM runs WHERE superseded_at IS NULL")
         pages = _drop_ids(_pages(url, [RESNET, VGG]))
         for page in pages.values():
             page.pop("history", None)
@@ -379,7 +366,7 @@ def test_migration_keeps_the_stored_history_as_snapshots(empty_db_url):
     from kernelindex.db.migrate import upgrade
 
     upgrade(empty_db_url, "0004")
-    _fetch(
+    fetch(
         empty_db_url,
         "WITH w AS (INSERT INTO workloads (slug, suite, level, problem_number, name, kind) "
         "VALUES ('kernelbench-l1-p2-relu', 'kernelbench', 1, 2, 'ReLU', 'operator') RETURNING id), "
@@ -389,12 +376,12 @@ def test_migration_keeps_the_stored_history_as_snapshots(empty_db_url):
         "ss AS (INSERT INTO source_snapshots (source_id, revision, revision_date) SELECT id, '423217d', '2026-03-05' FROM s) "
         "SELECT 1",
     )
-    _fetch(empty_db_url, "UPDATE workloads SET current_revision_id = r.id FROM workload_revisions r WHERE r.workload_id = workloads.id")
+    fetch(empty_db_url, "UPDATE workloads SET current_revision_id = r.id FROM workload_revisions r WHERE r.workload_id = workloads.id")
     upgrade(empty_db_url)
-    assert _fetch(empty_db_url, "SELECT suite, upstream_revision, revision_date::text AS d, complete FROM suite_snapshots") == [
+    assert fetch(empty_db_url, "SELECT suite, upstream_revision, revision_date::text AS d, complete FROM suite_snapshots") == [
         {"suite": "kernelbench", "upstream_revision": "423217d", "d": "2026-03-05", "complete": False}
     ]
-    (member,) = _fetch(
+    (member,) = fetch(
         empty_db_url, "SELECT m.workload_revision_id = w.current_revision_id AS same FROM suite_snapshot_members m "
         "JOIN workloads w ON w.id = m.workload_id",
     )
@@ -473,10 +460,10 @@ def test_export_after_upstream_history_reimports_as_no_change(cli, db_url, empty
 
     path = tmp_path / "catalog.jsonl"
     path.write_text(asyncio.run(export()))
-    events = _fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"]
+    events = fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"]
     again = asyncio.run(ingest_runs_file(db_url, path, str(path), progress=False))
     assert again.problems == [] and (again.inserted, again.superseded) == (0, 0)
-    assert _fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"] == events
+    assert fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"] == events
 
     upgrade(empty_db_url)
     copied = asyncio.run(ingest_runs_file(empty_db_url, path, str(path), progress=False))
@@ -485,4 +472,4 @@ def test_export_after_upstream_history_reimports_as_no_change(cli, db_url, empty
         "SELECT w.slug, w.in_latest_snapshot, r.source_sha256 FROM workloads w "
         "JOIN workload_revisions r ON r.id = w.current_revision_id ORDER BY w.slug"
     )
-    assert _fetch(empty_db_url, query) == _fetch(db_url, query)
+    assert fetch(empty_db_url, query) == fetch(db_url, query)
