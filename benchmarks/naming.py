@@ -35,14 +35,20 @@ class ProblemName:
         return workload_slug(self.suite, self.level, self.number, self.name)
 
 
+def level_number(text: str) -> int | None:
+    """3 for "level3" (a checkout's folder, a timing file's key); None for anything else."""
+    match = LEVEL_FOLDER.match(text)
+    return int(match.group(1)) if match else None
+
+
 def problem_name(path: str | PurePath) -> ProblemName | None:
     """The level, number and name of a path shaped ``…/levelN/NN_Name.py``; None for any other path."""
     path = PurePath(path)
     file_match = PROBLEM_FILE.match(path.name)
-    level_match = LEVEL_FOLDER.match(path.parent.name)
-    if not file_match or not level_match:
+    level = level_number(path.parent.name)
+    if not file_match or level is None:
         return None
-    return ProblemName(int(level_match.group(1)), int(file_match.group(1)), file_match.group(2))
+    return ProblemName(level, int(file_match.group(1)), file_match.group(2))
 
 
 def slug_for_path(path: str | PurePath) -> str | None:

@@ -17,6 +17,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.naming import level_number, problem_name  # torch-free
 from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.progress import Progress, say
@@ -43,9 +44,7 @@ CONSTRAINTS = ["No mutation or aliasing"]
 TORCH_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 ALL_LEVELS = [1, 2, 3, 4]
-PROBLEM_FILE = re.compile(r"^(\d+)_(.+)\.py$")
 TIMING_FILE = re.compile(r"^baseline_time_(.+)\.json$")
-LEVEL_KEY = re.compile(r"level(\d+)")
 MAX_SKIP_EXAMPLES = 10
 
 
@@ -81,7 +80,8 @@ class ProblemFile:
     number: int
     name: str
     path: Path
-    source: str
+    data: bytes  # the file as upstream has it: its digest is the revision's identity
+    source: str  # the same, as text (undecodable bytes replaced)
 
     @property
     def slug(self) -> str:
@@ -158,17 +158,19 @@ class KernelBenchSummary:
 
 
 def discover_problems(root: Path, levels: list[int]) -> list[ProblemFile]:
+    """The problem files of the levels asked for, named by the rule the runner uses (benchmarks.naming)."""
     problems = []
     for level in levels:
         folder = root / "KernelBench" / f"level{level}"
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.py")):
-            match = PROBLEM_FILE.match(path.name)
-            if match:
-                problems.append(
-                    ProblemFile(level, int(match.group(1)), match.group(2), path, path.read_text(encoding="utf-8", errors="replace"))
-                )
+            name = problem_name(path)
+            if name is not None:
+                data = path.read_bytes()
+                # The text as read_text gave it before: undecodable bytes replaced, newlines universal.
+                text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+                problems.append(ProblemFile(name.level, name.number, name.name, path, data, text))
     return sorted(problems, key=lambda p: (p.level, p.number))
 
 
@@ -200,7 +202,7 @@ def workload_spec(problem: ProblemFile, trace: ProblemTrace | ProblemTraceError,
     from kernelindex.ingest.problem_trace import ProblemTraceError  # torch: loaded only when a checkout is imported
 
     # The revision's identity is the digest of the file's bytes (the text may have been decoded with replacements).
-    data = problem.path.read_bytes()
+    data = problem.data
     spec = WorkloadSpec(
         suite="kernelbench", level=problem.level, problem_number=problem.number, name=problem.name,
         reference_source=problem.source, source_filename=problem.path.name, upstream_revision=revision,
@@ -299,12 +301,11 @@ def timing_records(
             continue
         implementation = implementation_for_config(config)
         for level_name, entries in data.items():
-            match = LEVEL_KEY.fullmatch(str(level_name))
-            if not match or not isinstance(entries, dict):
+            level = level_number(str(level_name))
+            if level is None or not isinstance(entries, dict):
                 summary.entries += 1
                 reject(label, str(level_name), [(None, "expected 'levelN' mapping problem files to timings")])
                 continue
-            level = int(match.group(1))
             for filename, entry in entries.items():
                 summary.entries += 1
                 where = f"{level_name}/{filename}"
@@ -427,7 +428,7 @@ async def import_kernelbench(
             bar = Progress("ingest timings", total=len(records) + len(failed_records)) if progress else None
             # One writer for every batch, its record events derived once after the last: the history of
             # an import does not depend on where its batches were cut.
-            writer = RunWriter(None, defer_events=True)  # type: ignore[arg-type]  # each batch gives it a session
+            writer = RunWriter(defer_events=True)  # each batch gives it a session
             for kind, batch in _batches(records, failed_records, batch_size):
                 async with transaction(sessionmaker) as session:
                     writer.session = session

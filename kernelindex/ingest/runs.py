@@ -278,7 +278,7 @@ async def ingest_runs_file(
                     await writer.record_events(session)
             else:
                 # Events once, after the last batch: the same file in batches of 1 or of 5,000 makes the same history.
-                writer = RunWriter(None, now=now, defer_events=True)  # type: ignore[arg-type]  # each batch gives it a session
+                writer = RunWriter(now=now, defer_events=True)  # each batch gives it a session
                 for batch in batches:
                     summary.merge(await _write_halving(_own_transactions(sessionmaker), writer, batch))
                     if bar:

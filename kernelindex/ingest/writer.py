@@ -395,11 +395,14 @@ class RunWriter:
     """Resolves and writes run records inside the caller's transaction."""
 
     def __init__(
-        self, session: AsyncSession, *, now: datetime | None = None, dry_run: bool = False, defer_events: bool = False
+        self, session: AsyncSession | None = None, *, now: datetime | None = None, dry_run: bool = False,
+        defer_events: bool = False,
     ):
-        """defer_events: batches refresh the records but leave the history to `record_events()`, which
+        """session: the transaction to write in; a writer that spans several transactions (one per batch)
+        is made without one and given each batch's session before it writes.
+        defer_events: batches refresh the records but leave the history to `record_events()`, which
         the caller runs once after its last batch, so batch boundaries never make events (history-v1)."""
-        self.session = session
+        self._session = session
         self.now = now or datetime.now(UTC)
         self.dry_run = dry_run
         self.defer_events = defer_events
@@ -407,6 +410,16 @@ class RunWriter:
         self._pending_cohorts: set[CohortKey] = set()
         self._arrived: set[int] = set()
         self.forget()
+
+    @property
+    def session(self) -> AsyncSession:
+        if self._session is None:
+            raise RuntimeError("RunWriter has no session: give it the batch's session before it writes")
+        return self._session
+
+    @session.setter
+    def session(self, session: AsyncSession) -> None:
+        self._session = session
 
     async def record_events(self, session: AsyncSession | None = None) -> RefreshSummary:
         """The record events of everything this writer wrote since the last call (with defer_events):
