@@ -16,6 +16,7 @@ from graphql import GraphQLError
 from sqlalchemy import select, update
 from strawberry.scalars import JSON
 
+from kernelindex.db.locks import hold_index_writes
 from kernelindex.db.models import Run as RunRow
 from kernelindex.db.models import RunFlag, RunReview
 from kernelindex.db.text import text_problem
@@ -258,6 +259,7 @@ class Mutation:
         run_id = _run_database_id(id)
         if run_id is None:
             return _not_found(id)
+        await hold_index_writes(session)  # before the run's row lock: records are refreshed below
         retracted = (
             await session.execute(
                 update(RunRow)
@@ -318,6 +320,7 @@ class ReviewMutations:
         flagged = (await session.execute(select(RunFlag.id).where(RunFlag.run_id == run_id).limit(1))).first()
         if flagged is None:
             return ReviewRunResult(ok=False, review_status=None, error="the run is not flagged; there is nothing to review")
+        await hold_index_writes(session)  # before writing: records are refreshed below
         session.add(RunReview(run_id=run_id, decision=decision, reviewer=token.name, note=note, created_at=ctx.now))
         await session.flush()
         await refresh_cohorts_of_runs(session, [run_id], now=ctx.now)

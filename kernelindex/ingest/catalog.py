@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kernelindex.db.locks import hold_index_writes
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
 from kernelindex.ingest.records import CATALOG_FORMATS, HARDWARE_FORMAT
@@ -94,6 +95,7 @@ async def apply_catalog(session: AsyncSession, lines: list[tuple[str, dict[str, 
     one that names none (an older export) becomes current in file order, as before. The records of
     workloads whose current revision moved are refreshed here, in the caller's transaction.
     """
+    await hold_index_writes(session)
     hardware = 0
     touched: list[int] = []
     moved: set[int] = set()

@@ -43,11 +43,10 @@ from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kernelindex.db.locks import hold_index_writes
 from kernelindex.db.models import RecordEvent, SuiteSnapshot, SuiteSnapshotMember, Workload, WorkloadRevision
 from kernelindex.rules.history import REVISION_CHANGED, REVISIONS_VERSION
 from kernelindex.rules.identity import configuration_key, sha256_hex, workload_identity
-
-SNAPSHOT_LOCK_KEY = 7_311_002
 
 KIND_BY_LEVEL = {1: "operator", 2: "fusion", 3: "model", 4: "model"}
 DEFAULT_DESCRIPTION = (
@@ -398,8 +397,9 @@ async def record_snapshot(
     """Store a suite snapshot and the revision of each workload in it, then recompute which
     revisions are current (revisions-v1). Everything in the caller's transaction; the caller
     refreshes the records of `workload_ids` (kernelindex.services.records.refresh_workloads)."""
-    # Snapshot writers one at a time: the current revisions are recomputed from a settled set.
-    await session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SNAPSHOT_LOCK_KEY})
+    # Snapshot writers one at a time (with every other writer of the index): the current revisions
+    # are recomputed from a settled set.
+    await hold_index_writes(session)
     snapshot_id = await find_or_create_snapshot(session, suite, upstream_revision, revision_date, complete=complete)
     stored = [await _store(session, spec) for spec in specs]
     if stored:

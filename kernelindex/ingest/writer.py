@@ -38,6 +38,7 @@ from sqlalchemy import Table, or_, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kernelindex.db.locks import hold_index_writes
 from kernelindex.db.models import (
     Base,
     Environment,
@@ -57,10 +58,6 @@ from kernelindex.ingest.records import RunRecord, parse_observed_at
 from kernelindex.ingest.workloads import revision_matches
 from kernelindex.rules.identity import configuration_key, digest
 from kernelindex.services.records import CohortKey, RefreshSummary, refresh_cohorts
-
-# Ingest batches take this transaction-scoped lock so concurrent ingests serialise instead of
-# racing on the same natural keys.
-INGEST_LOCK_KEY = 7_311_001
 
 VOLATILE_ENVIRONMENT_DETAILS = ("clocks", "current_clocks", "fingerprint", "captured_at")
 
@@ -426,6 +423,8 @@ class RunWriter:
         once, over every cohort its batches touched, the new runs taken in observed order. In the
         caller's transaction (`session`, or the writer's own)."""
         session = session or self.session
+        if not self.dry_run:
+            await hold_index_writes(session)
         cohorts, arrived = sorted(self._pending_cohorts), set(self._arrived)
         self._pending_cohorts.clear()
         self._arrived.clear()
@@ -525,7 +524,7 @@ class RunWriter:
         if not records:
             return summary
         if not dry_run:
-            await self.session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": INGEST_LOCK_KEY})
+            await hold_index_writes(self.session)
         workloads = await self.resolve_workloads(records)
         index = await self.hardware_index()
         problems: list[tuple[int, InputProblem]] = []
