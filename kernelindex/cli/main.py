@@ -1,6 +1,7 @@
 """The `kernelindex` command: serve, migrate, seed, export-schema, and the ingest, bench and token commands.
 
-Progress and errors go to stderr in plain words; exit status 0 means everything landed.
+Progress and errors go to stderr in plain words; exit status 0 means everything landed (the exit
+statuses: kernelindex.cli.common). An operational error is one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -12,9 +13,27 @@ import sys
 from collections.abc import Sequence
 
 from kernelindex.cli.bench import add_bench_command
-from kernelindex.cli.common import CommandError, database_url, run_migrations, say
+from kernelindex.cli.common import (
+    EXIT_BROKEN_PIPE,
+    EXIT_FATAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SOME_REJECTED,
+    EXIT_TERMINATED,
+    TRACEBACK_VARIABLE,
+    CommandError,
+    Terminated,
+    database_url,
+    run_migrations,
+    say,
+    sigterm_raises,
+    tracebacks_wanted,
+    write_stdout,
+)
 from kernelindex.cli.ingest import add_ingest_commands
 from kernelindex.cli.tokens import add_token_commands
+from kernelindex.db.embedded import kept_alive
+from kernelindex.db.errors import describe_failure, shortage
 from kernelindex.ingest.errors import IngestAborted
 
 
@@ -49,28 +68,37 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise CommandError(f"--workers must be 1 or more, got {args.workers}")
     url = database_url()
-    if args.migrate:
-        run_migrations(url)
-    if args.seed:
-        asyncio.run(_seed(url))
-    say(f"serving on http://{args.host}:{args.port} (GraphiQL at http://{args.host}:{args.port}/graphql)"
-        + (f" with {args.workers} worker processes" if args.workers > 1 else ""))
-    if args.workers > 1:
-        # One event loop uses one core; more cores need more processes. Each is started afresh, so it
-        # is told where the database is (the embedded server this process started, if any).
-        os.environ["KERNELINDEX_DATABASE_URL"] = url
-        uvicorn.run("kernelindex.web.app:create_default_app", factory=True, workers=args.workers,
-                    host=args.host, port=args.port, log_level=args.log_level)
-    else:
-        uvicorn.run(create_app(database_url=url), host=args.host, port=args.port, log_level=args.log_level)
-    return 0
+    # This process owns the embedded server it started (none with KERNELINDEX_DATABASE_URL): it is
+    # restarted if it dies while we serve, and stopped however this block is left.
+    with kept_alive():
+        if args.migrate:
+            run_migrations(url)
+        if args.seed:
+            asyncio.run(_seed(url))
+        say(f"serving on http://{args.host}:{args.port} (GraphiQL at http://{args.host}:{args.port}/graphql)"
+            + (f" with {args.workers} worker processes" if args.workers > 1 else ""))
+        try:
+            if args.workers > 1:
+                # One event loop uses one core; more cores need more processes. Each is started afresh, so it
+                # is told where the database is (the embedded server this process started, if any). uvicorn's
+                # supervisor handles SIGINT and SIGTERM here: it stops the workers and returns.
+                os.environ["KERNELINDEX_DATABASE_URL"] = url
+                uvicorn.run("kernelindex.web.app:create_default_app", factory=True, workers=args.workers,
+                            host=args.host, port=args.port, log_level=args.log_level)
+            else:
+                # uvicorn shuts down gracefully on SIGINT or SIGTERM, then raises the signal again with our
+                # handlers back in place: KeyboardInterrupt or Terminated, caught here.
+                uvicorn.run(create_app(database_url=url), host=args.host, port=args.port, log_level=args.log_level)
+        except (KeyboardInterrupt, Terminated) as stop:
+            say(f"stopped ({'SIGTERM' if isinstance(stop, Terminated) else 'SIGINT'})")
+    return EXIT_OK
 
 
 def cmd_export_schema(args: argparse.Namespace) -> int:
     from kernelindex.graphql.schema import export_sdl
 
-    sys.stdout.write(export_sdl())
-    return 0
+    write_stdout(export_sdl())
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Uses KERNELINDEX_DATABASE_URL when set (postgresql:// or postgresql+asyncpg://), "
         "otherwise an embedded PostgreSQL under the user's data directory.",
     )
+    parser.add_argument("--debug", action="store_true",
+                        help=f"show the traceback of an unexpected error (also {TRACEBACK_VARIABLE}=1)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve the GraphQL API (GraphiQL at /graphql)")
@@ -111,22 +141,68 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.debug:
+        os.environ[TRACEBACK_VARIABLE] = "1"  # the commands that catch errors themselves read it too
+    with sigterm_raises():
+        return _run(args)
 
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, with every way it can fail turned into one line on stderr and an exit status."""
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # here, not at exit: a full disk or a closed pipe is reported like any error
+        return status
     except CommandError as exc:
         say(f"error: {exc}")
-        return 2
+        return EXIT_FATAL
     except IngestAborted as exc:
         for problem in exc.problems[:50]:
             say(f"error: {problem}")
         if len(exc.problems) > 50:
             say(f"… and {len(exc.problems) - 50} more")
         say(f"error: {exc}")
-        return 1
+        return EXIT_SOME_REJECTED
     except KeyboardInterrupt:
         say("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
+    except Terminated:
+        say("terminated (SIGTERM)")
+        return EXIT_TERMINATED
+    except BrokenPipeError:
+        # The reader of stdout went away (`| head`): nothing to say to it, and nothing more to write.
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    except Exception as exc:
+        if tracebacks_wanted():
+            raise
+        if isinstance(exc, OSError) and _stdout_broken():
+            say(f"error: cannot write standard output: {shortage(exc) or exc.strerror or describe_failure(exc)}")
+        else:
+            say(f"error: {describe_failure(exc)}")
+        return EXIT_FATAL
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's flush at exit does not fail again and
+    print an "Exception ignored" message of its own."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (a test's capture): nothing will be flushed at exit
+
+
+def _stdout_broken() -> bool:
+    """After an error: whether it was stdout that failed (a full disk under `> file`). Then what is
+    still buffered can never be written, and is discarded."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _discard_stdout()
+        return True
+    return False
 
 
 if __name__ == "__main__":

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from datetime import UTC
 
-from kernelindex.cli.common import CommandError, database_url, say
+from kernelindex.cli.common import CommandError, database_url, say, write_stdout
 from kernelindex.db.engine import in_own_transaction
 from kernelindex.services import tokens as auth
 
@@ -36,8 +35,11 @@ def cmd_token_create(args: argparse.Namespace) -> int:
 
     token_id, prefix, token = asyncio.run(in_own_transaction(url, work))
     # The transaction has committed: only now show the token.
-    sys.stdout.write(token + "\n")
-    sys.stdout.flush()
+    try:
+        write_stdout(token + "\n")
+    except CommandError as exc:
+        raise CommandError(f"{exc}: token {token_id} was created but cannot be shown; revoke it "
+                           f"(`kernelindex token revoke {token_id}`) and create another") from exc
     say(
         f"created token {token_id} ({prefix}…) with scopes {', '.join(scopes)}. "
         "Copy it now: it will not be shown again (only its hash is stored)."
@@ -62,8 +64,7 @@ def cmd_token_list(args: argparse.Namespace) -> int:
         for r in rows
     ]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n")
+    write_stdout("".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n" for row in table))
     if not rows:
         say("no tokens yet: create one with `kernelindex token create --scope runs:write`")
     return 0
