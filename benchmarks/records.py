@@ -11,6 +11,7 @@ from typing import IO, Any
 from .stats import summarize
 
 FORMAT = "kernelindex.run/1"
+HARDWARE_FORMAT = "kernelindex.hardware/1"
 RUNNER_NAME = "KernelIndex runner"
 # Bump when a change to the runner could move the numbers it reports.
 RUNNER_REVISION = "benchmarks/1"
@@ -118,3 +119,25 @@ def write_jsonl(records: Iterable[Mapping[str, Any]], target: str | Path | IO[st
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+def cpu_hardware_line(environment: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The catalogue line for the CPU a run was measured on, or None for a GPU run.
+
+    The index takes new hardware only from catalogue lines, and its catalogue lists GPUs: a run on
+    this machine's CPU names the CPU by its model string, so the runner declares it, with no
+    datasheet figures (it has none to give)."""
+    details = environment.get("details") or {}
+    if details.get("device_type") != "cpu":
+        return None
+    name = " ".join(str(environment["hardware"]["product_name"]).split())
+    vendor = next((v for v in ("Intel", "AMD", "Apple", "Ampere", "ARM") if v.lower() in name.lower()), "unknown vendor")
+    return {
+        "format": HARDWARE_FORMAT,
+        "sku": name,
+        "short_name": name,
+        "family": "CPU",
+        "vendor": vendor,
+        "architecture": details.get("machine") or None,
+        "driver_product_names": [name],
+    }

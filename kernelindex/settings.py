@@ -28,6 +28,11 @@ class Settings(BaseSettings):
     max_aliases: int = 15
     max_query_tokens: int = 2000
     max_page_size: int = 100
+    # The most a query may ask for, computed before execution (kernelindex.graphql.cost): about the
+    # largest response it can have, in items and KiB of long text. Measured by perf/worst_query.py.
+    max_query_cost: int = 20_000
+    # Long text (Workload.referenceSource) is served in pieces of at most this many UTF-8 bytes.
+    max_text_bytes: int = 262_144
     introspection: bool | None = None  # None: on in development, off in production
     max_body_bytes: int = 2_000_000  # a full submitRuns call (1,000 records) fits
     request_timeout_s: float = 10.0
@@ -40,8 +45,19 @@ class Settings(BaseSettings):
     response_cache_bytes: int = 64 * 1024 * 1024
     response_cache_ttl_s: float = 600.0
 
+    # `ingest runs` refuses a larger file before reading it (kernelindex.ingest.runs.check_input_file).
+    ingest_max_file_bytes: int = 2 * 1024**3
+
     db_pool_size: int = 10
     db_max_overflow: int = 10
+    # Exports (/exports/*) run on a pool of their own with this many connections, and at most this many
+    # at once per server process (more get 503 with Retry-After at once): they never take the
+    # connections GraphQL, the twins and /healthz need. Each is cut off after export_timeout_s in all,
+    # or when the client has not taken the next chunk for export_idle_timeout_s (a slow reader holds
+    # a database transaction open).
+    export_concurrency: int = 4
+    export_timeout_s: float = 300.0
+    export_idle_timeout_s: float = 15.0
 
     @property
     def resolved_data_dir(self) -> Path:

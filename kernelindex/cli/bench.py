@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import tempfile
@@ -17,9 +18,11 @@ from sqlalchemy import select
 
 from benchmarks.bindings import parse_binding  # torch-free
 from benchmarks.naming import slug_for_path  # torch-free
+from benchmarks.records import cpu_hardware_line  # torch-free
 from kernelindex.cli.common import CommandError, database_url, say
 from kernelindex.cli.ingest import report
 from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.db.errors import shortage
 from kernelindex.db.models import Workload, WorkloadRevision
 from kernelindex.ingest.runs import ingest_runs_file
 
@@ -73,20 +76,39 @@ def cmd_bench(args: argparse.Namespace) -> int:
         spool = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
         out_path = Path(spool.name)
         spool.close()
-    out = out_path.open("w", encoding="utf-8") if out_path else sys.stdout
+    try:
+        out = out_path.open("w", encoding="utf-8") if out_path else sys.stdout
+    except OSError as exc:
+        raise CommandError(f"cannot write run records to {out_path}: {exc.strerror or exc}") from exc
     failed = 0
+    declared: set[str] = set()
     try:
         for record in run_sweep(
             problems, args.impl or ["torch_eager", "torch_compile_inductor"],
             device=None if args.device == "auto" else args.device, trials=args.trials, warmup=args.warmup,
             overrides=overrides or None, progress_callback=TablePrinter(), provider=args.provider, label=args.label,
         ):
-            out.write(json.dumps(record, sort_keys=True) + "\n")
-            out.flush()
+            lines = [record]
+            hardware = cpu_hardware_line(record["environment"])
+            if hardware is not None and hardware["sku"] not in declared:
+                # A CPU is not in the GPU catalogue: its catalogue line goes first (`ingest runs` reads it first).
+                declared.add(hardware["sku"])
+                lines.insert(0, hardware)
+            try:
+                out.write("".join(json.dumps(line, sort_keys=True) + "\n" for line in lines))
+                out.flush()
+            except OSError as exc:
+                if isinstance(exc, BrokenPipeError):
+                    raise  # the reader went away (`| head`): the command line ends quietly
+                why = shortage(exc) or exc.strerror or str(exc)
+                where = "standard output" if out is sys.stdout else str(out_path)
+                raise CommandError(f"cannot write run records to {where}: {why} "
+                                   "(the records before this one were written)") from exc
             failed += record["status"] == "failed"
     finally:
         if out is not sys.stdout:
-            out.close()
+            with contextlib.suppress(OSError):  # its error, if any, was the one reported
+                out.close()
     status = 1 if failed else 0
     if args.ingest:
         assert out_path is not None  # with --ingest it is --out or the spool file

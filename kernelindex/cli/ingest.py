@@ -18,12 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kernelindex.cli.common import EXIT_FATAL, EXIT_OK, EXIT_SOME_REJECTED, CommandError, database_url, say
-from kernelindex.db.errors import describe_failure
+from kernelindex.db.errors import describe_failure, shortage
 from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
 from kernelindex.ingest.kernelbench import import_kernelbench
 from kernelindex.ingest.progress import print_table
-from kernelindex.ingest.runs import ingest_runs_file
+from kernelindex.ingest.runs import check_input_file, ingest_runs_file
 from kernelindex.ingest.writer import IngestSummary
+from kernelindex.settings import get_settings
 
 MAX_PRINTED_PROBLEMS = 100
 
@@ -40,10 +41,8 @@ def readable_copy(path: str) -> Iterator[Path]:
     """A path that can be read twice: stdin is spooled to a temporary file."""
     if path != "-":
         p = Path(path)
-        if not p.exists():
-            raise IngestFatal(f"{path}: no such file")
-        if p.is_dir():
-            raise IngestFatal(f"{path}: is a directory, not a file of run records")
+        # stat() only, before any open: opening a FIFO would block forever, /dev/zero never ends.
+        check_input_file(p, path)
         try:
             with p.open("rb"):
                 pass
@@ -52,12 +51,33 @@ def readable_copy(path: str) -> Iterator[Path]:
         yield p
         return
     stdin = getattr(sys.stdin, "buffer", None) or sys.stdin
-    with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as tmp:
-        while True:
-            chunk = stdin.read(1 << 20)
-            if not chunk:
-                break
-            tmp.write(chunk.encode("utf-8", "surrogateescape") if isinstance(chunk, str) else chunk)
+    limit = get_settings().ingest_max_file_bytes  # before the spool file exists: nothing to clean up if it fails
+    try:
+        tmp = tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False)
+    except OSError as exc:
+        raise IngestFatal(f"<stdin>: cannot keep a copy of it in {tempfile.gettempdir()}: {exc.strerror or exc}") from exc
+    spooled = 0
+    try:
+        with tmp:
+            while True:
+                chunk = stdin.read(1 << 20)
+                if not chunk:
+                    break
+                data = chunk.encode("utf-8", "surrogateescape") if isinstance(chunk, str) else chunk
+                spooled += len(data)
+                if spooled > limit:  # the same bound as a file's: stdin may be endless (`cat /dev/zero |`)
+                    raise IngestFatal(
+                        f"<stdin>: more than the maximum input size of {limit:,} bytes "
+                        "(KERNELINDEX_INGEST_MAX_FILE_BYTES); split it, or raise the limit"
+                    )
+                tmp.write(data)
+    except OSError as exc:
+        os.unlink(tmp.name)
+        why = shortage(exc) or exc.strerror or str(exc)
+        raise IngestFatal(f"<stdin>: cannot keep a copy of it in {tmp.name}: {why}") from exc
+    except BaseException:  # interrupted or terminated while reading: leave no spool file behind
+        os.unlink(tmp.name)
+        raise
     try:
         yield Path(tmp.name)
     finally:

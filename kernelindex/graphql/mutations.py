@@ -7,7 +7,6 @@ savepoint that is rolled back whenever the call does not succeed: a call lands w
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Annotated, Any, cast
 
@@ -85,66 +84,6 @@ class RetractRunResult:
     error: str | None = strawberry.field(description="Why nothing changed; null when ok.")
 
 
-def _path(parts: list[Any]) -> str | None:
-    return ".".join(str(p) for p in parts) if parts else None
-
-
-def _transport_problems(value: Any, parts: list[Any] | None = None) -> list[tuple[str | None, str]]:
-    """What JSON in a GraphQL request may carry but PostgreSQL cannot store, or the run-record checks let
-    through: non-finite numbers (Python's JSON parser accepts NaN and Infinity), NUL characters and
-    unpaired surrogates in strings."""
-    parts = parts or []
-    out: list[tuple[str | None, str]] = []
-    stack: list[tuple[Any, list[Any]]] = [(value, parts)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            out.append((_path(where), f"must be a finite number, got {item!r}"))
-        elif isinstance(item, str):
-            problem = text_problem(item)
-            if problem:
-                out.append((_path(where), problem))
-        elif isinstance(item, dict):
-            for k, v in item.items():
-                problem = text_problem(k) if isinstance(k, str) else None
-                if problem:
-                    out.append((_path(where + [repr(k)[:40]]), f"key {problem}"))
-                    continue
-                stack.append((v, where + [k]))
-        elif isinstance(item, list):
-            for i, v in enumerate(item):
-                stack.append((v, where + [i]))
-    return sorted(out, key=lambda p: p[0] or "")
-
-
-_INT32_MAX = 2**31 - 1
-# Record fields stored in (or shown through) 32-bit integer columns and GraphQL Int fields.
-_INT32_FIELDS = (
-    ("workload", "level"), ("workload", "problem"), ("protocol", "warmup"), ("protocol", "trials"),
-    ("statistics", "num_trials"),
-)
-
-
-def _range_problems(data: Any) -> list[tuple[str | None, str]]:
-    """Integers too large for the columns they land in (the JSON Schema sets no upper bound)."""
-    if not isinstance(data, dict):
-        return []
-    found: list[tuple[str, Any]] = []
-    for section, key in _INT32_FIELDS:
-        part = data.get(section)
-        if isinstance(part, dict) and key in part:
-            found.append((f"{section}.{key}", part[key]))
-    config = data.get("configuration")
-    bindings = config.get("bindings") if isinstance(config, dict) else None
-    if isinstance(bindings, dict):
-        found.extend((f"configuration.bindings.{axis}", value) for axis, value in bindings.items())
-    return [
-        (path, f"{value} is out of range: the most is {_INT32_MAX:,}")
-        for path, value in found
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _INT32_MAX
-    ]
-
-
 def _run_database_id(raw: str) -> int | None:
     """The database id a run ID names: a global ID this API returned, or a plain database id."""
     raw = raw.strip()
@@ -208,7 +147,8 @@ class Mutation:
 
         problems: list[RecordProblem] = []
         for index, data in enumerate(records):
-            found = (_transport_problems(data) + _range_problems(data)) or check_record(data)
+            # The one validator of run records, as `ingest runs` uses it: the same problems in the same words.
+            found = check_record(data)
             problems.extend(RecordProblem(index=index, key=key, reason=reason) for key, reason in found)
         if problems:
             return _refused(problems)

@@ -1,9 +1,15 @@
 """Catalogue lines in a runs file: the hardware and workload revisions an export carries before its
-runs, so `kernelindex ingest runs` can rebuild them in an empty database."""
+runs, so `kernelindex ingest runs` can rebuild them in an empty database. New hardware comes in only
+this way (a run naming hardware the catalogue lacks is refused).
+
+Catalogue lines are checked (catalog_lines) before anything is written. A default ingest applies
+the good ones in a transaction of their own before the runs; --strict applies them in its one
+transaction with the runs, only once every line of the file is good; a dry run never applies them,
+it lays them over what the database holds (overlay_catalog) so its figures are those of the real run."""
 
 from __future__ import annotations
 
-import json
+import itertools
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -13,8 +19,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from kernelindex.db.locks import hold_index_writes
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
-from kernelindex.ingest.records import CATALOG_FORMATS, HARDWARE_FORMAT
+from kernelindex.ingest.records import CATALOG_FORMATS, HARDWARE_FORMAT, JsonProblems, parse_json_line, raw_lines
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, upsert_workload
+from kernelindex.ingest.writer import HardwareIndex, WorkloadRef, WorkloadTriple
+from kernelindex.rules.identity import configuration_key
+from kernelindex.rules.names import axis_name_problem, name_problem
 from kernelindex.services.records import refresh_workloads
 
 WORKLOAD_REQUIRED = ("suite", "level", "problem_number", "name", "reference_source", "canonical")
@@ -38,29 +47,64 @@ def _snapshots_problem(snapshots: Any) -> str | None:
     return None
 
 
+def _workload_problem(data: dict[str, Any]) -> tuple[str | None, str] | None:
+    """(key, why) a workload line is refused, or None."""
+    missing = [k for k in WORKLOAD_REQUIRED if data.get(k) in (None, "")]
+    if missing:
+        return missing[0], f"missing {', '.join(missing)}"
+    for key in ("suite", "name", "reference_source"):
+        if not isinstance(data[key], str):
+            return key, f"{key} must be a string"
+        bad = name_problem(data[key]) if key != "reference_source" else None
+        if bad:
+            return key, f"{key} {bad}"
+    if data.get("slug") is not None and (not isinstance(data["slug"], str) or name_problem(data["slug"])):
+        return "slug", "slug must be a non-empty string without invisible characters"
+    for key in ("level", "problem_number"):
+        if type(data[key]) is not int or data[key] < 1:
+            return key, f"{key} must be a positive integer, got {data[key]!r}"
+    canonical = data["canonical"]
+    bindings = canonical.get("bindings") if isinstance(canonical, dict) else None
+    if not isinstance(canonical, dict) or not isinstance(bindings or {}, dict):
+        return "canonical", "canonical must be an object with bindings (axis → positive integer) and a dtype"
+    for axis, value in (bindings or {}).items():
+        bad = axis_name_problem(axis)
+        if bad:
+            return f"canonical.bindings.{axis}", bad
+        if type(value) is not int or value < 1:
+            return f"canonical.bindings.{axis}", f"{value!r} is not a size: an axis binding is a positive integer"
+    problem = _snapshots_problem(data.get("snapshots"))
+    return ("snapshots", problem) if problem else None
+
+
 def catalog_lines(path: Path, label: str) -> tuple[list[tuple[str, dict[str, Any]]], list[InputProblem]]:
-    """(where, line) for every catalogue line, cheaply: only lines that name a catalogue format are parsed."""
+    """(where, line) for every good catalogue line and the problems of the others, cheaply: only
+    lines that name a catalogue format are parsed, and no line is read whole beyond MAX_LINE_BYTES
+    (the runs pass reports an overlong line)."""
     found: list[tuple[str, dict[str, Any]]] = []
     problems: list[InputProblem] = []
     markers = [f'"{f}"'.encode() for f in CATALOG_FORMATS]
     with path.open("rb") as stream:
-        for number, raw in enumerate(stream, start=1):
-            if not any(m in raw for m in markers):
+        for number, raw in raw_lines(stream):
+            if not isinstance(raw, bytes) or not any(m in raw for m in markers):
                 continue
             where = f"line {number}"
             try:
-                data = json.loads(raw)
+                data = parse_json_line(raw.decode("utf-8"))
+            except JsonProblems as exc:
+                problems += [InputProblem(label, where, reason, key=key) for key, reason in exc.problems]
+                continue
             except ValueError:
                 continue  # the runs pass reports it with its reason
             if not isinstance(data, dict) or data.get("format") not in CATALOG_FORMATS:
                 continue
+            refused: tuple[str | None, str] | None
             if data["format"] == HARDWARE_FORMAT:
-                problem = hardware_problem(data)
+                refused = hardware_problem(data)
             else:
-                missing = [k for k in WORKLOAD_REQUIRED if data.get(k) in (None, "")]
-                problem = f"missing {', '.join(missing)}" if missing else _snapshots_problem(data.get("snapshots"))
-            if problem:
-                problems.append(InputProblem(label, where, problem))
+                refused = _workload_problem(data)
+            if refused:
+                problems.append(InputProblem(label, where, refused[1], key=refused[0]))
             else:
                 found.append((where, data))
     return found, problems
@@ -122,3 +166,42 @@ async def apply_catalog(session: AsyncSession, lines: list[tuple[str, dict[str, 
     if moved:
         await refresh_workloads(session, moved)
     return hardware, touched
+
+
+def overlay_catalog(
+    lines: list[tuple[str, dict[str, Any]]], by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef],
+    hardware: HardwareIndex,
+) -> None:
+    """Lay catalogue lines over what the database holds, in memory: the hardware and workload
+    revisions they would create get placeholder ids (below zero), and a revision they would make
+    current becomes current, so a dry run (and --strict's validation, before anything is written)
+    resolves the runs that name them as the real run will. The current revision of a workload whose
+    line names snapshots is the one the line says is current (an export states it); revisions-v1
+    decides it for real when the lines are applied."""
+    placeholders = itertools.count(-1_000_000_000, -1)
+    for _, data in lines:
+        if data["format"] == HARDWARE_FORMAT:
+            names = [n for n in data.get("driver_product_names") or [] if isinstance(n, str)]
+            existing = hardware.match({"sku": data["sku"]})
+            hardware_id = existing[0] if isinstance(existing, tuple) else next(placeholders)
+            hardware.add(hardware_id, data["sku"], names)
+            continue
+        spec = _spec(data)
+        slug, triple = spec.resolved_slug, (spec.suite, spec.level, spec.problem_number)
+        ref = by_slug.get(slug)
+        if ref is None:
+            ref = WorkloadRef(next(placeholders), slug, None)
+            by_slug[slug] = ref
+            by_triple.setdefault(triple, ref)
+        revision_id = ref.revisions.get(spec.digest)
+        if revision_id is None:
+            revision_id = ref.revisions[spec.digest] = next(placeholders)
+            ref.canonical_keys[revision_id] = configuration_key(spec.canonical_bindings or {}, spec.canonical_dtype)
+        for entry in data.get("snapshots") or []:
+            ref.snapshot_revisions.setdefault(str(entry["upstream_revision"]), revision_id)
+        if data.get("snapshots"):
+            current = data.get("current") is True
+        else:
+            current = data.get("current", True) is not False and not ref.snapshot_revisions
+        if current or ref.current_revision_id is None:
+            ref.current_revision_id = revision_id

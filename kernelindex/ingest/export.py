@@ -20,6 +20,7 @@ from kernelindex.db.models import (
     WorkloadRevision,
 )
 from kernelindex.ingest.records import HARDWARE_FORMAT, RECORD_FORMAT, WORKLOAD_FORMAT
+from kernelindex.rules.instants import as_utc
 
 HARDWARE_FIELDS = (
     "sku", "short_name", "family", "vendor", "architecture", "priority", "reference_for_family", "memory_gb",
@@ -102,7 +103,7 @@ def run_record(
         "samples_ms": list(run.samples_ms) if run.samples_ms else None,
         "compile_time_ms": run.compile_time_ms,
         "correctness": run.correctness,
-        "observed_at": run.observed_at.isoformat().replace("+00:00", "Z"),
+        "observed_at": as_utc(run.observed_at).isoformat().replace("+00:00", "Z"),
         "evidence": run.evidence,
         "source": {
             "name": source.name, "url": source.url, "licence": source.licence, "revision": snapshot.revision or None,

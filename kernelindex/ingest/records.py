@@ -4,10 +4,16 @@ Reading streams: one line at a time, each decoded on its own (a bad byte costs i
 of the file), each at most MAX_LINE_BYTES long. Everything wrong with a line comes back as an
 InputProblem naming the file, the line and, where it can, the key; nothing raises.
 
-Validation is the JSON Schema plus what a schema cannot say (a passed run has statistics, min ≤ mean,
-samples match num_trials, the numbers fit the database's columns, observed_at is a time in UTC and
-not in the future beyond MAX_CLOCK_SKEW). Checking also normalises: the provider gets its one name
-(rules.providers.normalise_provider), so `modal` and `Modal` are one environment. The schema is checked by a
+Validation is the JSON Schema plus what a schema cannot say, one validator for `ingest runs` and
+submitRuns alike (check_record): values JSON Lines cannot carry but a GraphQL variable can (NaN,
+NUL, lone surrogates, integers past 64 bits); a passed run has statistics and a correctness check
+that did not fail; the statistics are physically and logically possible (rules.measurements:
+bounds, order, spread, samples that agree); the numbers fit the database's columns; bindings are
+positive with identifier axis names; names are not empty and hold no invisible characters
+(rules.names), hardware names are no look-alikes; observed_at states its offset, is not before
+2000 nor in the future beyond MAX_CLOCK_SKEW (rules.instants). Checking also normalises: the provider
+gets its one name (rules.providers.normalise_provider), so `modal` and `Modal` are one environment,
+and names their spaces collapsed. The schema is checked by a
 predicate compiled from the schema file itself (fast: valid records never reach `jsonschema`); a
 record it refuses goes through `jsonschema`, which words the errors and has the last say.
 """
@@ -20,13 +26,16 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelindex.db.text import text_problem
 from kernelindex.ingest.errors import InputProblem
+from kernelindex.rules.instants import EARLIEST_OBSERVED, MAX_CLOCK_SKEW
+from kernelindex.rules.measurements import MAX_COMPILE_TIME_MS, statistics_problems
+from kernelindex.rules.names import axis_name_problem, collapse_spaces, hardware_name_problem, name_problem
 from kernelindex.rules.providers import normalise_provider
 
 if TYPE_CHECKING:
@@ -42,8 +51,9 @@ HARDWARE_FORMAT = "kernelindex.hardware/1"
 WORKLOAD_FORMAT = "kernelindex.workload/1"
 CATALOG_FORMATS = (HARDWARE_FORMAT, WORKLOAD_FORMAT)
 
-# A longer line is refused without being read into memory whole.
-MAX_LINE_BYTES = 16 * 1024 * 1024
+# A longer line is refused without being read into memory whole (a run record is a few kB; 1,000
+# raw samples are ~20 kB).
+MAX_LINE_BYTES = 1024 * 1024
 # environment.details is free-form; deeper nesting than this is refused.
 MAX_DETAILS_DEPTH = 32
 # Names that end up in unique indexes (PostgreSQL refuses index entries over ~2.7 kB).
@@ -52,8 +62,8 @@ MAX_CONFIGURATION_KEY_CHARS = 2000
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 MAX_REASON_CHARS = 300
-# How far past the checker's clock an observed_at may be (the runner's clock may run a little ahead).
-MAX_CLOCK_SKEW = timedelta(minutes=5)
+# MAX_CLOCK_SKEW (how far past the checker's clock an observed_at may be) and EARLIEST_OBSERVED are
+# rules.instants'; imported here, where they are applied.
 
 
 # -- the schema -------------------------------------------------------------------------------
@@ -249,11 +259,12 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         return out
     dup = _DuplicateKeys(out)
     seen: set[str] = set()
-    dup.duplicates = []
+    repeated: dict[str, None] = {}  # a dict: first-repeat order, and linear in a line of 100k keys
     for k, _ in pairs:
-        if k in seen and k not in dup.duplicates:
-            dup.duplicates.append(k)
+        if k in seen:
+            repeated[k] = None
         seen.add(k)
+    dup.duplicates = list(repeated)
     return dup
 
 
@@ -373,16 +384,22 @@ def parse_observed_at(text: str) -> datetime:
 
 
 def observed_at_problem(text: str, now: datetime) -> str | None:
-    """Why an observed_at is refused, or None: not a date-time, not representable in UTC, or later
-    than now + MAX_CLOCK_SKEW."""
+    """Why an observed_at is refused, or None (rules.instants): not a date-time, no UTC offset, not
+    representable in UTC, before EARLIEST_OBSERVED, or later than now + MAX_CLOCK_SKEW."""
+    if len(text) <= 10 and "T" not in text:
+        return f"{text!r} is a date, not a date-time: state the time and its UTC offset (e.g. {text}T12:00:00Z)"
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return f"not an ISO 8601 date-time: {text!r}"
+    if value.tzinfo is None:
+        return f"{text!r} has no time zone: add its UTC offset (…Z or …+02:00); without one it is ambiguous by up to 26 hours"
     try:
         observed = parse_observed_at(text)
     except ValueError:
         return f"{text!r} cannot be represented as a time in UTC (it falls outside years 1 to 9999 there)"
+    if observed < EARLIEST_OBSERVED:
+        return f"{value.isoformat()} is before {EARLIEST_OBSERVED.date().isoformat()}, earlier than any GPU benchmark"
     if observed > now + MAX_CLOCK_SKEW:
         minutes = int(MAX_CLOCK_SKEW.total_seconds() // 60)
         return (
@@ -433,17 +450,64 @@ def _depth(value: Any, limit: int) -> int:
 
 
 _INT32_FIELDS = (("workload", "level"), ("workload", "problem"), ("protocol", "warmup"), ("protocol", "trials"), ("statistics", "num_trials"))
+# Names whose spaces are collapsed (a stray space must not make a second source or protocol) and
+# which may not be empty or hold invisible characters.
+_NAME_FIELDS = (
+    ("workload", "slug"), ("workload", "suite"), ("implementation", "title"), ("implementation", "framework"),
+    ("implementation", "language"), ("implementation", "runtime_id"), ("protocol", "name"), ("protocol", "version"),
+    ("protocol", "timer"), ("source", "name"), ("source", "revision"),
+)
 
 
-def check_record(data: Any, now: datetime | None = None) -> list[tuple[str | None, str]]:
-    """(key, reason) for everything wrong with one record; empty when it is valid.
+def _value_problems(data: Any) -> list[tuple[str | None, str]]:
+    """What a GraphQL variable can carry but JSON Lines cannot (parse_json_line refuses these as it
+    reads, in the same words): non-finite numbers, integers past 64 bits, NUL characters and lone
+    surrogates in text or keys."""
+    found: list[tuple[str | None, str]] = []
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if type(value) is float:
+            if not math.isfinite(value):
+                name = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+                found.append((_key_path(path), f"{name} is not a number JSON allows (numbers must be finite)"))
+        elif type(value) is int:
+            if not -INT64_MAX - 1 <= value <= INT64_MAX:
+                text = str(value)
+                found.append((_key_path(path), f"{text[:30]}{'…' if len(text) > 30 else ''} is out of range for a 64-bit integer"))
+        elif isinstance(value, str):
+            bad = text_problem(value)
+            if bad:
+                found.append((_key_path(path), f"the text {bad}"))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                bad = text_problem(k) if isinstance(k, str) else None
+                if bad:
+                    found.append((_key_path(path + (k,)), f"the key {bad}"))
+                else:
+                    stack.append((v, path + (k,)))
+        elif isinstance(value, list):
+            stack.extend((v, path + (i,)) for i, v in enumerate(value))
+    found.sort(key=lambda p: p[0] or "")
+    return found
+
+
+def check_record(data: Any, now: datetime | None = None, *, values_checked: bool = False) -> list[tuple[str | None, str]]:
+    """(key, reason) for everything wrong with one record; empty when it is valid. The one validator
+    of run records: `ingest runs` and submitRuns both call it, and get the same problems.
 
     Integer-valued numbers where the schema wants integers (100.0 for num_trials) are made ints, so
     equal records have equal digests and the database gets the type its columns hold; the provider
-    is given its one name (normalise_provider). `now` (default: the clock) bounds observed_at."""
+    is given its one name (normalise_provider) and names their spaces collapsed. `now` (default: the
+    clock) bounds observed_at. values_checked: the record came through parse_json_line, which has
+    refused non-finite numbers and bad text already."""
     if not isinstance(data, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
         return [(None, f"expected a JSON object (one run record per line), got {kind}")]
+    if not values_checked:
+        found = _value_problems(data)
+        if found:
+            return found
     if not _fast_validator()(data):
         problems = _schema_problems(data)
         if problems:
@@ -458,6 +522,16 @@ def check_record(data: Any, now: datetime | None = None) -> list[tuple[str | Non
             problems.append((f"{section}.{key}", f"{value} is too large (at most {INT32_MAX:,})"))
         elif type(value) is float:
             part[key] = int(value)
+    for section, key in _NAME_FIELDS:
+        part = data.get(section) or {}
+        value = part.get(key)
+        if not isinstance(value, str):
+            continue
+        bad = name_problem(value)
+        if bad:
+            problems.append((f"{section}.{key}", f"{key} {bad}"))
+        else:
+            part[key] = collapse_spaces(value)
     workload, hardware, protocol, source = data["workload"], data["environment"]["hardware"], data["protocol"], data["source"]
     for key, value in (
         ("workload.slug", workload.get("slug")), ("workload.suite", workload.get("suite")),
@@ -467,10 +541,21 @@ def check_record(data: Any, now: datetime | None = None) -> list[tuple[str | Non
     ):
         if value is not None and len(value) > MAX_NAME_CHARS:
             problems.append((key, f"longer than {MAX_NAME_CHARS} characters ({len(value):,})"))
+    for key in ("sku", "product_name"):
+        value = hardware.get(key)
+        if isinstance(value, str) and len(value) <= MAX_NAME_CHARS:
+            bad = hardware_name_problem(value)
+            if bad:
+                problems.append((f"environment.hardware.{key}", bad))
     bindings = data["configuration"]["bindings"]
     for name, value in bindings.items():
-        if value > INT32_MAX or value < -INT32_MAX:
+        bad = axis_name_problem(name)
+        if bad:
+            problems.append((f"configuration.bindings.{name}", bad))
+        elif value > INT32_MAX or value < -INT32_MAX:
             problems.append((f"configuration.bindings.{name}", f"{value} is out of range (at most {INT32_MAX:,})"))
+        elif value < 1:
+            problems.append((f"configuration.bindings.{name}", f"{value:g} is not a size: an axis binding is a positive integer"))
         elif type(value) is float:
             bindings[name] = int(value)
     if sum(len(name) + 16 for name in bindings) > MAX_CONFIGURATION_KEY_CHARS:
@@ -482,33 +567,28 @@ def check_record(data: Any, now: datetime | None = None) -> list[tuple[str | Non
     if details is not None and _depth(details, MAX_DETAILS_DEPTH) > MAX_DETAILS_DEPTH:
         problems.append(("environment.details", f"nested deeper than {MAX_DETAILS_DEPTH} levels"))
     stats = data.get("statistics")
+    correctness = data.get("correctness") or {}
     if data["status"] == "passed":
         if not stats:
             problems.append(("statistics", "a passed run needs statistics"))
+        if correctness.get("passed") is False:
+            problems.append(("correctness.passed", "a passed run cannot have failed its correctness check: its status is 'failed'"))
     elif not data.get("failure_reason"):
         problems.append(("failure_reason", "a failed run needs a failure_reason"))
-    if stats:
-        mean = stats["mean"]
-        for key in ("mean", "min", "max", "median", "p5", "p95", "std"):
-            value = stats.get(key)
-            if value is not None and not math.isfinite(value):
-                problems.append((f"statistics.{key}", "must be a finite number"))
-        if stats.get("min") is not None and stats["min"] > mean:
-            problems.append(("statistics.min", f"min {stats['min']} is above mean {mean}"))
-        if stats.get("max") is not None and stats["max"] < mean:
-            problems.append(("statistics.max", f"max {stats['max']} is below mean {mean}"))
-        samples = data.get("samples_ms")
-        if samples is not None and len(samples) != stats["num_trials"]:
-            problems.append(("samples_ms", f"{len(samples)} samples for num_trials {stats['num_trials']}"))
+    elif not collapse_spaces(data["failure_reason"]):
+        problems.append(("failure_reason", "a failed run needs a failure_reason (it is only spaces)"))
     samples = data.get("samples_ms")
-    if samples and not all(map(math.isfinite, samples)):
-        problems.append(("samples_ms", "every sample must be a finite number"))
+    if stats:
+        problems += statistics_problems(stats, samples)
+    elif samples:
+        problems.append(("samples_ms", "samples without statistics: state the statistics they give"))
     compile_time = data.get("compile_time_ms")
-    if compile_time is not None and not math.isfinite(compile_time):
-        problems.append(("compile_time_ms", "must be a finite number"))
-    for key, value in (data.get("correctness") or {}).items():
-        if isinstance(value, float) and not math.isfinite(value):
-            problems.append((f"correctness.{key}", "must be a finite number"))
+    if compile_time is not None and compile_time > MAX_COMPILE_TIME_MS:
+        problems.append(("compile_time_ms", f"{compile_time!r} ms is more than a day ({MAX_COMPILE_TIME_MS:,.0f} ms)"))
+    for key in ("max_abs_diff", "max_rel_diff", "atol", "rtol"):
+        value = correctness.get(key)
+        if isinstance(value, (int, float)) and value < 0:
+            problems.append((f"correctness.{key}", f"{value!r} is negative: a difference or a tolerance is at least 0"))
     observed = observed_at_problem(data["observed_at"], now if now is not None else datetime.now(UTC))
     if observed is not None:
         problems.append(("observed_at", _short(observed)))
@@ -525,31 +605,38 @@ def check_record(data: Any, now: datetime | None = None) -> list[tuple[str | Non
 
 
 class _TooLong:
-    def __init__(self, size: int):
+    def __init__(self, size: int, limit: int, complete: bool = True):
         self.size = size
+        self.limit = limit
+        self.complete = complete  # False: the input ended (or the scan stopped) before the line did
 
 
-def raw_lines(stream: Any) -> Iterator[tuple[int, bytes | str | _TooLong]]:
-    """(line number, the line) for every physical line; a line over MAX_LINE_BYTES is skipped to its
-    end (never held whole) and comes back as _TooLong. Takes a binary or text file, or any iterable
-    of lines (bytes or str)."""
+# How much of an overlong line is scanned for its end, a chunk at a time (never held together).
+_SKIP_CHUNK = 1 << 20
+
+
+def raw_lines(stream: Any, limit: int | None = None) -> Iterator[tuple[int, bytes | str | _TooLong]]:
+    """(line number, the line) for every physical line; a line over `limit` bytes (default
+    MAX_LINE_BYTES, read when called) is skipped to its end in chunks (never held whole) and comes
+    back as _TooLong. Takes a binary or text file, or any iterable of lines (bytes or str)."""
+    limit = MAX_LINE_BYTES if limit is None else limit
     readline = getattr(stream, "readline", None)
     if readline is None:
         for number, line in enumerate(stream, start=1):
-            yield number, (_TooLong(len(line)) if len(line) > MAX_LINE_BYTES else line)
+            yield number, (_TooLong(len(line), limit) if len(line) > limit else line)
         return
     number = 0
     while True:
-        line = readline(MAX_LINE_BYTES + 1)
+        line = readline(limit + 1)
         if not line:
             return
         number += 1
-        if len(line) > MAX_LINE_BYTES and line[-1:] not in (b"\n", "\n"):
+        if len(line) > limit and line[-1:] not in (b"\n", "\n"):
             size = len(line)
             while line and line[-1:] not in (b"\n", "\n"):
-                line = readline(1 << 20)
+                line = readline(_SKIP_CHUNK)
                 size += len(line)
-            yield number, _TooLong(size)
+            yield number, _TooLong(size, limit, complete=bool(line))
             continue
         yield number, line
 
@@ -558,7 +645,12 @@ def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
     """One physical line: a RunRecord, its problems, or None for a blank line."""
     where = f"line {number}"
     if isinstance(raw, _TooLong):
-        return [InputProblem(file, where, f"the line is {raw.size:,} bytes long, over the limit of {MAX_LINE_BYTES:,}")]
+        size = f"{raw.size:,} bytes long" if raw.complete else f"{raw.size:,} bytes long (to the end of the input)"
+        return [
+            InputProblem(
+                file, where, f"the line is {size}, over the limit of {raw.limit:,} (max line length, MAX_LINE_BYTES); skipped unread"
+            )
+        ]
     if isinstance(raw, bytes):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
@@ -581,7 +673,7 @@ def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
     if isinstance(data, dict) and data.get("format") in CATALOG_FORMATS:
         return None
     try:
-        found = check_record(data)
+        found = check_record(data, values_checked=True)
     except (RecursionError, MemoryError) as exc:
         found = [(None, f"cannot be checked: {'nested too deeply' if isinstance(exc, RecursionError) else 'too large'}")]
     if found:

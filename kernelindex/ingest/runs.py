@@ -1,19 +1,28 @@
 """The run-records pipeline: validate everything first, then write in transactional batches.
 
-`kernelindex ingest runs FILE` (kernelindex.cli.ingest) reads its input twice, streaming both times (memory does not grow
-with the file, apart from one small entry per distinct run to find a run stated twice):
+`kernelindex ingest runs FILE` (kernelindex.cli.ingest) first checks the input is a regular file no
+larger than the maximum file size (check_input_file: a FIFO, a device such as /dev/zero, a directory
+or a socket is refused at once, never read), then reads it three times, streaming each time (memory
+does not grow with the file, apart from one small entry per distinct run to find a run stated twice;
+no line is held beyond the maximum line length):
 
+0. catalogue lines (kernelindex.ingest.catalog): checked; applied at once, in a transaction of
+   their own, only by a default ingest. --strict and --dry-run lay them over the database in memory
+   instead, so the runs that name their hardware and workloads resolve without a write.
 1. validation: every line is parsed, checked against the run-record schema and resolved against the
    database's workloads, revisions and hardware catalogue (loaded once); a run whose natural key an
    earlier line already stated is refused. Nothing is written.
 2. writing: the lines that passed, in batches of --batch-size. By default each batch is its own
-   transaction and a bad line costs only itself; with --strict any problem stops everything before
-   a row is written, and the batches share one transaction; with --dry-run nothing is written.
+   transaction and a bad line costs only itself; with --strict any problem in any line, catalogue
+   lines included, stops everything before a row is written, and the catalogue and the batches share
+   one transaction; with --dry-run nothing is written, and the figures are those the real run gives.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -26,12 +35,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
 from kernelindex.db.errors import refusal_reason
-from kernelindex.ingest.catalog import apply_catalog, catalog_lines
-from kernelindex.ingest.errors import IngestAborted, InputProblem
+from kernelindex.ingest.catalog import apply_catalog, catalog_lines, overlay_catalog
+from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
 from kernelindex.ingest.progress import Progress
 from kernelindex.ingest.records import RunRecord, raw_lines, read_line
 from kernelindex.ingest.writer import (
     HardwareIndex,
+    HardwareRefusal,
     IngestSummary,
     RunWriter,
     WorkloadRef,
@@ -43,12 +53,43 @@ from kernelindex.ingest.writer import (
     resolve_workload_ref,
 )
 from kernelindex.rules.identity import canonical_json
+from kernelindex.settings import get_settings
 
 # Opens one unit of work (a transaction or a savepoint) and yields the session to write with.
 UnitOfWork = Callable[[], AbstractAsyncContextManager[AsyncSession]]
 
 # Problems kept (and so printable) per ingest; the rest are counted.
 MAX_KEPT_PROBLEMS = 1000
+
+
+# -- the input itself -------------------------------------------------------------------------
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
+)
+
+
+def check_input_file(path: Path, label: str, max_bytes: int | None = None) -> int:
+    """The size of a file fit to ingest, or IngestFatal at once: it must be a regular file (a FIFO
+    would block the first read forever, /dev/zero would never end) no larger than max_bytes (default:
+    the ingest_max_file_bytes setting). Only stat(), which never blocks, looks at it."""
+    limit = get_settings().ingest_max_file_bytes if max_bytes is None else max_bytes
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise IngestFatal(f"{label}: no such file") from None
+    except OSError as exc:
+        raise IngestFatal(f"{label}: cannot read it: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((words for test, words in _KINDS if test(info.st_mode)), "not a regular file")
+        raise IngestFatal(f"{label}: is {kind}, not a file of run records: only regular files are read (pipe stdin with '-')")
+    if info.st_size > limit:
+        raise IngestFatal(
+            f"{label}: is {info.st_size:,} bytes, over the maximum file size of {limit:,} "
+            "(KERNELINDEX_INGEST_MAX_FILE_BYTES); split it, or raise the limit"
+        )
+    return info.st_size
 
 
 # -- pass 1: validation -------------------------------------------------------------------------
@@ -108,7 +149,9 @@ def natural_key(data: dict[str, Any], revision_id: int, sku: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), "big")
 
 
-def validate_lines(lines: Any, label: str, refs: References, progress: Progress | None = None) -> Validation:
+def validate_lines(
+    lines: Any, label: str, refs: References, progress: Progress | None = None, *, catalogue_lines: int = 0
+) -> Validation:
     """Pass 1 over a binary file (or any iterable of lines): every problem, the set of bad lines and
     the count of good records. Memory: the bad line numbers, the first MAX_KEPT_PROBLEMS problems,
     and one entry (a 128-bit key and a line number) per distinct run."""
@@ -134,11 +177,9 @@ def validate_lines(lines: Any, label: str, refs: References, progress: Progress 
             result.add(number, InputProblem(label, item.where, resolved[1], key=resolved[0]))
             continue
         matched = hardware.match(data["environment"]["hardware"])
-        if isinstance(matched, str):
-            result.add(number, InputProblem(label, item.where, matched, key="environment.hardware.sku"))
+        if isinstance(matched, HardwareRefusal):
+            result.add(number, InputProblem(label, item.where, matched.reason, key=matched.key))
             continue
-        if matched[0] is None:
-            hardware.add(None, matched[1], [matched[1]])  # a product to add: its other spellings are the same
         key = natural_key(data, resolved[1], matched[1])
         first = first_line.get(key)
         if first is not None:
@@ -146,7 +187,7 @@ def validate_lines(lines: Any, label: str, refs: References, progress: Progress 
             continue
         first_line[key] = number
         result.good += 1
-    if not seen_any:
+    if not seen_any and not catalogue_lines:  # a file of catalogue lines alone (new hardware) is not empty
         result.add(1, InputProblem(label, "line 1", "the file holds no run records (it is empty)"))
     return result
 
@@ -227,44 +268,50 @@ async def ingest_runs_file(
     batch_size: int = 5000,
     now: datetime | None = None,
     progress: bool = True,
+    max_file_bytes: int | None = None,
 ) -> IngestSummary:
+    check_input_file(path, label, max_file_bytes)
     engine = make_engine(database_url, pool_size=2, max_overflow=0)
     sessionmaker = make_sessionmaker(engine)
     summary = IngestSummary()
     try:
         catalog, catalog_problems = catalog_lines(path, label)
-        if catalog_problems and strict:
-            raise IngestAborted(catalog_problems)
-        if catalog and not dry_run:
+        if catalog and not (strict or dry_run):
             # Hardware and workload revisions first, in a transaction of their own: the runs refer to them.
             async with transaction(sessionmaker) as session:
                 await apply_catalog(session, catalog)
         async with sessionmaker() as session:
             refs = await References.load(session)
+        if catalog and (strict or dry_run):
+            # Nothing written yet: the lines' hardware and workloads are laid over the database in memory.
+            overlay_catalog(catalog, refs.by_slug, refs.by_triple, refs.hardware)
         bar = Progress("validate", stream=sys.stderr) if progress else None
         with path.open("rb") as stream:
-            checked = validate_lines(stream, label, refs, bar)
+            checked = validate_lines(stream, label, refs, bar, catalogue_lines=len(catalog) + len(catalog_problems))
         if bar:
             bar.close()
         summary.problems = catalog_problems + checked.problems
         summary.problems_not_kept = checked.problems_not_kept
-        if checked.problems and strict:
-            raise IngestAborted(checked.problems, total=checked.problem_count)
+        if strict and summary.problems:
+            raise IngestAborted(summary.problems, total=checked.problem_count + len(catalog_problems))
         late: list[InputProblem] = []
         bar = Progress("ingest runs", total=checked.good) if progress else None
         with path.open("rb") as stream:
             batches = iter_good_batches(stream, label, batch_size, checked.bad_lines, late)
             if dry_run:
                 async with sessionmaker() as session:
-                    writer = RunWriter(session, now=now, dry_run=True)
+                    writer = RunWriter(session, now=now, dry_run=True, known=(refs.by_slug, refs.by_triple, refs.hardware))
                     for batch in batches:
                         summary.merge(await writer.write(batch))
                         if bar:
                             bar.advance(len(batch))
                     await session.rollback()
             elif strict:
-                # All or nothing: the batches share one transaction.
+                # All or nothing: the catalogue lines and the batches share one transaction, the index
+                # write lock first (apply_catalog and the writer take it before their first write).
                 async with transaction(sessionmaker) as session:
+                    if catalog:
+                        await apply_catalog(session, catalog)
                     writer = RunWriter(session, now=now, defer_events=True)
                     for batch in batches:
                         part = await _write_halving(_savepoints(session), writer, batch)
@@ -290,8 +337,8 @@ async def ingest_runs_file(
             bar.close()
     finally:
         await engine.dispose()
-    # Lines refused by validation, by the writer (merged per batch) and lines that changed in between.
-    summary.rejected += len(checked.bad_lines) + len({(p.file, p.where) for p in late})
+    # Lines refused by validation (catalogue lines included), by the writer (merged per batch) and
+    # lines that changed in between.
+    refused_catalogue = {p.where for p in catalog_problems}
+    summary.rejected += len(checked.bad_lines) + len(refused_catalogue) + len({(p.file, p.where) for p in late})
     return summary
-
-

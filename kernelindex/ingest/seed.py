@@ -64,7 +64,7 @@ async def load_hardware_catalogue(session: AsyncSession, path: Path) -> int:
     for entry in entries:
         problem = hardware_problem(entry)
         if problem:
-            raise IngestAborted([InputProblem(str(path), entry.get("sku", "?"), problem)])
+            raise IngestAborted([InputProblem(str(path), entry.get("sku", "?"), problem[1], key=problem[0])])
         await upsert_hardware(session, entry)
     return len(entries)
 

@@ -21,7 +21,12 @@ to one `record_events()` call after the last batch, so an import's events never 
 was cut into batches.
 
 With dry_run nothing is written at all: dimensions not in the database get placeholder ids (below
-zero), and a run with any of them is counted as inserted.
+zero), and a run with any of them is counted as inserted. A dry run of a file with catalogue lines
+is given those lines' hardware and workloads as an overlay (`catalog_overlay`), with placeholder
+ids, so it resolves what the real run will find without writing it.
+
+Hardware is never added here: a record naming hardware the catalogue lacks is refused (new hardware
+comes in through kernelindex.hardware/1 catalogue lines).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.records import RunRecord, parse_observed_at
 from kernelindex.ingest.workloads import revision_matches
 from kernelindex.rules.identity import configuration_key, digest
+from kernelindex.rules.names import hardware_key, hardware_name_problem, skeleton
 from kernelindex.services.records import CohortKey, RefreshSummary, refresh_cohorts
 
 VOLATILE_ENVIRONMENT_DETAILS = ("clocks", "current_clocks", "fingerprint", "captured_at")
@@ -74,7 +80,6 @@ class IngestSummary:
     workloads: set[int] = field(default_factory=set)
     implementations: set[int] = field(default_factory=set)
     environments: set[int] = field(default_factory=set)
-    created_hardware: list[str] = field(default_factory=list)
     problems: list[InputProblem] = field(default_factory=list)
     # Problems counted but not kept in `problems` (a file of a million bad lines keeps the first ones).
     problems_not_kept: int = 0
@@ -89,7 +94,6 @@ class IngestSummary:
         self.workloads |= other.workloads
         self.implementations |= other.implementations
         self.environments |= other.environments
-        self.created_hardware += other.created_hardware
         self.problems += other.problems
         self.problems_not_kept += other.problems_not_kept
         self.warnings += other.warnings
@@ -182,37 +186,77 @@ def content_digest(data: dict[str, Any]) -> str:
 # -- resolving references (shared with the validation pass of `ingest runs`) ----------------------
 
 
-class HardwareIndex:
-    """The hardware catalogue by lower-cased SKU and by SKU-or-driver-product-name; the first row (in
-    id order) wins, as a walk of the catalogue would find it."""
+HARDWARE_KEY = "environment.hardware.sku"
+HOW_TO_ADD_HARDWARE = (
+    "new hardware comes in through the catalogue: add a kernelindex.hardware/1 line (sku, short_name, family, "
+    "vendor, driver_product_names) before the runs, as /exports/catalog.jsonl writes them"
+)
 
-    def __init__(self, rows: Iterable[tuple[int | None, str, Sequence[str]]] = ()):
-        self.by_sku: dict[str, tuple[int | None, str]] = {}
-        self.by_name: dict[str, tuple[int | None, str]] = {}
+
+@dataclass(frozen=True)
+class HardwareRefusal:
+    """Why a record's hardware names no catalogue row, and the key at fault."""
+
+    key: str
+    reason: str
+
+
+class HardwareIndex:
+    """The hardware catalogue by SKU and by SKU-or-driver-product-name, both under names-v1's
+    hardware_key (NFKC, no invisible characters, spaces collapsed, case-blind), and by skeleton, to
+    name the row a look-alike imitates. The first row (in id order) wins, as a walk of the catalogue
+    would find it. Unknown names are refused: new hardware comes in through catalogue lines only."""
+
+    def __init__(self, rows: Iterable[tuple[int, str, Sequence[str]]] = ()):
+        self.by_sku: dict[str, tuple[int, str]] = {}
+        self.by_name: dict[str, tuple[int, str]] = {}
+        self.by_skeleton: dict[str, str] = {}
         for row in rows:
             self.add(*row)
 
-    def add(self, hardware_id: int | None, sku: str, names: Sequence[str] = ()) -> None:
+    def add(self, hardware_id: int, sku: str, names: Sequence[str] = ()) -> None:
+        """A catalogue row (a negative id: one a catalogue line of this input will create)."""
         entry = (hardware_id, sku)
-        for index, key in ((self.by_sku, sku.lower()), *((self.by_name, n.lower()) for n in (sku, *names))):
-            current = index.get(key)
-            if current is None or (current[0] is None and current[1] == sku):
-                index[key] = entry
+        self.by_sku.setdefault(hardware_key(sku), entry)
+        for name in (sku, *names):
+            self.by_name.setdefault(hardware_key(name), entry)
+            self.by_skeleton.setdefault(skeleton(name), name)
 
-    def match(self, spec: dict[str, Any]) -> tuple[int | None, str] | str:
-        """(id, sku) of the catalogue row; (None, product name) for a product to add; or why not."""
+    def _unknown(self, what: str, name: str) -> str:
+        imitated = self.by_skeleton.get(skeleton(name))
+        if imitated is not None and hardware_key(imitated) != hardware_key(name):
+            return f"hardware {what} {name!r} looks like {imitated!r} but is not it (look-alike letters); refused"
+        return f"unknown hardware {what} {name!r} (not in the hardware catalogue); {HOW_TO_ADD_HARDWARE}"
+
+    def match(self, spec: dict[str, Any]) -> tuple[int, str] | HardwareRefusal:
+        """(id, sku) of the catalogue row the record names, or why it names none."""
         sku = spec.get("sku")
         product = spec.get("product_name")
+        if not sku and not product:  # the schema requires one; an unchecked spec gets words, not an AttributeError
+            return HardwareRefusal(HARDWARE_KEY, "hardware names neither a sku nor a product_name")
+        by_sku = by_product = None
         if sku:
-            found = self.by_sku.get(sku.lower())
-            if found:
-                return found
-            if not product:
-                return f"unknown hardware SKU {sku!r} (not in the hardware catalogue)"
-        if not product:  # the schema requires one of the two; an unchecked spec gets words, not an AttributeError
-            return "hardware names neither a sku nor a product_name"
-        found = self.by_name.get(product.lower())
-        return found if found else (None, product)
+            problem = hardware_name_problem(sku)
+            if problem:
+                return HardwareRefusal(HARDWARE_KEY, problem)
+            by_sku = self.by_sku.get(hardware_key(sku))
+            if by_sku is None:
+                return HardwareRefusal(HARDWARE_KEY, self._unknown("SKU", sku))
+        if product:
+            problem = hardware_name_problem(product)
+            if problem:
+                return HardwareRefusal("environment.hardware.product_name", problem)
+            by_product = self.by_name.get(hardware_key(product))
+            if by_product is None:
+                return HardwareRefusal("environment.hardware.product_name", self._unknown("product name", product))
+        if by_sku is not None and by_product is not None and by_sku[0] != by_product[0]:
+            return HardwareRefusal(
+                "environment.hardware.product_name",
+                f"product name {product!r} is the catalogue's {by_product[1]!r}, which contradicts sku {by_sku[1]!r}",
+            )
+        found = by_sku or by_product
+        assert found is not None
+        return found
 
 
 WorkloadTriple = tuple[str, int, int]  # (suite, level, problem number)
@@ -394,11 +438,15 @@ class RunWriter:
     def __init__(
         self, session: AsyncSession | None = None, *, now: datetime | None = None, dry_run: bool = False,
         defer_events: bool = False,
+        known: tuple[dict[str, WorkloadRef], dict[WorkloadTriple, WorkloadRef], HardwareIndex] | None = None,
     ):
         """session: the transaction to write in; a writer that spans several transactions (one per batch)
         is made without one and given each batch's session before it writes.
         defer_events: batches refresh the records but leave the history to `record_events()`, which
-        the caller runs once after its last batch, so batch boundaries never make events (history-v1)."""
+        the caller runs once after its last batch, so batch boundaries never make events (history-v1).
+        known: (workloads by slug, by triple, hardware) to resolve records against instead of the
+        database: a dry run's, with the input's catalogue lines laid over the database (placeholder ids)."""
+        self._known = known
         self._session = session
         self.now = now or datetime.now(UTC)
         self.dry_run = dry_run
@@ -478,29 +526,11 @@ class RunWriter:
                 cache[k] = next(self._placeholders)
 
     async def hardware_index(self) -> HardwareIndex:
+        if self._known is not None:
+            return self._known[2]
         if self._hardware is None:
             self._hardware = await load_hardware_index(self.session)
         return self._hardware
-
-    async def add_hardware(self, product: str, summary: IngestSummary, dry_run: bool) -> int:
-        """A new catalogue row for a product name the catalogue does not know."""
-        index = await self.hardware_index()
-        if dry_run:
-            hardware_id = next(self._placeholders)
-        else:
-            await self.session.execute(
-                pg_insert(Hardware)
-                .values(
-                    sku=product, short_name=product, family=product, vendor=product.split()[0],
-                    driver_product_names=[product], has_datasheet=False,
-                )
-                .on_conflict_do_nothing(index_elements=["sku"])
-            )
-            hardware_id = (await self.session.execute(select(Hardware.id).where(Hardware.sku == product))).scalar_one()
-        index.add(hardware_id, product, [product])
-        summary.created_hardware.append(product)
-        summary.warnings.append(f"hardware {product!r} is not in the catalogue: added without datasheet figures")
-        return hardware_id
 
     async def resolve_workloads(self, records: list[RunRecord]) -> dict[int, tuple[WorkloadRef, int] | tuple[str, str]]:
         """Per record index: its workload and the revision it measured, or (key, why it cannot be found)."""
@@ -510,7 +540,10 @@ class RunWriter:
             for r in records
             if "slug" not in r.data["workload"]
         }
-        by_slug, by_triple = await load_workload_refs(self.session, slugs, triples)
+        if self._known is not None:
+            by_slug, by_triple = self._known[0], self._known[1]
+        else:
+            by_slug, by_triple = await load_workload_refs(self.session, slugs, triples)
         return {
             i: resolve_workload_ref(rec.data["workload"], by_slug, by_triple, rec.data["source"].get("revision"))
             for i, rec in enumerate(records)
@@ -529,7 +562,7 @@ class RunWriter:
         index = await self.hardware_index()
         problems: list[tuple[int, InputProblem]] = []
 
-        # Which hardware each record ran on (adding products the catalogue lacks, in input order).
+        # Which catalogue row each record ran on (an unknown or look-alike name is refused).
         staged: list[tuple[int, RunRecord, WorkloadRef, int, int, str]] = []
         for i, rec in enumerate(records):
             resolved = workloads[i]
@@ -538,12 +571,10 @@ class RunWriter:
                 continue
             workload, revision_id = resolved
             hardware = index.match(rec.data["environment"]["hardware"])
-            if isinstance(hardware, str):
-                problems.append((i, InputProblem(rec.file, rec.where, hardware, key="environment.hardware.sku")))
+            if isinstance(hardware, HardwareRefusal):
+                problems.append((i, InputProblem(rec.file, rec.where, hardware.reason, key=hardware.key)))
                 continue
             hardware_id, sku = hardware
-            if hardware_id is None:
-                hardware_id = await self.add_hardware(sku, summary, dry_run)
             staged.append((i, rec, workload, revision_id, hardware_id, sku))
 
         # Every dimension the batch needs, in bulk.

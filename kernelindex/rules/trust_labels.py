@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from kernelindex.rules.facts import ImplementationFacts, RunFacts
+from kernelindex.rules.instants import age
 
 TRUST_VERSION = "trust-v1"
 STALE_AFTER_DAYS = 180
@@ -58,7 +59,8 @@ def trust_label(evidence: str, impl: ImplementationFacts) -> str:
 
 
 def is_stale(observed_at: datetime, now: datetime, after_days: int = STALE_AFTER_DAYS) -> bool:
-    return now - observed_at > timedelta(days=after_days)
+    # instants.age: a stored ±infinity reads back naive and at the ends of the calendar; neither may raise here.
+    return age(observed_at, now) > timedelta(days=after_days)
 
 
 def caveats(run: RunFacts) -> list[str]:

@@ -32,6 +32,8 @@ from kernelindex.rules.facts import (
     WorkloadFacts,
 )
 from kernelindex.rules.identity import configuration_key
+from kernelindex.rules.instants import as_utc
+from kernelindex.rules.measurements import MAX_COMPILE_TIME_MS, MAX_LATENCY_MS, readable, std_bound
 
 # The runs that compete for one record (RunFacts.cohort_key): workload revision, configuration key,
 # protocol, environment.
@@ -82,15 +84,26 @@ def source_facts(snapshot: SourceSnapshot, source: Source) -> SourceFacts:
 def run_facts(
     run: Any, impl: ImplementationFacts, env: EnvironmentFacts, protocol: ProtocolFacts, source: SourceFacts
 ) -> RunFacts:
+    # Stored values are read through measurements-v1 and instants-v1 (rules.measurements.readable,
+    # rules.instants.as_utc): a row written before today's checks, or past them, is held to what a
+    # run can be, so no figure derived from it overflows and no naive time meets an aware one.
+    samples = tuple(run.samples_ms) if run.samples_ms else None
+    if samples and any(readable(v) != v for v in samples):
+        samples = None  # samples no run can give say nothing about this one's spread
+    std = run.std_ms
+    if std is not None:
+        bound = std_bound({"min": run.min_ms, "max": run.max_ms, "mean": run.mean_ms, "num_trials": run.num_trials})
+        std = None if std != std or std < 0 or (bound is not None and std > bound) else min(std, MAX_LATENCY_MS)
     return RunFacts(
         id=run.id, workload_revision_id=run.workload_revision_id, bindings=run.bindings, dtype=run.dtype,
         configuration_key=run.configuration_key, implementation=impl, environment=env, protocol=protocol,
-        source=source, status=run.status, mean_ms=run.mean_ms, std_ms=run.std_ms, num_trials=run.num_trials,
-        observed_at=run.observed_at, evidence=run.evidence, min_ms=run.min_ms, max_ms=run.max_ms,
-        samples_ms=tuple(run.samples_ms) if run.samples_ms else None,
+        source=source, status=run.status, mean_ms=readable(run.mean_ms), std_ms=std, num_trials=run.num_trials,
+        observed_at=as_utc(run.observed_at), evidence=run.evidence, min_ms=readable(run.min_ms), max_ms=readable(run.max_ms),
+        samples_ms=samples,
         superseded=run.superseded_at is not None, retracted=run.retracted_at is not None,
         correctness_passed=(run.correctness or {}).get("passed") if run.correctness else None,
-        median_ms=run.median_ms, p5_ms=run.p5_ms, p95_ms=run.p95_ms, compile_time_ms=run.compile_time_ms,
+        median_ms=readable(run.median_ms), p5_ms=readable(run.p5_ms), p95_ms=readable(run.p95_ms),
+        compile_time_ms=readable(run.compile_time_ms, 0.0, MAX_COMPILE_TIME_MS),
         failure_reason=run.failure_reason, workload_id=run.workload_id,
     )
 

@@ -38,12 +38,22 @@ def _page(db_url, slug):
     return page(db_url, slug)
 
 
+def _run_lines(path) -> list[dict]:
+    """The run records of a bench output file (a CPU run's catalogue line comes first)."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [line for line in lines if line["format"] == "kernelindex.run/1"]
+
+
 def test_bench_ingests_measured_runs(cli, db_url, relu_workload, tmp_path, capsys):
     out = tmp_path / "runs.jsonl"
     status = cli("bench", "--workload", relu_workload, "--impl", "torch_eager", "--device", "cpu",
                  "--trials", "5", "--warmup", "1", "--out", str(out), "--ingest")
     assert status == 0
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    # The CPU is declared by a catalogue line first: the index takes new hardware only that way.
+    assert [line["format"] for line in lines] == ["kernelindex.hardware/1", "kernelindex.run/1"]
+    assert lines[0]["sku"] == lines[1]["environment"]["hardware"]["product_name"] and lines[0]["family"] == "CPU"
+    records = lines[1:]
     assert len(records) == 1 and records[0]["evidence"] == "measured" and records[0]["status"] == "passed"
     assert records[0]["configuration"] == {"bindings": {"batch_size": 16, "dim": 128}, "dtype": "fp32"}
     assert "runs inserted" in capsys.readouterr().out
@@ -72,7 +82,7 @@ def test_bench_file_from_a_checkout_records_the_importers_slug(cli, db_url, relu
     status = cli("bench", "--file", str(FIXTURE), "--impl", "torch_eager", "--device", "cpu",
                  "--trials", "3", "--warmup", "0", "--out", str(out), "--ingest")
     assert status == 0
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+    records = _run_lines(out)
     assert [r["workload"]["slug"] for r in records] == [relu_workload]
     assert records[0]["configuration"] == {"bindings": {"batch_size": 16, "dim": 128}, "dtype": "fp32"}
     assert _page(db_url, relu_workload)["eligibleRunCount"] == 1
@@ -84,7 +94,7 @@ def test_bench_file_elsewhere_keeps_the_file_name_slug(cli, tmp_path):
     out = tmp_path / "runs.jsonl"
     assert cli("bench", "--file", str(loose), "--impl", "torch_eager", "--device", "cpu",
                "--trials", "2", "--warmup", "0", "--out", str(out)) == 0
-    assert json.loads(out.read_text().splitlines()[0])["workload"]["slug"] == "my-problem"
+    assert _run_lines(out)[0]["workload"]["slug"] == "my-problem"
     assert cli("bench", "--file", str(FIXTURE), "--slug", "chosen", "--impl", "torch_eager", "--device", "cpu",
                "--trials", "2", "--warmup", "0", "--out", str(out)) == 0
-    assert json.loads(out.read_text().splitlines()[0])["workload"]["slug"] == "chosen"
+    assert _run_lines(out)[0]["workload"]["slug"] == "chosen"

@@ -136,16 +136,27 @@ def test_dry_run_says_what_would_happen_and_writes_nothing(cli, db_url, tmp_path
     assert snapshot(db_url) == before
 
 
+X9_LINE = {
+    "format": "kernelindex.hardware/1", "sku": "NVIDIA X9 Ultra 96GB", "short_name": "X9 Ultra", "family": "NVIDIA X9",
+    "vendor": "NVIDIA", "architecture": "Test", "driver_product_names": ["NVIDIA X9 Ultra"], "memory_gb": 96,
+}
+
+
 def test_dry_run_with_new_hardware_and_implementation_writes_nothing(cli, db_url, tmp_path, capsys):
+    """The hardware comes in as a catalogue line: the dry run resolves the run against it without
+    writing it, and says what the real run then does."""
     record = synthetic_records(1)[0]
     record["environment"]["hardware"] = {"product_name": "NVIDIA X9 Ultra"}
     record["implementation"] = {"slug": "my_triton_kernel", "title": "My Triton kernel", "framework": "Triton"}
+    path = write_jsonl(tmp_path / "new.jsonl", [X9_LINE, record])
     before = snapshot(db_url)
-    assert cli("ingest", "runs", "--dry-run", write_jsonl(tmp_path / "new.jsonl", [record])) == 0
-    out = capsys.readouterr()
-    assert "hardware 'NVIDIA X9 Ultra' is not in the catalogue" in out.err
-    assert table(out.out)["runs inserted"] == 1
+    assert cli("ingest", "runs", "--dry-run", path) == 0
+    dry = table(capsys.readouterr().out)
+    assert dry["runs inserted"] == 1 and dry["implementations"] == 1
     assert snapshot(db_url) == before
+    assert cli("ingest", "runs", path) == 0
+    assert table(capsys.readouterr().out) == dry
+    assert _sql(db_url, "SELECT has_datasheet FROM hardware WHERE sku = 'NVIDIA X9 Ultra 96GB'")
 
 
 def test_stdin(cli, db_url, monkeypatch, capsys):
@@ -341,20 +352,61 @@ def test_a_record_measured_on_an_older_revision(cli, db_url, tmp_path, capsys):
     )
 
 
-def test_new_hardware_is_added_once_whatever_its_spelling(cli, db_url, tmp_path, capsys):
+def test_unknown_hardware_is_refused_and_comes_in_through_a_catalogue_line(cli, db_url, tmp_path, capsys):
     records = synthetic_records(4, start=60)
-    records[0]["environment"]["hardware"] = {"sku": "NVIDIA X9 Ultra"}  # not in the catalogue (yet): refused
-    records[1]["environment"]["hardware"] = {"product_name": "NVIDIA X9 Ultra"}  # added, SKU = product name
+    records[0]["environment"]["hardware"] = {"sku": "NVIDIA X9 Ultra 96GB"}
+    records[1]["environment"]["hardware"] = {"product_name": "NVIDIA X9 Ultra"}
     records[2]["environment"]["hardware"] = {"product_name": "nvidia x9 ultra"}
-    records[3]["environment"]["hardware"] = {"sku": "NVIDIA X9 Ultra"}  # the file has added it by now
-    assert cli("ingest", "runs", write_jsonl(tmp_path / "runs.jsonl", records)) == 1
+    records[3]["environment"]["hardware"] = {"product_name": "NVIDIA\u200b X9 Ultra "}  # zero-width space, trailing space
+    hardware_before = counts(db_url)["hardware"]
+    path = write_jsonl(tmp_path / "runs.jsonl", records)
+    assert cli("ingest", "runs", path) == 1
     out = capsys.readouterr()
-    assert out.err.count("hardware 'NVIDIA X9 Ultra' is not in the catalogue") == 1
-    assert "line 1 [environment.hardware.sku]: unknown hardware SKU 'NVIDIA X9 Ultra'" in out.err
-    assert table(out.out)["runs inserted"] == 3
-    (hardware,) = _sql(db_url, "SELECT id, has_datasheet FROM hardware WHERE lower(sku) = 'nvidia x9 ultra'")
-    assert not hardware["has_datasheet"]
-    assert len(_sql(db_url, "SELECT 1 FROM environments WHERE hardware_id = $1", hardware["id"])) == 3
+    assert f"{path}: line 1 [environment.hardware.sku]: unknown hardware SKU 'NVIDIA X9 Ultra 96GB'" in out.err
+    for line in (2, 3, 4):
+        assert f"{path}: line {line} [environment.hardware.product_name]: unknown hardware product name" in out.err
+    assert out.err.count("add a kernelindex.hardware/1 line") == 4
+    assert table(out.out)["runs inserted"] == 0 and table(out.out)["runs rejected"] == 4
+    assert counts(db_url)["hardware"] == hardware_before  # nothing added behind the catalogue's back
+
+    # With the catalogue line first, every spelling names the one new row.
+    assert cli("ingest", "runs", write_jsonl(tmp_path / "with_catalogue.jsonl", [X9_LINE, *records])) == 0
+    assert table(capsys.readouterr().out)["runs inserted"] == 4
+    (hardware,) = _sql(db_url, "SELECT id FROM hardware WHERE sku = 'NVIDIA X9 Ultra 96GB'")
+    assert len(_sql(db_url, "SELECT 1 FROM environments WHERE hardware_id = $1", hardware["id"])) == 4
+    assert counts(db_url)["hardware"] == hardware_before + 1
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["NVIDIA H100 80GB HBM3 ", " NVIDIA  H100 80GB HBM3", "NVIDIA H100\u200b 80GB HBM3", "\u200fNVIDIA H100 80GB HBM3",
+     "\uff2e\uff36\uff29\uff24\uff29\uff21 \uff28\uff11\uff10\uff10 80GB HBM3", "nvidia h100 80gb hbm3\ufeff"],
+)
+def test_hardware_spellings_resolve_to_the_catalogue_row(cli, db_url, tmp_path, capsys, spelling):
+    """names-v1: NFKC (full-width), format characters (zero-width space, RLM, BOM) removed, spaces
+    collapsed, case-blind: the catalogue's own row, never a new one."""
+    record = synthetic_records(1, start=95)[0]
+    record["environment"]["hardware"] = {"product_name": spelling}
+    before = counts(db_url)["hardware"]
+    assert cli("ingest", "runs", write_jsonl(tmp_path / "runs.jsonl", [record])) == 0, capsys.readouterr().err
+    assert counts(db_url)["hardware"] == before
+    (row,) = _sql(
+        db_url, "SELECT h.sku FROM environments e JOIN hardware h ON h.id = e.hardware_id WHERE e.label = 'pool-95'"
+    )
+    assert row["sku"] == "NVIDIA H100 SXM5 80GB"
+
+
+@pytest.mark.parametrize("name", ["NVIDIA \u041d100 80GB HBM3", "NVIDIA H100 80GB \u041d\u0412\u041c3", "\u041d\u0412\u041c"])
+def test_look_alike_hardware_is_refused(cli, db_url, tmp_path, capsys, name):
+    record = synthetic_records(1, start=96)[0]
+    record["environment"]["hardware"] = {"product_name": name}
+    before = counts(db_url)
+    path = write_jsonl(tmp_path / "runs.jsonl", [record])
+    assert cli("ingest", "runs", "--strict", path) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: line 1 [environment.hardware.product_name]:" in err
+    assert "Cyrillic" in err or "look-alike" in err or "unknown hardware product name" in err
+    assert counts(db_url) == before
 
 
 def test_a_line_too_long_is_refused_without_reading_it_whole(cli, db_url, tmp_path, capsys, monkeypatch):
@@ -478,3 +530,213 @@ def test_modal_and_Modal_are_one_environment(cli, db_url, tmp_path, capsys):
     rows = _sql(db_url, "SELECT DISTINCT provider FROM environments WHERE label = 'provider-spellings'")
     assert [r["provider"] for r in rows] == ["Modal"]
     assert len(_sql(db_url, "SELECT 1 FROM environments WHERE label = 'provider-spellings'")) == 1
+
+
+# -- --strict and --dry-run mean what they say ------------------------------------------------------
+
+VGG = "kernelbench-l3-p12-vgg19"
+NEW_WORKLOAD = "corpus-l1-p1-corpusop"
+
+
+def _mixed_file(tmp_path, *, bad: bool) -> str:
+    """Catalogue lines that add hardware, a workload and a later VGG19 revision (which becomes
+    current), then runs that use them, a supersession, an unchanged seed run and (bad=True) a bad line."""
+    from kernelindex.ingest.seed import SEEDS_DIR
+
+    workload = {
+        "format": "kernelindex.workload/1", "suite": "corpus", "level": 1, "problem_number": 1, "name": "CorpusOp",
+        "slug": NEW_WORKLOAD, "reference_source": "import torch\n", "canonical": {"bindings": {"batch_size": 2}, "dtype": "fp32"},
+    }
+    vgg = {
+        "format": "kernelindex.workload/1", "suite": "kernelbench", "level": 3, "problem_number": 12, "name": "VGG19",
+        "slug": VGG, "reference_source": (SEEDS_DIR / "reference" / "vgg19.py").read_text() + "\n# revised upstream\n",
+        "canonical": {"bindings": {"batch_size": 10}, "dtype": "fp32"}, "current": True,
+        "snapshots": [{"upstream_revision": "later01", "revision_date": "2026-06-01", "complete": False}],
+    }
+    on_x9 = synthetic_records(1, slug=NEW_WORKLOAD, start=300)[0]
+    on_x9["environment"]["hardware"] = {"product_name": "NVIDIA X9 Ultra"}
+    on_vgg = synthetic_records(2, slug=VGG, batch=10, start=310)
+    changed = seed_record(3)
+    changed["statistics"].update(mean=1.41, min=1.39)
+    records: list = [X9_LINE, workload, vgg, on_x9, *on_vgg, changed, seed_record(0), *synthetic_records(2, start=320)]
+    if bad:
+        broken = synthetic_records(1, start=330)[0]
+        broken["statistics"]["median"] = broken["statistics"]["max"] + 1  # median above max
+        records.insert(5, broken)
+    return write_jsonl(tmp_path / f"mixed-{bad}.jsonl", records)
+
+
+def _vgg_state(db_url):
+    (row,) = _sql(db_url, "SELECT current_revision_id FROM workloads WHERE slug = $1", VGG)
+    return row["current_revision_id"], counts(db_url)
+
+
+@pytest.mark.parametrize("bad", [True, False])
+def test_dry_run_figures_are_what_the_real_run_writes(cli, db_url, tmp_path, capsys, bad):
+    path = _mixed_file(tmp_path, bad=bad)
+    before = snapshot(db_url)
+    expected_status = 1 if bad else 0
+    assert cli("ingest", "runs", "--dry-run", path) == expected_status
+    dry = capsys.readouterr()
+    assert snapshot(db_url) == before  # catalogue lines included: nothing written
+    assert cli("ingest", "runs", path) == expected_status
+    real = capsys.readouterr()
+    assert table(dry.out) == table(real.out)
+    assert table(real.out)["runs inserted"] == 6 and table(real.out)["runs superseded"] == 1
+    assert table(real.out)["runs rejected"] == (1 if bad else 0)
+    rejected = sorted(line for line in real.err.splitlines() if line.startswith("kernelindex: rejected:"))
+    assert sorted(line for line in dry.err.splitlines() if line.startswith("kernelindex: rejected:")) == rejected
+    assert len(rejected) == (1 if bad else 0)
+    assert _sql(db_url, "SELECT 1 FROM workloads WHERE slug = $1", NEW_WORKLOAD)
+
+
+def test_strict_dry_run_figures_are_what_the_strict_run_writes(cli, db_url, tmp_path, capsys):
+    path = _mixed_file(tmp_path, bad=False)
+    before = snapshot(db_url)
+    assert cli("ingest", "runs", "--strict", "--dry-run", path) == 0
+    dry = table(capsys.readouterr().out)
+    assert snapshot(db_url) == before
+    assert cli("ingest", "runs", "--strict", path) == 0
+    assert table(capsys.readouterr().out) == dry
+
+
+def test_strict_writes_no_catalogue_line_when_a_run_line_is_bad(cli, db_url, tmp_path, capsys):
+    """The issue's case: a --strict ingest reported as 'nothing written' had added hardware and
+    workload rows and switched VGG19's current revision. Now nothing, catalogue lines included."""
+    path = _mixed_file(tmp_path, bad=True)
+    before = snapshot(db_url)
+    vgg_before = _vgg_state(db_url)
+    assert cli("ingest", "runs", "--strict", path) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: line 6 [statistics.max]" in err and "nothing written" in err
+    assert snapshot(db_url) == before
+    assert _vgg_state(db_url) == vgg_before
+    # and the same file without its bad line lands whole, catalogue and runs in one transaction
+    assert cli("ingest", "runs", "--strict", _mixed_file(tmp_path, bad=False)) == 0
+    assert table(capsys.readouterr().out)["runs inserted"] == 6
+    assert _vgg_state(db_url)[0] != vgg_before[0]
+
+
+def test_strict_refuses_a_bad_catalogue_line_before_writing_anything(cli, db_url, tmp_path, capsys):
+    bad_line = {**X9_LINE, "sku": "NVIDIA X9 \u0423ltra 96GB"}  # Cyrillic У
+    path = write_jsonl(tmp_path / "runs.jsonl", [X9_LINE, bad_line, *synthetic_records(2, start=340)])
+    before = snapshot(db_url)
+    assert cli("ingest", "runs", "--strict", path) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: line 2 [sku]:" in err and "Cyrillic" in err and "nothing written" in err
+    assert snapshot(db_url) == before
+
+
+# -- bounded input ---------------------------------------------------------------------------------
+
+
+def test_a_50_mb_line_is_refused_quickly_in_little_memory(cli, db_url, tmp_path, capsys):
+    import time
+    import tracemalloc
+
+    good = synthetic_records(2, start=350)
+    path = tmp_path / "long.jsonl"
+    with path.open("wb") as out:
+        out.write((json.dumps(good[0]) + "\n").encode())
+        out.write(b'{"format": "kernelindex.run/1", "failure_reason": "')
+        chunk = b"x" * (1 << 20)
+        for _ in range(50):
+            out.write(chunk)
+        out.write(b'"}\n')
+        out.write((json.dumps(good[1]) + "\n").encode())
+    assert path.stat().st_size > 50_000_000
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        status = cli("ingest", "runs", str(path))
+        elapsed = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    out = capsys.readouterr()
+    print(f"50 MB line: refused in {elapsed:.2f} s, peak {peak:,} bytes traced")
+    assert status == 1
+    assert f"{path}: line 2: the line is 52,428,8" in out.err and "over the limit of 1,048,576 (max line length" in out.err
+    assert table(out.out)["runs inserted"] == 2
+    assert peak < 16_000_000, peak  # a few chunks of 1 MiB, never the line
+    assert elapsed < 30
+
+
+def test_dev_zero_is_refused_at_once(cli, db_url, capsys):
+    import time
+
+    started = time.perf_counter()
+    assert cli("ingest", "runs", "/dev/zero") == 2
+    assert time.perf_counter() - started < 5
+    assert "/dev/zero: is a character device, not a file of run records" in capsys.readouterr().err
+
+
+def test_a_fifo_is_refused_at_once_never_read(db_url, tmp_path):
+    import os
+
+    from kernelindex.ingest.errors import IngestFatal
+    from kernelindex.ingest.runs import ingest_runs_file
+
+    fifo = tmp_path / "runs.fifo"
+    os.mkfifo(fifo)
+
+    async def go():
+        # No writer ever opens the FIFO: opening it for reading would block for ever.
+        return await asyncio.wait_for(ingest_runs_file(db_url, fifo, str(fifo), progress=False), timeout=10)
+
+    with pytest.raises(IngestFatal, match="is a FIFO \\(named pipe\\), not a file of run records"):
+        asyncio.run(go())
+
+
+def test_a_file_over_the_maximum_size_is_refused_before_it_is_read(cli, db_url, tmp_path, monkeypatch, capsys):
+    from kernelindex.settings import get_settings
+
+    path = write_jsonl(tmp_path / "runs.jsonl", synthetic_records(3, start=360))
+    monkeypatch.setenv("KERNELINDEX_INGEST_MAX_FILE_BYTES", "1000")
+    get_settings.cache_clear()
+    before = counts(db_url)
+    assert cli("ingest", "runs", path) == 2
+    err = capsys.readouterr().err
+    assert "over the maximum file size of 1,000 (KERNELINDEX_INGEST_MAX_FILE_BYTES)" in err
+    assert counts(db_url) == before
+
+
+def test_the_cli_refuses_a_fifo_at_once(cli, db_url, tmp_path, capsys):
+    """The command line checks the path before it opens it: an open() of a FIFO no one writes blocks forever."""
+    import os
+    import threading
+
+    fifo = tmp_path / "runs.fifo"
+    os.mkfifo(fifo)
+    result: list[int] = []
+    worker = threading.Thread(target=lambda: result.append(cli("ingest", "runs", str(fifo))), daemon=True)
+    worker.start()
+    worker.join(timeout=15)
+    assert not worker.is_alive(), "the CLI blocked on the FIFO"
+    assert result == [2]
+    assert "is a FIFO (named pipe), not a file of run records" in capsys.readouterr().err
+
+
+def test_endless_stdin_is_cut_at_the_maximum_size(cli, db_url, monkeypatch, capsys):
+    from kernelindex.settings import get_settings
+
+    class Endless(io.RawIOBase):
+        def readable(self) -> bool:
+            return True
+
+        def read(self, size: int = -1) -> bytes:
+            return b"\0" * (size if size > 0 else 1 << 16)
+
+    class Stdin:
+        buffer = Endless()
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    monkeypatch.setenv("KERNELINDEX_INGEST_MAX_FILE_BYTES", str(5 << 20))
+    get_settings.cache_clear()
+    before = counts(db_url)
+    try:
+        assert cli("ingest", "runs", "-") == 2
+    finally:
+        get_settings.cache_clear()
+    assert "<stdin>: more than the maximum input size of 5,242,880 bytes" in capsys.readouterr().err
+    assert counts(db_url) == before

@@ -250,7 +250,9 @@ def test_nothing_imports_the_tests_or_dev_tools(package):
 def test_the_run_format_is_one_string():
     """benchmarks/ writes run records without importing the service, so it names the format itself:
     the two names must be the same string."""
-    from benchmarks.records import FORMAT
+    from benchmarks.records import FORMAT, HARDWARE_FORMAT
+    from kernelindex.ingest.records import HARDWARE_FORMAT as CATALOGUE_HARDWARE_FORMAT
     from kernelindex.ingest.records import RECORD_FORMAT
 
     assert FORMAT == RECORD_FORMAT
+    assert HARDWARE_FORMAT == CATALOGUE_HARDWARE_FORMAT
