@@ -1,14 +1,17 @@
 """`kernelindex ingest kernelbench PATH`: every problem of a KernelBench checkout as a workload, and
 every baseline timing file as reported runs.
 
-Problems are traced on the meta device in child processes (kernelindex.ingest.problem_trace), so a
-problem that allocates 100 GB, hangs or exits costs nothing but its own semantics.
+Problems are traced on the meta device, each in a fresh sandboxed process (kernelindex.ingest.problem_trace,
+benchmarks.sandbox), so a problem that allocates 100 GB, hangs, exits or attacks the machine costs nothing
+but its own semantics. Problem files that are not regular files inside the checkout are refused unread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import stat
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
@@ -46,6 +49,10 @@ TORCH_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotu
 ALL_LEVELS = [1, 2, 3, 4]
 TIMING_FILE = re.compile(r"^baseline_time_(.+)\.json$")
 MAX_SKIP_EXAMPLES = 10
+# A problem file is a small module; a bigger one is refused rather than read, stored and traced.
+MAX_PROBLEM_BYTES = 1_000_000
+# Problem numbers the importer accepts (upstream numbers from 1; the database column is int32).
+PROBLEM_NUMBERS = range(1, 10_000)
 
 
 def implementation_for_config(config: str) -> dict[str, Any] | None:
@@ -114,6 +121,8 @@ class KernelBenchSummary:
     workloads_unchanged: int = 0
     untraced: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)  # problems upstream replaced, renamed, removed or added
+    refused: list[InputProblem] = field(default_factory=list)  # problem files not read: "path: file: why"
+    contradictions: list[InputProblem] = field(default_factory=list)  # timing files whose entries' hardware is not their folder's
     entries: int = 0
     entries_failed: int = 0
     entries_rejected: int = 0
@@ -144,6 +153,7 @@ class KernelBenchSummary:
             ("workloads with a new revision", self.workloads_new_revision),
             ("workloads unchanged", self.workloads_unchanged),
             ("workloads without semantics", len(self.untraced)),
+            ("problem files refused", len(self.refused)),
             ("timing entries", self.entries),
             ("  runs inserted", runs.inserted),
             ("  runs unchanged", runs.unchanged),
@@ -157,21 +167,103 @@ class KernelBenchSummary:
         ]
 
 
-def discover_problems(root: Path, levels: list[int]) -> list[ProblemFile]:
-    """The problem files of the levels asked for, named by the rule the runner uses (benchmarks.naming)."""
+def discover_problems(root: Path, levels: list[int], refused: list[InputProblem] | None = None) -> list[ProblemFile]:
+    """The problem files of the levels asked for, named by the rule the runner uses (benchmarks.naming).
+
+    A file that is not a regular file inside the checkout (a symbolic link, wherever it points; a FIFO;
+    a device), is larger than MAX_PROBLEM_BYTES or has a number outside PROBLEM_NUMBERS is not read:
+    it goes to ``refused`` with its path and the reason, and the others go on."""
+    root = root.resolve()
+    refused = refused if refused is not None else []
     problems = []
     for level in levels:
         folder = root / "KernelBench" / f"level{level}"
         if not folder.is_dir():
             continue
+        if not folder.resolve().is_relative_to(root):
+            refused.append(InputProblem(str(folder.relative_to(root)), "file", "the level folder leads outside the checkout"))
+            continue
         for path in sorted(folder.glob("*.py")):
             name = problem_name(path)
-            if name is not None:
-                data = path.read_bytes()
-                # The text as read_text gave it before: undecodable bytes replaced, newlines universal.
-                text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-                problems.append(ProblemFile(name.level, name.number, name.name, path, data, text))
+            if name is None:
+                continue
+            label = str(path.relative_to(root))
+            if name.number not in PROBLEM_NUMBERS:
+                reason: str | None = f"problem number {name.number} is outside {PROBLEM_NUMBERS.start}..{PROBLEM_NUMBERS.stop - 1}"
+                data = b""
+            else:
+                data, reason = read_problem_file(path, root)
+            if reason is not None:
+                refused.append(InputProblem(label, "file", reason))
+                continue
+            # The text as read_text gave it before: undecodable bytes replaced, newlines universal.
+            text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+            problems.append(ProblemFile(name.level, name.number, name.name, path, data, text))
     return sorted(problems, key=lambda p: (p.level, p.number))
+
+
+def read_problem_file(path: Path, root: Path) -> tuple[bytes, str | None]:
+    """(bytes, None) for a regular file inside root of at most MAX_PROBLEM_BYTES; (b"", why) otherwise.
+    Opened without following a link and without blocking (a FIFO), then checked again on the open file,
+    so a file swapped between the check and the read is refused too."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return b"", f"cannot be read: {exc.strerror}"
+    if stat.S_ISLNK(info.st_mode):
+        return b"", "a symbolic link (a problem file must be a regular file inside the checkout)"
+    if not stat.S_ISREG(info.st_mode):
+        return b"", f"not a regular file ({_file_kind(info.st_mode)})"
+    if not path.resolve().is_relative_to(root):
+        return b"", "outside the checkout"
+    if info.st_size > MAX_PROBLEM_BYTES:
+        return b"", f"{info.st_size:,} bytes, over the {MAX_PROBLEM_BYTES:,}-byte limit"
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        return b"", f"cannot be read: {exc.strerror}"
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+            return b"", "changed while being read"
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_PROBLEM_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PROBLEM_BYTES:
+        return b"", f"over the {MAX_PROBLEM_BYTES:,}-byte limit"
+    return data, None
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a plain file"
+
+
+def _file_hardware(data: dict[str, Any]) -> str | None:
+    """The hardware most of a timing file's entries name (ties: the first named), or None."""
+    named: Counter[str] = Counter()
+    for entries in data.values():
+        if isinstance(entries, dict):
+            named.update(e["hardware"] for e in entries.values() if isinstance(e, dict) and isinstance(e.get("hardware"), str) and e["hardware"])
+    return named.most_common(1)[0][0] if named else None
+
+
+def folder_hardware(folder: str) -> str:
+    """The hardware a timing folder names: H100 for H100_Modal, H100 for H100_PCIe_LambdaLabs (its first
+    part), the whole name when it has no provider part."""
+    return folder.split("_", 1)[0]
+
+
+def hardware_agrees(entry_hardware: str, folder: str) -> bool:
+    """Whether an entry's own hardware name ("NVIDIA H100 80GB HBM3") contains the model its folder
+    names ("H100"), as a word."""
+    model = folder_hardware(folder).upper()
+    return model in re.split(r"[\s_/,()-]+", entry_hardware.upper())
 
 
 def discover_timing_files(root: Path) -> list[tuple[Path, str, str]]:
@@ -232,7 +324,7 @@ def workload_spec(problem: ProblemFile, trace: ProblemTrace | ProblemTraceError,
 
 def timing_record(
     entry: dict[str, Any] | None, problem_slug: str, bindings: dict[str, int], dtype: str, folder: str,
-    implementation: dict[str, Any], revision: str, observed: str,
+    implementation: dict[str, Any], revision: str, observed: str, *, hardware: str | None = None,
 ) -> dict[str, Any]:
     """A timing-file entry in the run-record format (the seed's runs use exactly this shape). A null entry
     is the source saying it timed nothing there (the model failed): a failed run with that reason."""
@@ -244,7 +336,7 @@ def timing_record(
         "configuration": {"bindings": bindings, "dtype": dtype},
         "implementation": implementation,
         "environment": {
-            "hardware": {"product_name": entry.get("hardware") or folder},
+            "hardware": {"product_name": entry.get("hardware") or hardware or folder},
             "provider": provider_for_folder(folder),
             "label": folder,
             "software": {},
@@ -286,6 +378,8 @@ def timing_records(
     records: list[RunRecord] = []
     failed: list[RunRecord] = []
     rejected: list[InputProblem] = []
+    # (file, entry hardware, folder) → entries: a contradiction is reported once per file and name, not per entry.
+    disagreements: Counter[tuple[str, str, str]] = Counter()
 
     def reject(label: str, where: str, reasons: list[tuple[str | None, str]]) -> None:
         summary.entries_rejected += 1
@@ -300,6 +394,9 @@ def timing_records(
             reject(label, "file", [(None, p.reason) for p in problems_here])
             continue
         implementation = implementation_for_config(config)
+        # A null entry names no hardware: it ran where the file's timed entries ran (the folder's
+        # name, "H100_Modal", is not a product name the catalogue knows).
+        file_hardware = _file_hardware(data) or folder
         for level_name, entries in data.items():
             level = level_number(str(level_name))
             if level is None or not isinstance(entries, dict):
@@ -326,15 +423,25 @@ def timing_records(
                     reject(label, where, [(None, "expected an object with mean, std, min, max, num_trials, or null")])
                     continue
                 problem, spec = found
+                named = entry.get("hardware") if entry is not None else None
+                if isinstance(named, str) and named and not hardware_agrees(named, folder):
+                    disagreements[(label, named, folder)] += 1
                 record = timing_record(
                     entry, problem.slug, spec.canonical_bindings or {}, spec.canonical_dtype, folder,
-                    implementation, revision, observed,
+                    implementation, revision, observed, hardware=file_hardware,
                 )
                 reasons = check_record(record)
                 if reasons:
                     reject(label, where, list(reasons))
                     continue
                 (records if entry is not None else failed).append(RunRecord(record, label, where))
+    for (label, named, folder), count in disagreements.items():
+        contradiction = InputProblem(
+            label, "entries", f"{count:,} entries say {named!r} but the folder {folder} says {folder_hardware(folder)}; "
+            f"the entries' own hardware is used", key="hardware",
+        )
+        summary.contradictions.append(contradiction)
+        summary.runs.warnings.append(str(contradiction))
     return records, failed, rejected
 
 
@@ -369,11 +476,16 @@ async def import_kernelbench(
     root, upstream_revision, observed_date = await asyncio.to_thread(_checkout, root, revision, observed)
 
     summary = KernelBenchSummary()
-    problems = discover_problems(root, levels or ALL_LEVELS)
+    problems = await asyncio.to_thread(discover_problems, root, levels or ALL_LEVELS, summary.refused)
     if progress:
+        for refusal in summary.refused:
+            say(f"refused problem file {refusal}")
         say(f"tracing {len(problems)} problems on the meta device")
+    if summary.refused and strict:
+        raise IngestAborted(summary.refused)
+    # The sandbox level is named whether or not progress is shown: what untrusted code could do matters.
     traces = await asyncio.to_thread(
-        trace_problems_isolated, [(p.source, p.path.name) for p in problems], timeout_s
+        trace_problems_isolated, [(p.source, p.path.name) for p in problems], timeout_s, report=say,
     ) if problems else []
 
     specs = []

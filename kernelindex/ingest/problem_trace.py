@@ -2,8 +2,9 @@
 
 Every step of a problem (import, ``get_init_inputs``, ``Model`` construction, ``get_inputs``, forward) runs
 on the ``meta`` device, so shapes, dtypes, parameter counts and FLOPs come out exactly while a problem that
-asks for 100 GB costs nothing. ``trace_problem`` runs in-process; ``trace_problems_isolated`` runs each
-problem in a spawned worker, so a hang, an ``os._exit`` or a crash costs one result instead of the ingest run.
+asks for 100 GB costs nothing. ``trace_problem`` runs in-process, for trusted sources only;
+``trace_problems_isolated`` runs each problem in a fresh confined process (benchmarks.sandbox), so a hang,
+an ``os._exit``, a crash or a hostile problem costs one result instead of the ingest run.
 
 This module imports torch and is meant for the ingest command only, never for the API server.
 """
@@ -12,14 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
-import multiprocessing
-import multiprocessing.connection
-import os
-import signal
-import time
 import warnings
-from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
@@ -30,6 +24,7 @@ warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 import torch  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
+from benchmarks import sandbox  # noqa: E402
 from benchmarks.problems import (  # noqa: E402
     Axes,
     PinToMeta,
@@ -60,7 +55,7 @@ ISOLATION_STAGES = ("timeout", "crash")
 ASSUMED_SETTINGS: dict[str, Any] = {"cudnn.allow_tf32": True, "float32_matmul_precision": "highest"}
 
 DEFAULT_ADDRESS_SPACE_LIMIT = 8 * 1024**3
-# Never cap a worker below what it already maps (a CUDA build of torch maps several GiB at import).
+# Never cap a problem's process below what it already maps (a CUDA build of torch maps several GiB at import).
 _ADDRESS_SPACE_HEADROOM = 2 * 1024**3
 _MESSAGE_LIMIT = 2000
 _META = torch.device("meta")
@@ -350,6 +345,13 @@ def _one_line(exc: BaseException) -> str:
 
 # --- isolated runner ----------------------------------------------------------------------------------------
 
+_THIS_MODULE = "kernelindex.ingest.problem_trace"
+# What a traced result may hold, so a problem that writes its own answer cannot hand the ingest a monster.
+_MAX_VALUES = 1000  # inputs, outputs, constants
+_MAX_DIMENSIONS = 64
+_MAX_NAME = 200
+_INT64 = 2**63
+
 
 def trace_problems_isolated(
     items: list[tuple[str, str]],
@@ -358,16 +360,19 @@ def trace_problems_isolated(
     *,
     address_space_limit: int | None = DEFAULT_ADDRESS_SPACE_LIMIT,
     startup_timeout_s: float = 180,
+    report: Callable[[str], None] | None = None,
 ) -> list[ProblemTrace | ProblemTraceError]:
-    """Trace many ``(source, filename)`` problems in spawned worker processes; results in input order.
+    """Trace many ``(source, filename)`` problems, each in a fresh sandboxed process (benchmarks.sandbox);
+    results in input order.
 
-    A problem that runs past ``timeout_s`` gets a "timeout" error and its worker is killed; one that ends
-    its worker (``os._exit``, a segfault, the address-space cap) gets a "crash" error. Either way the worker
-    is replaced and the rest go on. ``timeout_s`` counts from handing the problem to a ready worker, so the
-    few seconds a fresh worker spends importing torch are not charged to a problem.
+    Each problem runs in its own fork of a warmed-up zygote, confined (no network, no database, an
+    unprivileged uid, a private scratch directory, rlimits; see benchmarks.sandbox for what each platform
+    gives), so nothing one problem does reaches the ingest or the next problem. A problem past
+    ``timeout_s`` (wall clock or CPU) gets a "timeout" error; one that ends its process (``os._exit``, a
+    signal, the address-space cap) or answers with anything but a well-formed trace gets a "crash" error.
+    ``report`` is given one line naming the sandbox level in use.
 
-    Blocking; from asyncio run it as ``await asyncio.to_thread(trace_problems_isolated, items)``. The
-    caller's main module must be import-safe (``if __name__ == "__main__":``), as for any "spawn" process.
+    Blocking; from asyncio run it as ``await asyncio.to_thread(trace_problems_isolated, items)``.
     """
     items = list(items)
     if timeout_s <= 0:
@@ -376,160 +381,159 @@ def trace_problems_isolated(
         raise ValueError("workers must be at least 1")
     if not items:
         return []
-    pool = _IsolatedPool(min(workers, len(items)), address_space_limit, startup_timeout_s)
+    limits = sandbox.Limits(
+        wall_s=timeout_s, address_space=address_space_limit, address_space_headroom=_ADDRESS_SPACE_HEADROOM,
+    )
     try:
-        return pool.run(items, timeout_s)
-    finally:
-        pool.close()
-
-
-class _Worker:
-    def __init__(self, context: Any, address_space_limit: int | None, startup_timeout_s: float) -> None:
-        parent_end, child_end = context.Pipe()
-        self.process = context.Process(
-            target=_worker_main, args=(child_end, address_space_limit), name="kernelindex-problem-tracer", daemon=True
+        box = sandbox.Sandbox(
+            [_THIS_MODULE], f"{_THIS_MODULE}:_warm_up", workers=min(workers, len(items)), limits=limits,
+            startup_timeout_s=startup_timeout_s,
         )
-        self.process.start()
-        child_end.close()
-        self.connection = parent_end
-        self.ready = False
-        self.dead = False
-        self.task_index: int | None = None
-        self.deadline = time.monotonic() + startup_timeout_s
-
-    def assign(self, index: int, source: str, filename: str, timeout_s: float) -> None:
-        self.connection.send((index, source, filename))
-        self.task_index = index
-        self.deadline = time.monotonic() + timeout_s
-
-    def finish_task(self) -> None:
-        self.task_index = None
-        self.deadline = math.inf
-
-    def exit_description(self) -> str:
-        self.process.join(timeout=1)
-        code = self.process.exitcode
-        if code is None:
-            return "tracer worker stopped answering"
-        if code < 0:
-            try:
-                return f"tracer worker was killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"tracer worker was killed by signal {-code}"
-        return f"tracer worker exited with code {code}"
-
-    def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(timeout=5)
-        self.connection.close()
+    except sandbox.SandboxError as exc:
+        return [ProblemTraceError(filename, "crash", f"no tracer sandbox started: {exc}") for _, filename in items]
+    with box:
+        if report:
+            report(box.describe())
+        outcomes = box.map(
+            f"{_THIS_MODULE}:trace_payload", [{"source": source, "filename": filename} for source, filename in items]
+        )
+    return [_from_outcome(filename, outcome) for (_, filename), outcome in zip(items, outcomes)]
 
 
-class _IsolatedPool:
-    def __init__(self, size: int, address_space_limit: int | None, startup_timeout_s: float) -> None:
-        self.context = multiprocessing.get_context("spawn")
-        self.capacity = size
-        self.address_space_limit = address_space_limit
-        self.startup_timeout_s = startup_timeout_s
-        self.live: list[_Worker] = []
-        self.startup_failures: list[str] = []
+def trace_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The sandboxed side: one problem's trace, or its error, as plain JSON data."""
+    filename = str(payload["filename"])
+    try:
+        return {"trace": trace_problem(str(payload["source"]), filename).to_json()}
+    except ProblemTraceError as exc:
+        return {"error": {"stage": exc.stage, "message": exc.message}}
+    except Exception as exc:  # a tracer bug costs one problem
+        return {"error": {"stage": "crash", "message": _one_line(exc)}}
 
-    def run(self, items: list[tuple[str, str]], timeout_s: float) -> list[ProblemTrace | ProblemTraceError]:
-        results: list[ProblemTrace | ProblemTraceError | None] = [None] * len(items)
-        pending = deque(range(len(items)))
-        while pending or any(w.task_index is not None for w in self.live):
-            self._hand_out(items, pending, timeout_s)
-            self._grow(pending)
-            if not self.live:
-                reason = "; ".join(self.startup_failures) or "no worker"
-                for index in pending:
-                    results[index] = ProblemTraceError(items[index][1], "crash", f"no tracer worker started: {reason}")
-                break
-            self._wait(items, results, timeout_s)
-        return [r if r is not None else ProblemTraceError(items[i][1], "crash", "no result") for i, r in enumerate(results)]
 
-    def _hand_out(self, items: list[tuple[str, str]], pending: deque[int], timeout_s: float) -> None:
-        for worker in self.live:
-            if worker.ready and not worker.dead and worker.task_index is None and pending:
-                index = pending.popleft()
-                source, filename = items[index]
-                try:
-                    worker.assign(index, source, filename, timeout_s)
-                except OSError:
-                    # It died while idle; the problem goes back in line and the death is handled on the next wait.
-                    pending.appendleft(index)
-                    worker.dead = True
+def _warm_up() -> None:
+    # One thread: the zygote forks, and a fork keeps only the forking thread.
+    torch.set_num_threads(1)
+    # Pay torch's lazy first-use imports once, in the zygote, so no problem's timeout is charged for them.
+    trace_problem(_WARM_UP_SOURCE, "<warm-up>")
 
-    def _grow(self, pending: deque[int]) -> None:
-        # Start a worker only for work no idle or starting worker will pick up: each start imports torch.
-        free = sum(1 for w in self.live if w.task_index is None and not w.dead)
-        while len(self.live) < self.capacity and len(pending) > free:
-            self.live.append(_Worker(self.context, self.address_space_limit, self.startup_timeout_s))
-            free += 1
 
-    def _wait(self, items: list[tuple[str, str]], results: list[Any], timeout_s: float) -> None:
-        handles: dict[Any, _Worker] = {}
-        for worker in self.live:
-            handles[worker.connection] = worker
-            handles[worker.process.sentinel] = worker
-        nearest = min(w.deadline for w in self.live)
-        wait_s = None if math.isinf(nearest) else max(0.0, nearest - time.monotonic())
-        if not any(w.dead for w in self.live):
-            for handle in multiprocessing.connection.wait(list(handles), timeout=wait_s):
-                self._drain(handles[handle], results)
-        now = time.monotonic()
-        for worker in list(self.live):
-            if worker.dead or not worker.process.is_alive():
-                self._drain(worker, results)
-                self._bury(worker, items, results, worker.exit_description())
-            elif now >= worker.deadline and worker.task_index is not None:
-                index = worker.task_index
-                results[index] = ProblemTraceError(
-                    items[index][1], "timeout", f"no result within {timeout_s:g} s; tracer worker killed"
-                )
-                worker.finish_task()
-                self._bury(worker, items, results, "timed out")
-            elif now >= worker.deadline:
-                self._bury(worker, items, results, f"tracer worker not ready within {self.startup_timeout_s:g} s")
+_FAILURE_WORDS = {
+    "raised": "the tracer failed",
+    "crash": "the problem's process ended",
+    "bad-result": "the problem's process answered with a malformed result",
+    "sandbox-error": "the sandbox could not be set up",
+}
 
-    def _drain(self, worker: _Worker, results: list[Any]) -> None:
-        if worker.connection.closed:
-            return
-        try:
-            while worker.connection.poll():
-                message = worker.connection.recv()
-                if message[0] == "ready":
-                    worker.ready = True
-                    worker.deadline = math.inf
-                elif message[0] == "result":
-                    _, index, result = message
-                    results[index] = result
-                    worker.finish_task()
-        except (EOFError, OSError):
-            worker.dead = True
 
-    def _bury(self, worker: _Worker, items: list[tuple[str, str]], results: list[Any], reason: str) -> None:
-        self.live.remove(worker)
-        if worker.task_index is not None:
-            index = worker.task_index
-            results[index] = ProblemTraceError(items[index][1], "crash", reason)
-        elif not worker.ready:
-            # A worker that cannot even start will not start next time either; shrink rather than retry forever.
-            self.capacity -= 1
-            self.startup_failures.append(reason)
-        worker.kill()
+def _from_outcome(filename: str, outcome: sandbox.Outcome) -> ProblemTrace | ProblemTraceError:
+    if outcome.status in ("timeout", "cpu-limit"):
+        return ProblemTraceError(filename, "timeout", outcome.detail)
+    if outcome.status != "ok":
+        return ProblemTraceError(filename, "crash", f"{_FAILURE_WORDS.get(outcome.status, outcome.status)}: {outcome.detail}")
+    try:
+        return _checked_result(filename, outcome.value)
+    except (TypeError, ValueError, KeyError) as exc:
+        return ProblemTraceError(filename, "crash", f"the problem's process answered with a malformed trace: {_one_line(exc)}")
 
-    def close(self) -> None:
-        for worker in self.live:
-            try:
-                worker.connection.send(None)
-            except OSError:
-                pass
-        deadline = time.monotonic() + 2
-        for worker in self.live:
-            worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
-            worker.kill()
-        self.live.clear()
+
+def _checked_result(filename: str, value: Any) -> ProblemTrace | ProblemTraceError:
+    """The trace (or error) a sandboxed process sent, checked field by field: the process ran the
+    problem's code, so its answer is data to validate, never trusted. Raises ValueError/TypeError."""
+    if not isinstance(value, dict) or len(value) != 1:
+        raise ValueError("expected {'trace': ...} or {'error': ...}")
+    if "error" in value:
+        error = _expect(value["error"], dict, "error")
+        stage = _expect(error.get("stage"), str, "error.stage")
+        if stage not in TRACE_STAGES and stage != "crash":
+            raise ValueError(f"error.stage {stage[:40]!r} is not a trace stage")
+        return ProblemTraceError(filename, stage, _one_line_text(_expect(error.get("message"), str, "error.message")))
+    document = _expect(value.get("trace"), dict, "trace")
+    names = {f.name for f in dataclasses.fields(ProblemTrace)}
+    if set(document) != names | {"flops"}:
+        raise ValueError(f"trace keys differ from {sorted(names | {'flops'})}")
+    fields: dict[str, Any] = {
+        "filename": filename,
+        "constants": _int_map(document["constants"], "constants"),
+        "bindings": _int_map(document["bindings"], "bindings"),
+        "dtype": _name(document["dtype"], "dtype"),
+        "inputs": _tensor_list(document["inputs"], "inputs"),
+        "outputs": _tensor_list(document["outputs"], "outputs"),
+        "flops_by_class": _int_map(document["flops_by_class"], "flops_by_class"),
+        "assumed_settings": document["assumed_settings"],
+        "torch_version": _name(document["torch_version"], "torch_version"),
+    }
+    for key in ("param_count", "param_bytes", "buffer_bytes", "input_bytes", "output_bytes"):
+        fields[key] = _count(document[key], key)
+    if set(fields["flops_by_class"]) != {"conv", "matmul", "other"}:
+        raise ValueError("flops_by_class must have exactly conv, matmul, other")
+    if any(v < 0 for v in fields["flops_by_class"].values()):
+        raise ValueError("flops_by_class counts must not be negative")
+    if fields["assumed_settings"] != ASSUMED_SETTINGS:
+        raise ValueError("assumed_settings differ from the tracer's")
+    trace = ProblemTrace(**fields)
+    if _count(document["flops"], "flops") != trace.flops:
+        raise ValueError("flops is not the sum of flops_by_class")
+    return trace
+
+
+def _expect(value: Any, kind: type, key: str) -> Any:
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise TypeError(f"{key}: expected {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _count(value: Any, key: str) -> int:
+    if not _is_int(value) or not 0 <= value < _INT64:
+        raise ValueError(f"{key}: expected a count (a non-negative int64)")
+    return value
+
+
+def _name(value: Any, key: str) -> str:
+    text = _expect(value, str, key)
+    if not text or len(text) > _MAX_NAME or not text.isprintable():
+        raise ValueError(f"{key}: expected a printable name of at most {_MAX_NAME} characters")
+    return str(text)
+
+
+def _int_map(value: Any, key: str) -> dict[str, int]:
+    mapping = _expect(value, dict, key)
+    if len(mapping) > _MAX_VALUES:
+        raise ValueError(f"{key}: more than {_MAX_VALUES} entries")
+    out = {}
+    for name, number in mapping.items():
+        if not _is_int(number) or not -_INT64 <= number < _INT64:
+            raise ValueError(f"{key}.{str(name)[:40]}: expected an int64")
+        out[_name(name, key)] = number
+    return out
+
+
+def _tensor_list(value: Any, key: str) -> list[dict[str, Any]]:
+    entries = _expect(value, list, key)
+    if len(entries) > _MAX_VALUES:
+        raise ValueError(f"{key}: more than {_MAX_VALUES} entries")
+    out = []
+    for position, entry in enumerate(entries):
+        where = f"{key}[{position}]"
+        entry = _expect(entry, dict, where)
+        if set(entry) != {"name", "dtype", "shape", "concrete_shape"}:
+            raise ValueError(f"{where}: expected name, dtype, shape, concrete_shape")
+        shape = _expect(entry["shape"], list, f"{where}.shape")
+        concrete = _expect(entry["concrete_shape"], list, f"{where}.concrete_shape")
+        if len(shape) > _MAX_DIMENSIONS or len(concrete) != len(shape):
+            raise ValueError(f"{where}: shape and concrete_shape must have the same length, at most {_MAX_DIMENSIONS}")
+        out.append({
+            "name": _name(entry["name"], f"{where}.name"),
+            "dtype": _name(entry["dtype"], f"{where}.dtype"),
+            "shape": [d if isinstance(d, str) and _name(d, f"{where}.shape") else _count(d, f"{where}.shape") for d in shape],
+            "concrete_shape": [_count(d, f"{where}.concrete_shape") for d in concrete],
+        })
+    return out
+
+
+def _one_line_text(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 3] + "..."
 
 
 _WARM_UP_SOURCE = """
@@ -552,53 +556,3 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
-
-
-def _worker_main(connection: Any, address_space_limit: int | None) -> None:
-    # Ctrl-C reaches the whole process group; the parent handles it and kills the workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    torch.set_num_threads(1)
-    _cap_address_space(address_space_limit)
-    # Pay torch's lazy first-use imports before reporting ready, so no problem's timeout is charged for them.
-    trace_problem(_WARM_UP_SOURCE, "<warm-up>")
-    connection.send(("ready", os.getpid()))
-    while True:
-        try:
-            task = connection.recv()
-        except EOFError:
-            return
-        if task is None:
-            return
-        index, source, filename = task
-        try:
-            result: ProblemTrace | ProblemTraceError = trace_problem(source, filename)
-        except ProblemTraceError as exc:
-            result = exc
-        except Exception as exc:  # a tracer bug must cost one problem, not the worker
-            result = ProblemTraceError(filename, "crash", _one_line(exc))
-        connection.send(("result", index, result))
-
-
-def _cap_address_space(limit: int | None) -> None:
-    if limit is None:
-        return
-    try:
-        import resource
-    except ImportError:  # not on this platform; the timeout still guards
-        return
-    cap = max(limit, _mapped_bytes() + _ADDRESS_SPACE_HEADROOM)
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        cap = min(cap, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    except (ValueError, OSError):
-        pass
-
-
-def _mapped_bytes() -> int:
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0

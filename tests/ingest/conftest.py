@@ -71,5 +71,7 @@ def write_timing(root: Path, folder: str, config: str, data: dict) -> Path:
     return path
 
 
-def entry(mean: float, std: float = 0.01, trials: int = 100, hardware: str = "NVIDIA H100 80GB HBM3") -> dict:
+def entry(mean: float, std: float | None = None, trials: int = 100, hardware: str = "NVIDIA H100 80GB HBM3") -> dict:
+    # By default a spread the statistics allow (measurements-v1: std within max - min).
+    std = round(mean * 0.01, 6) if std is None else std
     return {"mean": mean, "std": std, "min": round(mean * 0.98, 4), "max": round(mean * 1.05, 4), "num_trials": trials, "hardware": hardware, "device": "cuda:0"}

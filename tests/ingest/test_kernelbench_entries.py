@@ -7,8 +7,11 @@ for, problems missing from the checkout, problems whose trace failed or timed ou
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import time
+from pathlib import Path
 
 from tests.ingest.conftest import FIXTURES, entry, snapshot, write_timing
 
@@ -129,3 +132,117 @@ def test_a_timed_out_trace_is_retried_on_the_next_import(cli, db_url, checkout, 
     assert run["workload_revision_id"] == revisions[0]["id"]
     assert run["configuration_key"] == revisions[0]["canonical_configuration_key"]
     assert run["bindings"] == revisions[0]["canonical_bindings"]
+
+
+# --- hostile checkouts: problem files and timing files ----------------------------------------------------
+
+
+def _spec(level: int, filename: str):
+    from kernelindex.ingest.kernelbench import ProblemFile
+    from kernelindex.ingest.workloads import WorkloadSpec
+
+    problem = ProblemFile(level, 1, "P", Path("/nowhere") / filename, b"", "")
+    spec = WorkloadSpec(
+        suite="kernelbench", level=level, problem_number=1, name="P", reference_source="", source_filename=filename,
+        upstream_revision="abc1234", source_sha256="0" * 64, source_size=0,
+    )
+    spec.canonical_bindings = {"batch_size": 16}
+    spec.canonical_dtype = "fp32"
+    return problem, spec
+
+
+def test_problem_files_that_are_not_plain_files_inside_the_checkout_are_refused(tmp_path, checkout):
+    from kernelindex.ingest.kernelbench import MAX_PROBLEM_BYTES, discover_problems
+
+    level1 = checkout / "KernelBench" / "level1"
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0\n")
+    (level1 / "3_Link_outside.py").symlink_to(secret)
+    (level1 / "4_Link_inside.py").symlink_to(level1 / "2_ReLU.py")
+    os.mkfifo(level1 / "5_Fifo.py")
+    (level1 / "6_Huge.py").write_bytes(b"#" * (MAX_PROBLEM_BYTES + 1))
+    (level1 / "99999999999_Big_number.py").write_text((level1 / "2_ReLU.py").read_text())
+    (level1 / "0_Zero.py").write_text((level1 / "2_ReLU.py").read_text())
+    (level1 / "7_Folder.py").mkdir()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "1_Elsewhere.py").write_text("x = 1\n")
+    (checkout / "KernelBench" / "level4").rename(tmp_path / "old_level4")
+    (checkout / "KernelBench" / "level4").symlink_to(outside)
+
+    refused = []
+    found = discover_problems(checkout, [1, 2, 3, 4], refused)
+
+    assert sorted(p.path.name for p in found if p.level == 1) == ["1_Square_matrix_multiplication_.py", "2_ReLU.py"]
+    assert all(p.level != 4 for p in found)
+    reasons = {r.file: r.reason for r in refused}
+    assert all(r.where == "file" for r in refused)
+    assert reasons == {
+        "KernelBench/level1/3_Link_outside.py": "a symbolic link (a problem file must be a regular file inside the checkout)",
+        "KernelBench/level1/4_Link_inside.py": "a symbolic link (a problem file must be a regular file inside the checkout)",
+        "KernelBench/level1/5_Fifo.py": "not a regular file (a FIFO)",
+        "KernelBench/level1/6_Huge.py": f"{MAX_PROBLEM_BYTES + 1:,} bytes, over the {MAX_PROBLEM_BYTES:,}-byte limit",
+        "KernelBench/level1/7_Folder.py": "not a regular file (a directory)",
+        "KernelBench/level1/99999999999_Big_number.py": "problem number 99999999999 is outside 1..9999",
+        "KernelBench/level1/0_Zero.py": "problem number 0 is outside 1..9999",
+        "KernelBench/level4": "the level folder leads outside the checkout",
+    }
+    assert not any("root:x" in p.source for p in found)
+
+
+def test_refused_problem_files_are_reported_and_counted_by_the_import(cli, db_url, checkout, capsys):
+    level1 = checkout / "KernelBench" / "level1"
+    (level1 / "3_Passwd.py").symlink_to("/etc/passwd")
+    (level1 / "99999999999_X.py").write_text((level1 / "2_ReLU.py").read_text())
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS, "--levels", "1") == 0
+    err = capsys.readouterr()
+    assert "refused problem file KernelBench/level1/3_Passwd.py: file: a symbolic link" in err.err
+    assert "refused problem file KernelBench/level1/99999999999_X.py: file: problem number 99999999999" in err.err
+    assert re.search(r"^kernelindex: sandbox: \w+", err.err, re.M)
+    assert table(err.out)["problem files refused"] == 2
+    assert table(err.out)["workloads inserted"] == 2
+
+
+def test_entry_hardware_wins_over_its_folder_and_the_contradiction_is_reported(tmp_path):
+    from kernelindex.ingest.kernelbench import KernelBenchSummary, timing_records
+
+    write_timing(tmp_path, "H100_Modal", "torch", {"level1": {
+        "1_A.py": entry(1.0, hardware="NVIDIA B200"), "2_B.py": entry(1.1, hardware="NVIDIA B200"),
+        "3_C.py": entry(1.2),
+    }})
+    problems = {(1, name): _spec(1, name) for name in ("1_A.py", "2_B.py", "3_C.py")}
+    summary = KernelBenchSummary()
+    records, _, rejected = timing_records(tmp_path, problems, set(), {1}, "abc1234", "2026-06-01", summary)
+
+    assert rejected == []
+    names = {r.where: r.data["environment"]["hardware"]["product_name"] for r in records}
+    assert names == {"level1/1_A.py": "NVIDIA B200", "level1/2_B.py": "NVIDIA B200", "level1/3_C.py": "NVIDIA H100 80GB HBM3"}
+    (problem,) = summary.contradictions
+    assert (problem.file, problem.key) == ("results/timing/H100_Modal/baseline_time_torch.json", "hardware")
+    assert "'NVIDIA B200'" in problem.reason and "H100_Modal says H100" in problem.reason and problem.reason.startswith("2 entries")
+    assert summary.runs.warnings == [str(problem)]
+
+
+def test_building_records_from_a_large_timing_file_is_linear(tmp_path):
+    from kernelindex.ingest.kernelbench import KernelBenchSummary, timing_records
+
+    def run(size: int) -> float:
+        root = tmp_path / str(size)
+        # One entry in ten is a problem of the checkout (a record is built and checked), the rest name
+        # problem files it does not have (skipped, with examples): the two paths a big file takes.
+        write_timing(root, "H100_Modal", "torch", {"level1": {
+            f"{i}_P.py": entry(1.0) for i in range(size)
+        }})
+        problems = {(1, f"{i}_P.py"): _spec(1, f"{i}_P.py") for i in range(0, size, 10)}
+        summary = KernelBenchSummary()
+        started = time.process_time()
+        records, _, _ = timing_records(root, problems, set(), {1}, "abc1234", "2026-06-01", summary)
+        elapsed = time.process_time() - started
+        assert summary.entries == size and len(records) == size // 10
+        assert summary.entries_skipped == size - size // 10
+        return elapsed
+
+    small = run(20_000)
+    large = run(200_000)
+    # Ten times the entries: linear is ~10x; quadratic would be ~100x. 3x slack for a busy machine.
+    assert large < 30 * max(small, 0.01), (small, large)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 
 import pytest
@@ -91,11 +92,21 @@ def test_missing_problem_file_and_unknown_gpu(cli, db_url, checkout, capsys):
         checkout, "X9_NewCloud", "torch_compile_inductor_max-autotune",
         {"level1": {"2_ReLU.py": entry(0.04, hardware="NVIDIA X9 Ultra"), "77_Missing.py": entry(1.0)}},
     )
-    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    # Hardware the catalogue does not know is refused (new hardware comes only as a catalogue line).
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 1
     err = capsys.readouterr().err
     assert "skipped 1 timing entries: no problem file at this revision: results/timing/X9_NewCloud/" in err
     assert "level1/77_Missing.py" in err
-    assert "hardware 'NVIDIA X9 Ultra' is not in the catalogue" in err
+    assert "[environment.hardware.product_name]: unknown hardware product name 'NVIDIA X9 Ultra'" in err
+    assert not any(h["sku"] == "NVIDIA X9 Ultra" for h in snapshot(db_url)["hardware"])
+
+    # Catalogued first, the same import lands it.
+    line = {"format": "kernelindex.hardware/1", "sku": "NVIDIA X9 Ultra", "short_name": "X9", "family": "X9",
+            "vendor": "NVIDIA", "driver_product_names": ["NVIDIA X9 Ultra"]}
+    catalogue = checkout.parent / "x9.jsonl"
+    catalogue.write_text(json.dumps(line) + "\n")
+    assert cli("ingest", "runs", str(catalogue)) == 0
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
     data = snapshot(db_url)
     x9 = next(h for h in data["hardware"] if h["sku"] == "NVIDIA X9 Ultra")
     assert x9["has_datasheet"] is False and x9["dram_bandwidth_gbps"] is None
