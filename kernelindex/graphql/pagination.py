@@ -136,3 +136,15 @@ async def keyset_page(
         ),
         total_count=total,
     )
+
+
+def first_of(items: Sequence[T], first: int, max_page_size: int) -> list[T]:
+    """The first `first` items of a list that is computed whole (a page's records, its floors):
+    capped like a connection's page, so that no response grows with the stored data."""
+    check_first(first, max_page_size)
+    return list(items[:first])
+
+
+# The page size of a capped list when the query gives none: the largest, so a page shows every item
+# it has in all but extreme cases; its cost counts it (kernelindex.graphql.cost).
+LIST_DEFAULT = 100

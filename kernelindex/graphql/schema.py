@@ -4,6 +4,8 @@ The limit rules are built once here and handed to every request through AddValid
 limiter constructed per request makes new rule classes each time, and the validation cache (keyed
 by the rule classes) would then never hit. The depth and alias rules are ours (limits.py): strawberry's
 walk a fragment once per spread, which fragments spreading fragments make exponential.
+Validation is ours too (validation.py), to leave schema suggestions out of errors in production;
+the query cost (cost.py) is measured after validation, with the variables, before execution.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from typing import Any
 
 import strawberry
 from graphql.validation import NoSchemaIntrospectionCustomRule
-from strawberry.extensions import AddValidationRules, MaxTokensLimiter, ParserCache, ValidationCache
+from strawberry.extensions import AddValidationRules, MaxTokensLimiter, ParserCache
 from strawberry.tools import merge_types
 from strawberry.types.base import get_object_definition
 
+from kernelindex.graphql.cost import CostModel, QueryCost
 from kernelindex.graphql.errors import ErrorPolicy
 from kernelindex.graphql.inputs import TextInputPolicy
 from kernelindex.graphql.limits import alias_limit_rule, depth_limit_rule
@@ -33,6 +36,7 @@ from kernelindex.graphql.session import SessionConnection
 from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
 from kernelindex.graphql.types.run import Run
 from kernelindex.graphql.types.workload import Workload
+from kernelindex.graphql.validation import Validation
 from kernelindex.settings import Settings, get_settings
 
 # The order of the areas is the order of the root fields in the SDL.
@@ -60,12 +64,16 @@ def validation_rules(settings: Settings) -> list[Any]:
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or get_settings()
     rules = validation_rules(settings)
+    cost_model = CostModel(
+        limit=settings.max_query_cost, max_page_size=settings.max_page_size, long_text_bytes=settings.max_text_bytes
+    )
     extensions = [
         lambda: MaxTokensLimiter(max_token_count=settings.max_query_tokens),
         lambda: ParserCache(maxsize=CACHE_SIZE),
         lambda: AddValidationRules(rules),
-        lambda: ValidationCache(maxsize=CACHE_SIZE),
+        lambda: Validation(hide_suggestions=settings.is_production),
         TextInputPolicy,
+        lambda: QueryCost(cost_model),
         SessionConnection,
         ErrorPolicy,
     ]

@@ -202,25 +202,25 @@ async def test_request_id_on_every_response(client):
 
 async def test_validation_runs_once_per_distinct_query(graphql, monkeypatch):
     """The limit rules are built once, so the validation cache hits (strawberry issue 4635)."""
-    import strawberry.schema.schema as schema_module
-    from strawberry.extensions import validation_cache
+    from kernelindex.graphql import validation
 
     calls = []
-    original = schema_module.validate_document
+    original = validation.validate
 
     def counting(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(schema_module, "validate_document", counting)
-    validation_cache._get_validate_cache.cache_clear()
-    query = '{ workload(slug: "kernelbench-l3-p12-vgg19") { eligibleRunCount } }'
-    for _ in range(5):
-        await graphql(query)
+    monkeypatch.setattr(validation, "validate", counting)
+    validation._validate.cache_clear()
+    query = "query($slug: String!) { workload(slug: $slug) { eligibleRunCount } }"
+    for i in range(5):
+        # Other variables each time: each request is executed (the response cache keys on them), on one document.
+        await graphql(query, {"slug": f"kernelbench-l3-p12-vgg19-{i}"})
     assert len(calls) == 1
     await graphql('{ workload(slug: "kernelbench-l3-p9-resnet18") { eligibleRunCount } }')
     assert len(calls) == 2
-    validation_cache._get_validate_cache.cache_clear()
+    validation._validate.cache_clear()
 
 
 async def test_introspection_off_in_production(db_url):

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
-from kernelindex.graphql.pagination import Connection, keyset_page
+from kernelindex.graphql.pagination import LIST_DEFAULT, Connection, first_of, keyset_page
 from kernelindex.graphql.queries.workloads import measured_on_clause
 from kernelindex.graphql.types.records import EnvironmentRecord
 from kernelindex.graphql.types.workload import Workload
@@ -24,15 +24,18 @@ class WorkloadRecords:
     def workload(self) -> Workload:
         return Workload(row=self.workload_row)
 
-    @strawberry.field(description="Its records (one per environment) on that hardware, fastest first.")
-    async def records(self, info: strawberry.Info[Context, None]) -> list[EnvironmentRecord]:
+    @strawberry.field(description="Its records (one per environment) on that hardware, fastest first. A capped list: the first `first` of them (at most 100).")
+    async def records(
+        self, info: strawberry.Info[Context, None],
+        first: Annotated[int, strawberry.argument(description="How many, at most (1 to 100; default 100).")] = LIST_DEFAULT,
+    ) -> list[EnvironmentRecord]:
         evidence = await info.context.loaders.page_by_workload_id.load(self.workload_row.id)
         wanted = self.hardware.lower()
-        return [
-            EnvironmentRecord(record=r)
-            for r in evidence.records
+        mine = [
+            r for r in evidence.records
             if wanted in (r.run.environment.hardware.sku.lower(), r.run.environment.hardware.family.lower())
         ]
+        return [EnvironmentRecord(record=r) for r in first_of(mine, first, info.context.settings.max_page_size)]
 
 
 @strawberry.type

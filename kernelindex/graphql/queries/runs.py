@@ -67,29 +67,36 @@ class RunQueries:
             evidence=evidence.value if evidence else None, licence=licence, status=status.value if status else None,
             stale=stale, observed_since=observed_since, eligible_only=eligible_only, include_superseded=include_superseded,
         )
-        try:
-            conditions = filters.conditions(info.context.now)
-        except FilterError as exc:
-            raise UserInputError(str(exc)) from exc
-        where = and_(literal(True), *conditions)
-        statement = run_rows_statement().where(where)
-        count_from = (
-            select(RunRow.id)
-            .join(ImplementationRow, RunRow.implementation_id == ImplementationRow.id)
-            .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
-            .join(HardwareRow, EnvironmentRow.hardware_id == HardwareRow.id)
-            .where(where)
-        )
-        builder = FactsBuilder()
-        return await keyset_page(
-            info.context.session,
-            statement,
-            kind=f"run:{order_by.value}",
-            order=ORDERS[order_by](),
-            key_of=lambda row: KEYS[order_by](row[0]),
-            make_node=lambda row: Run(facts=builder.run(*row)),
-            first=first,
-            after=after,
-            max_page_size=info.context.settings.max_page_size,
-            count_from=count_from,
-        )
+        return await run_connection(info, filters, first=first, after=after, order_by=order_by)
+
+
+async def run_connection(
+    info: strawberry.Info[Context, None], filters: RunFilters, *, first: int, after: str | None, order_by: RunOrder
+) -> Connection[Run]:
+    """A page of the runs `filters` select, by keyset: `Query.runs` and `Workload.runs`."""
+    try:
+        conditions = filters.conditions(info.context.now)
+    except FilterError as exc:
+        raise UserInputError(str(exc)) from exc
+    where = and_(literal(True), *conditions)
+    statement = run_rows_statement().where(where)
+    count_from = (
+        select(RunRow.id)
+        .join(ImplementationRow, RunRow.implementation_id == ImplementationRow.id)
+        .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+        .join(HardwareRow, EnvironmentRow.hardware_id == HardwareRow.id)
+        .where(where)
+    )
+    builder = FactsBuilder()
+    return await keyset_page(
+        info.context.session,
+        statement,
+        kind=f"run:{order_by.value}",
+        order=ORDERS[order_by](),
+        key_of=lambda row: KEYS[order_by](row[0]),
+        make_node=lambda row: Run(facts=builder.run(*row)),
+        first=first,
+        after=after,
+        max_page_size=info.context.settings.max_page_size,
+        count_from=count_from,
+    )

@@ -6,7 +6,9 @@ from datetime import date
 
 import strawberry
 
+from kernelindex.graphql.cost import cost_weight
 from kernelindex.graphql.node import Node, to_global_id
+from kernelindex.graphql.text import SHORT_TEXT_KIB, short_text
 from kernelindex.rules import trust_labels as trust
 from kernelindex.rules.deployability import Deployability as DeployabilityResult
 from kernelindex.rules.deployability import deployability
@@ -46,7 +48,7 @@ class Hardware(Node):
     def architecture(self) -> str | None:
         return self.facts.architecture
 
-    @strawberry.field(description="Product names the driver reports for this SKU (torch.cuda.get_device_name).")
+    @strawberry.field(description="Product names the driver reports for this SKU (torch.cuda.get_device_name): the catalogue's few per SKU.")
     def driver_product_names(self) -> list[str]:
         return list(self.facts.driver_product_names)
 
@@ -121,7 +123,7 @@ class Deployability:
     def deployable(self) -> bool:
         return self.result.deployable
 
-    @strawberry.field(description="Why not, when it is not.")
+    @strawberry.field(description="Why not, when it is not: at most one per reason code (three).")
     def reasons(self) -> list[DeployabilityReason]:
         return [DeployabilityReason(code=r.code, words=r.words) for r in self.result.reasons]
 
@@ -186,9 +188,10 @@ class Implementation(Node):
     def source_url(self) -> str | None:
         return self.facts.source_url
 
-    @strawberry.field(description="How to install it; null when there is none.")
+    @strawberry.field(description="How to install it; null when there is none (at most 2 KiB; longer text is cut, with a marker).",
+                      metadata=cost_weight(SHORT_TEXT_KIB))
     def install_recipe(self) -> str | None:
-        return self.facts.install_recipe
+        return short_text(self.facts.install_recipe)
 
     @strawberry.field(description="'MIT · source'.")
     def availability_label(self) -> str:
@@ -198,9 +201,10 @@ class Implementation(Node):
     def availability_detail(self) -> str:
         return trust.availability_detail(self.facts)
 
-    @strawberry.field(description="The install recipe, or 'no install recipe'.")
+    @strawberry.field(description="The install recipe, or 'no install recipe' (at most 2 KiB, like installRecipe).",
+                      metadata=cost_weight(SHORT_TEXT_KIB))
     def install_label(self) -> str:
-        return trust.install_label(self.facts)
+        return short_text(trust.install_label(self.facts)) or ""
 
     @strawberry.field(description="'No package · vendor the source' when there is no install recipe.")
     def package_label(self) -> str:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import date
+from typing import Annotated
 
 import strawberry
 
+from kernelindex.graphql.context import Context
+from kernelindex.graphql.pagination import LIST_DEFAULT, first_of
 from kernelindex.services.revisions import RevisionFacts, SnapshotFacts
 
 
@@ -62,6 +65,9 @@ class WorkloadRevision:
     def revision_date(self) -> date | None:
         return self.facts.snapshots[0].revision_date if self.facts.snapshots else None
 
-    @strawberry.field(description="Every upstream snapshot holding this revision, oldest first.")
-    def snapshots(self) -> list[SuiteSnapshot]:
-        return [SuiteSnapshot(facts=s) for s in self.facts.snapshots]
+    @strawberry.field(description="Every upstream snapshot holding this revision, oldest first. A capped list: the first `first` of them (at most 100).")
+    def snapshots(
+        self, info: strawberry.Info[Context, None],
+        first: Annotated[int, strawberry.argument(description="How many, at most (1 to 100; default 100).")] = LIST_DEFAULT,
+    ) -> list[SuiteSnapshot]:
+        return [SuiteSnapshot(facts=s) for s in first_of(self.facts.snapshots, first, info.context.settings.max_page_size)]

@@ -7,7 +7,9 @@ from datetime import date, datetime
 import strawberry
 
 from kernelindex.graphql.context import Context
+from kernelindex.graphql.cost import cost_weight
 from kernelindex.graphql.node import Node, to_global_id
+from kernelindex.graphql.text import MAX_SAMPLES_SHOWN, SAMPLES_KIB, SHORT_TEXT_KIB, short_text
 from kernelindex.graphql.types.catalogue import Environment, Implementation, Protocol, Source
 from kernelindex.graphql.types.holds import RunFlag
 from kernelindex.graphql.types.revision import WorkloadRevision
@@ -25,7 +27,7 @@ class AxisBinding:
 
 @strawberry.type(description="What a run measured: axis bindings and dtype.")
 class Configuration:
-    bindings: list[AxisBinding] = strawberry.field(description="Axis bindings, in axis-name order.")
+    bindings: list[AxisBinding] = strawberry.field(description="Axis bindings, in axis-name order: one per axis of the workload (a fixed, small list).")
     dtype: str = strawberry.field(description="Data type, e.g. 'fp32'.")
 
     @strawberry.field(description="'batch_size = 2'.")
@@ -89,9 +91,10 @@ class Run(Node):
     def status(self) -> str:
         return self.facts.status
 
-    @strawberry.field(description="Why a failed run failed.")
+    @strawberry.field(description="Why a failed run failed (at most 2 KiB; longer text is cut, with a marker).",
+                      metadata=cost_weight(SHORT_TEXT_KIB))
     def failure_reason(self) -> str | None:
-        return self.facts.failure_reason
+        return short_text(self.facts.failure_reason)
 
     @strawberry.field(description="Mean latency in milliseconds.")
     def mean_ms(self) -> float | None:
@@ -125,9 +128,10 @@ class Run(Node):
     def num_trials(self) -> int | None:
         return self.facts.num_trials
 
-    @strawberry.field(description="Raw per-trial latencies in milliseconds, when stored.")
+    @strawberry.field(description="Raw per-trial latencies in milliseconds, when stored: the first 1,000 (numTrials says how many there are; the interval uses them all).",
+                      metadata=cost_weight(SAMPLES_KIB))
     def samples_ms(self) -> list[float] | None:
-        return list(self.facts.samples_ms) if self.facts.samples_ms else None
+        return list(self.facts.samples_ms[:MAX_SAMPLES_SHOWN]) if self.facts.samples_ms else None
 
     @strawberry.field(description="Compile time (first call) in milliseconds, apart from the latency.")
     def compile_time_ms(self) -> float | None:
@@ -185,7 +189,7 @@ class Run(Node):
     def retracted(self) -> bool:
         return self.facts.retracted
 
-    @strawberry.field(description="plausibility-v1 flags (faster than its floor, >10× faster than the baseline) with their reasons.")
+    @strawberry.field(description="plausibility-v1 flags (faster than its floor, >10× faster than the baseline) with their reasons: at most one per flag code.")
     async def flags(self, info: strawberry.Info[Context, None]) -> list[RunFlag]:
         holds = await info.context.loaders.holds_by_run_id.load(self.facts.id)
         return [RunFlag.of(f) for f in holds.flags]

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from datetime import date
+from typing import Annotated
 
 import strawberry
 
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
+from kernelindex.graphql.cost import LONG_TEXT, cost_weight
+from kernelindex.graphql.enums import RunOrder
 from kernelindex.graphql.node import Node, to_global_id
-from kernelindex.graphql.pagination import Connection
+from kernelindex.graphql.pagination import LIST_DEFAULT, Connection, first_of
+from kernelindex.graphql.queries.runs import run_connection
+from kernelindex.graphql.text import SHORT_TEXT_KIB, short_text, text_piece, text_size
 from kernelindex.graphql.types.catalogue import Source
 from kernelindex.graphql.types.headroom import Headroom, RooflineFloor
 from kernelindex.graphql.types.history import RecordEvent, record_events_page
@@ -23,9 +28,13 @@ from kernelindex.rules.headroom_inputs import best_latency_by_hardware, record_h
 from kernelindex.rules.headroom_v2 import floors_for_catalogue, roofline_floor
 from kernelindex.rules.identity import IDENTITY_VERSION, short_digest
 from kernelindex.rules.trust_context import implementation_context
+from kernelindex.services.run_filters import RunFilters
 from kernelindex.services.workload_page import WorkloadPage
 
 SUITE_TITLES = {"kernelbench": "KernelBench"}
+# The lists of a workload page are computed whole from its runs and capped by `first` (at most the
+# server's page size, 100): one per environment, implementation, catalogued SKU or source.
+FIRST_DOC = "How many, at most (1 to 100; default 100)."
 
 
 @strawberry.type(description="A declared input or output tensor.")
@@ -122,14 +131,37 @@ class Workload(Node):
         suite = SUITE_TITLES.get(self.row.suite, self.row.suite)
         return f"{suite} level{self.row.level} problem {self.row.problem_number}: {self.row.name}."
 
-    @strawberry.field(description="What the computation is.")
+    @strawberry.field(description="What the computation is (at most 2 KiB; longer text is cut, with a marker).",
+                      metadata=cost_weight(SHORT_TEXT_KIB))
     def description(self) -> str | None:
-        return self.row.description
+        return short_text(self.row.description)
 
-    @strawberry.field(description="The reference module's source (current revision).")
-    async def reference_source(self, info: strawberry.Info[Context, None]) -> str | None:
+    @strawberry.field(
+        description="The reference module's source (current revision): at most 256 KiB of it (the server's "
+        "max_text_bytes), in UTF-8 bytes from `offset`, cut at character boundaries. referenceSourceSizeBytes says "
+        "how long it is; read the rest with offset = the previous offset + the UTF-8 size of the piece returned.",
+        metadata=cost_weight(LONG_TEXT),
+    )
+    async def reference_source(
+        self, info: strawberry.Info[Context, None],
+        offset: Annotated[int, strawberry.argument(description="Byte offset to start from (0: the start).")] = 0,
+    ) -> str | None:
         page = await self._page(info)
-        return page.revision.reference_source if page.revision else None
+        if page.revision is None or page.revision.reference_source is None:
+            return None
+        return text_piece(page.revision.reference_source, offset, info.context.settings.max_text_bytes)
+
+    @strawberry.field(description="Size of the stored reference source in UTF-8 bytes; null when there is none.")
+    async def reference_source_size_bytes(self, info: strawberry.Info[Context, None]) -> int | None:
+        page = await self._page(info)
+        if page.revision is None or page.revision.reference_source is None:
+            return None
+        return text_size(page.revision.reference_source)
+
+    @strawberry.field(description="True when the reference source is longer than one piece of referenceSource (256 KiB): read the rest with its `offset`.")
+    async def reference_source_truncated(self, info: strawberry.Info[Context, None]) -> bool:
+        size = await self.reference_source_size_bytes(info)
+        return size is not None and size > info.context.settings.max_text_bytes
 
     @strawberry.field(description="sha256 of the upstream reference file (current revision): the revision's identity. While the stored source is a stand-in (see revisions), it is not the digest of referenceSource.")
     async def source_sha256(self, info: strawberry.Info[Context, None]) -> str | None:
@@ -140,9 +172,10 @@ class Workload(Node):
     def in_latest_snapshot(self) -> bool | None:
         return self.row.in_latest_snapshot
 
-    @strawberry.field(description="Every revision of the reference source, oldest first; only the current one's runs count for records.")
-    async def revisions(self, info: strawberry.Info[Context, None]) -> list[WorkloadRevision]:
-        return [WorkloadRevision(facts=f) for f in await info.context.loaders.revisions_by_workload_id.load(self.row.id)]
+    @strawberry.field(description="Every revision of the reference source, oldest first; only the current one's runs count for records. A capped list: the first `first` of them (at most 100).")
+    async def revisions(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[WorkloadRevision]:
+        revisions = await info.context.loaders.revisions_by_workload_id.load(self.row.id)
+        return [WorkloadRevision(facts=f) for f in first_of(revisions, first, info.context.settings.max_page_size)]
 
     @strawberry.field(description="The configuration records are measured at.")
     async def canonical_configuration(self, info: strawberry.Info[Context, None]) -> Configuration:
@@ -154,10 +187,11 @@ class Workload(Node):
         page = await self._page(info)
         return Semantics.of(page.revision.semantics) if page.revision and page.revision.semantics else None
 
-    @strawberry.field(description="Why semantics are missing, when they are.")
+    @strawberry.field(description="Why semantics are missing, when they are (at most 2 KiB; longer text is cut, with a marker).",
+                      metadata=cost_weight(SHORT_TEXT_KIB))
     async def semantics_error(self, info: strawberry.Info[Context, None]) -> str | None:
         page = await self._page(info)
-        return page.revision.semantics_error if page.revision else None
+        return short_text(page.revision.semantics_error) if page.revision else None
 
     @strawberry.field(description="Identity digest over semantics and reference source.")
     async def identity(self, info: strawberry.Info[Context, None]) -> Identity | None:
@@ -177,9 +211,10 @@ class Workload(Node):
         page = await self._page(info)
         return Headline(page=page, record=page.overall_record) if page.overall_record else None
 
-    @strawberry.field(description="Per environment, the fastest eligible run, fastest first.")
-    async def records(self, info: strawberry.Info[Context, None]) -> list[EnvironmentRecord]:
-        return [EnvironmentRecord(record=r) for r in (await self._page(info)).records]
+    @strawberry.field(description="Per environment, the fastest eligible run, fastest first. A capped list: the first `first` of them (at most 100).")
+    async def records(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[EnvironmentRecord]:
+        records = first_of((await self._page(info)).records, first, info.context.settings.max_page_size)
+        return [EnvironmentRecord(record=r) for r in records]
 
     @strawberry.field(description="The ranked cohort of the overall record's environment.")
     async def comparison(self, info: strawberry.Info[Context, None]) -> Comparison | None:
@@ -190,27 +225,30 @@ class Workload(Node):
             return None
         return Comparison(record=record, canonical_configuration_key=page.facts.canonical_configuration_key, measured_runs=measured)
 
-    @strawberry.field(description="Every environment's ranked cohort, in record order.")
-    async def comparisons(self, info: strawberry.Info[Context, None]) -> list[Comparison]:
+    @strawberry.field(description="Every environment's ranked cohort, in record order. A capped list: the first `first` of them (at most 100).")
+    async def comparisons(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[Comparison]:
         evidence = await info.context.loaders.evidence_by_workload_id.load(self.row.id)
         canonical = evidence.page.facts.canonical_configuration_key
-        return [Comparison(record=r, canonical_configuration_key=canonical, measured_runs=evidence.measured_runs) for r in evidence.page.records]
+        records = first_of(evidence.page.records, first, info.context.settings.max_page_size)
+        return [Comparison(record=r, canonical_configuration_key=canonical, measured_runs=evidence.measured_runs) for r in records]
 
-    @strawberry.field(description="Each implementation's best latency over all environments and its ratio to the best.")
-    async def implementations(self, info: strawberry.Info[Context, None]) -> list[ImplementationSummary]:
+    @strawberry.field(description="Each implementation's best latency over all environments and its ratio to the best. A capped list: the first `first` of them (at most 100).")
+    async def implementations(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[ImplementationSummary]:
         page = await self._page(info)
+        bests = first_of(page.implementation_bests, first, info.context.settings.max_page_size)
         measured = await info.context.loaders.measured_runs_by_workload_id.load(self.row.id)
         return [
             ImplementationSummary(best=b, evidence_levels=sorted(page.evidence_kinds(b.run.implementation.id)),
                                   runs=implementation_context(measured, b.run))
-            for b in page.implementation_bests
+            for b in bests
         ]
 
-    @strawberry.field(description="Priority hardware with no eligible run for this workload.")
-    async def not_measured(self, info: strawberry.Info[Context, None]) -> list[HardwareGap]:
+    @strawberry.field(description="Priority hardware with no eligible run for this workload. A capped list: the first `first` of them (at most 100).")
+    async def not_measured(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[HardwareGap]:
         page = await self._page(info)
         measured = page.measured_hardware_ids
-        return [HardwareGap(hardware_facts=h) for h in page.catalogue if h.priority and h.id not in measured]
+        gaps = [h for h in page.catalogue if h.priority and h.id not in measured]
+        return [HardwareGap(hardware_facts=h) for h in first_of(gaps, first, info.context.settings.max_page_size)]
 
     @strawberry.field(description="headroom-v1 floor for the overall record's hardware family.")
     async def headroom(self, info: strawberry.Info[Context, None]) -> Headroom:
@@ -227,23 +265,22 @@ class Workload(Node):
         floor = roofline_floor(page.revision.analysis, record.run.environment.hardware, record.run.mean_ms)
         return RooflineFloor(floor=floor)
 
-    @strawberry.field(description="headroom-v2 on every catalogued SKU, with the record on that SKU where there is one: what each GPU could at best do.")
-    async def floors(self, info: strawberry.Info[Context, None]) -> list[RooflineFloor]:
+    @strawberry.field(description="headroom-v2 on every catalogued SKU, with the record on that SKU where there is one: what each GPU could at best do. A capped list: the first `first` of them (at most 100).")
+    async def floors(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[RooflineFloor]:
         page = await self._page(info)
         analysis = page.revision.analysis if page.revision else None
         best_on = best_latency_by_hardware(page.records)
-        return [
-            RooflineFloor(floor=f.with_record(best_on.get(f.hardware.id)))
-            for f in floors_for_catalogue(analysis, page.catalogue)
-        ]
+        floors = first_of(floors_for_catalogue(analysis, page.catalogue), first, info.context.settings.max_page_size)
+        return [RooflineFloor(floor=f.with_record(best_on.get(f.hardware.id))) for f in floors]
 
     @strawberry.field(description="Changes of record holder for this workload, newest first.")
     async def record_history(self, info: strawberry.Info[Context, None], first: int = 20, after: str | None = None) -> Connection[RecordEvent]:
         return await record_events_page(info, first, after, workload_id=self.row.id)
 
-    @strawberry.field(description="Sources of the eligible runs.")
-    async def sources(self, info: strawberry.Info[Context, None]) -> list[Source]:
-        return [Source(facts=s) for s in (await self._page(info)).sources]
+    @strawberry.field(description="Sources of the eligible runs. A capped list: the first `first` of them (at most 100).")
+    async def sources(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[Source]:
+        sources = first_of((await self._page(info)).sources, first, info.context.settings.max_page_size)
+        return [Source(facts=s) for s in sources]
 
     @strawberry.field(description="Latest observation among the eligible runs.")
     async def last_observed(self, info: strawberry.Info[Context, None]) -> date | None:
@@ -254,11 +291,12 @@ class Workload(Node):
         last = await self.last_observed(info)
         return f"last observed {format_date(last)}" if last else None
 
-    @strawberry.field(description="Every live run of this workload (any revision, configuration or status), fastest first.")
-    async def runs(self, info: strawberry.Info[Context, None]) -> list[Run]:
-        evidence = await info.context.loaders.evidence_by_workload_id.load(self.row.id)
-        ordered = sorted(evidence.runs, key=lambda r: (r.mean_ms is None, r.mean_ms or 0, r.id))
-        return [Run(facts=r) for r in ordered]
+    @strawberry.field(description="Every live (not superseded) run of this workload, any revision, configuration or status; fastest first unless ordered otherwise. `Query.runs(workload:)` has the filters.")
+    async def runs(
+        self, info: strawberry.Info[Context, None], first: int = 20, after: str | None = None,
+        order_by: Annotated[RunOrder, strawberry.argument(description="Sort order.")] = RunOrder.FASTEST,
+    ) -> Connection[Run]:
+        return await run_connection(info, RunFilters(workload=self.row.slug), first=first, after=after, order_by=order_by)
 
     @strawberry.field(description="The written policy that decides records.")
     def policy(self) -> Policy:
