@@ -5,22 +5,65 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from kernelindex.db.urls import to_async_url
 
 
-def make_engine(database_url: str, *, pool_size: int = 10, max_overflow: int = 10, echo: bool = False) -> AsyncEngine:
+def make_engine(
+    database_url: str, *, pool_size: int = 10, max_overflow: int = 10, echo: bool = False,
+    statement_timeout_s: float | None = None, idle_in_transaction_timeout_s: float | None = None,
+    pool_timeout_s: float = 30.0,
+) -> AsyncEngine:
+    """An engine with a pool of its own. `statement_timeout_s` and `idle_in_transaction_timeout_s` are
+    set on every connection the pool opens (PostgreSQL's own limits, in the server): the web server's
+    engines use them so that a statement or a transaction left behind by a cancelled request cannot
+    run on in the database past its request; commands (migrate, ingest) leave them unset."""
+    server_settings: dict[str, str] = {}
+    if statement_timeout_s is not None:
+        server_settings["statement_timeout"] = str(max(1, round(statement_timeout_s * 1000)))
+    if idle_in_transaction_timeout_s is not None:
+        server_settings["idle_in_transaction_session_timeout"] = str(max(1, round(idle_in_transaction_timeout_s * 1000)))
+    connect_args: dict[str, Any] = {"server_settings": server_settings} if server_settings else {}
     return create_async_engine(
         to_async_url(database_url),
         pool_size=pool_size,
         max_overflow=max_overflow,
+        pool_timeout=pool_timeout_s,
         # After a PostgreSQL restart the pool's connections are dead; ping them before use.
         pool_pre_ping=True,
         echo=echo,
+        connect_args=connect_args,
     )
+
+
+async def discard_connections(session: AsyncSession) -> None:
+    """End the session by closing its connections for good, not handing them back to the pool.
+
+    For a session whose work was interrupted (a request cancelled by its timeout, a client gone in the
+    middle of an export): asyncpg may still be waiting on a statement, so a rollback would fail ("another
+    operation is in progress") or wait for it, and SQLAlchemy would then return a connection to the pool
+    with a transaction still open on it, to break the next, unrelated request. The driver connections
+    are terminated first (no round trip, so this cannot wait on the database), then invalidated: the pool
+    opens fresh ones when they are next needed. PostgreSQL ends the statement itself at the engine's
+    statement_timeout."""
+    transaction = session.sync_session.get_transaction()
+    if transaction is not None:
+        for connection in transaction.connections:
+            if connection.closed or connection.invalidated:
+                continue
+            driver = connection.connection.driver_connection
+            if driver is not None and hasattr(driver, "terminate"):
+                driver.terminate()
+    try:
+        await session.invalidate()
+    except Exception:
+        # Another task still inside the session (a DataLoader batch) can make invalidation refuse.
+        # Its connections are terminated already: closing hands them back, and the pool's ping
+        # replaces them before anyone uses them.
+        await session.close()
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

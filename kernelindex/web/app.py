@@ -1,8 +1,7 @@
-"""The Starlette application: /graphql (with GraphiQL), /healthz, JSON twins, the policy."""
+"""The Starlette application: /graphql (with GraphiQL outside production), /healthz, JSON twins, exports, the policy."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import json
@@ -12,12 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
+from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLRequestData
@@ -29,11 +29,12 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.schema import build_schema
 from kernelindex.settings import Settings, get_settings
-from kernelindex.web.exports import catalog_jsonl, runs_csv
+from kernelindex.web.exports import BoundedExport, catalog_jsonl, runs_csv
+from kernelindex.web.health import HealthCheck
 from kernelindex.web.http import BodySizeLimitMiddleware, ConditionalGetMiddleware, RequestIdMiddleware, TimeoutMiddleware
 from kernelindex.web.middleware import DatabaseSessionMiddleware, mark_read_only
 from kernelindex.web.response_cache import DataVersionReader, ResponseCache, cache_key
-from kernelindex.web.state import AppState, Clock, ServerState, server_state
+from kernelindex.web.state import AppState, Clock, ExportSlots, ServerState, server_state
 from kernelindex.web.twins import TwinError, twin_key, workload_twin
 
 log = logging.getLogger("kernelindex.web")
@@ -56,8 +57,58 @@ class _CachedResult(ExecutionResult):
         self.body = body
 
 
+# The `extensions.code` of a request refused before execution, by its HTTP status.
+HTTP_ERROR_CODES = {400: "BAD_REQUEST", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
+IDE_OFF_MESSAGE = "GraphiQL is not served here: POST a query to /graphql, or GET /graphql?query=…"
+
+
+def http_error_body(status: int, message: str, request_id: str) -> bytes:
+    """A request refused before execution, as a GraphQL response, so that a GraphQL client reads it
+    like any other error."""
+    code = HTTP_ERROR_CODES.get(status, f"HTTP_{status}")
+    return json.dumps({"data": None, "errors": [
+        {"message": message, "extensions": {"code": code, "request_id": request_id}}]}).encode()
+
+
 class KernelIndexGraphQL(GraphQL[Context, None]):
-    """Strawberry's ASGI view, with the response cache in front of query execution."""
+    """Strawberry's ASGI view, with the response cache in front of query execution, request bodies
+    decoded defensively, and refusals as JSON."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        try:
+            response = await self.run(Request(scope=scope, receive=receive))
+        except HTTPException as exc:
+            # Strawberry answers these in plain text; a client of a JSON API gets JSON.
+            request_id = scope.get("state", {}).get("request_id", "")
+            message = IDE_OFF_MESSAGE if exc.status_code == 404 and self.graphql_ide is None else exc.reason
+            response = Response(http_error_body(exc.status_code, message, request_id),
+                                status_code=exc.status_code, media_type="application/json")
+        await response(scope, receive, send)
+
+    def decode_json(self, data: str | bytes) -> object:
+        """The request body (bytes) or a GET parameter (str) as JSON, or a 400 that says what is wrong:
+        invalid UTF-8 and nesting too deep for the decoder are the client's fault, not a 500."""
+        body = isinstance(data, bytes)  # strawberry passes the body as bytes, GET parameters as str
+        if isinstance(data, bytes):
+            try:
+                data = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise HTTPException(400, f"the request body is not valid UTF-8 (byte {exc.start})") from None
+        try:
+            value = json.loads(data)
+        except RecursionError:
+            raise HTTPException(400, "the request's JSON is nested too deeply") from None
+        except json.JSONDecodeError as exc:
+            where = f"line {exc.lineno} column {exc.colno}"
+            raise HTTPException(400, f"the request's JSON is invalid: {exc.msg} at {where}") from None
+        # A body that is a bare number, string or null: strawberry would call .get() on it (a 500).
+        # A parameter (`variables`) of the wrong type is strawberry's own 400.
+        if body and not isinstance(value, (dict, list)):
+            raise HTTPException(400, "the request body must be a JSON object with a `query`")
+        return value
 
     async def execute_single(
         self, request: Request, request_adapter: AsyncHTTPRequestAdapter, sub_response: Response, context: Context,
@@ -126,11 +177,9 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
 
 
 async def healthz(request: Request) -> Response:
-    try:
-        async with server_state(request).engine.connect() as conn:
-            await asyncio.wait_for(conn.execute(text("SELECT 1")), timeout=2)
-    except Exception as exc:  # any failure to reach the database is "unavailable"
-        return JSONResponse({"status": "unavailable", "database": f"unreachable: {type(exc).__name__}"}, status_code=503)
+    problem = await server_state(request).health.problem()
+    if problem is not None:
+        return JSONResponse({"status": "unavailable", "database": f"unreachable: {problem}"}, status_code=503)
     return JSONResponse({"status": "ok", "database": "reachable"})
 
 
@@ -161,6 +210,18 @@ async def workload_json(request: Request) -> Response:
 
 async def policy(request: Request) -> Response:
     return PlainTextResponse(POLICY_PATH.read_text(), media_type="text/markdown; charset=utf-8")
+
+
+# PostgreSQL's own limits on the request pool's connections sit this far past the request timeout:
+# the server answers 504 first (and discards the connection, kernelindex.web.middleware), and the
+# database then ends the statement or transaction that request left behind instead of running it on.
+STATEMENT_TIMEOUT_MARGIN_S = 1.0
+
+
+def request_statement_limit_s(settings: Settings) -> float | None:
+    """statement_timeout and idle_in_transaction_session_timeout for the request pool (none without a
+    request timeout)."""
+    return settings.request_timeout_s + STATEMENT_TIMEOUT_MARGIN_S if settings.request_timeout_s > 0 else None
 
 
 _gc_tuned = False
@@ -197,13 +258,22 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         url = database_url if database_url is not None else resolve_database_url(settings)
-        engine = make_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
+        limit_s = request_statement_limit_s(settings)
+        engine = make_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow,
+                             statement_timeout_s=limit_s, idle_in_transaction_timeout_s=limit_s)
+        export_engine = make_engine(
+            url, pool_size=max(1, settings.export_concurrency), max_overflow=0,
+            statement_timeout_s=settings.export_timeout_s,
+            idle_in_transaction_timeout_s=settings.export_idle_timeout_s + STATEMENT_TIMEOUT_MARGIN_S,
+        )
         server = ServerState(
             settings=settings, schema=schema, clock=clock or utc_now, engine=engine,
             sessionmaker=make_sessionmaker(engine), data_version=DataVersionReader(url),
             response_cache=ResponseCache(
                 settings.response_cache_entries, settings.response_cache_bytes, settings.response_cache_ttl_s
             ),
+            export_engine=export_engine, export_sessionmaker=make_sessionmaker(export_engine),
+            export_slots=ExportSlots(settings.export_concurrency), health=HealthCheck(url),
         )
         app.state = AppState(server)
         tune_gc()
@@ -211,16 +281,21 @@ def create_app(
             yield
         finally:
             await server.data_version.close()
+            await server.health.close()
             await engine.dispose()
+            await export_engine.dispose()
 
-    graphql_app = KernelIndexGraphQL(schema, graphql_ide="graphiql", allow_queries_via_get=True)
+    # No GraphiQL in production: a public server serves the API, not an IDE that runs queries from
+    # whoever opens the page.
+    graphql_app = KernelIndexGraphQL(
+        schema, graphql_ide=None if settings.is_production else "graphiql", allow_queries_via_get=True)
     app = Starlette(
         routes=[
             Route("/healthz", healthz),
             Route("/workloads/{slug}.json", workload_json),
             Route("/policy", policy),
-            Route("/exports/runs.csv", runs_csv),
-            Route("/exports/catalog.jsonl", catalog_jsonl),
+            Route("/exports/runs.csv", BoundedExport(runs_csv)),
+            Route("/exports/catalog.jsonl", BoundedExport(catalog_jsonl)),
             Route("/graphql", graphql_app, methods=["GET", "POST"]),
         ],
         lifespan=lifespan,

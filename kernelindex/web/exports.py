@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select, text
-from starlette.requests import Request
+from sqlalchemy import Select, or_, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import request_response
+from starlette.types import Message, Receive, Scope, Send
 
+from kernelindex.db.engine import discard_connections
 from kernelindex.db.errors import is_unavailable
 from kernelindex.db.models import Hardware, Run, SuiteSnapshot, SuiteSnapshotMember, Workload, WorkloadRevision
 from kernelindex.db.text import text_problem
@@ -28,7 +34,97 @@ from kernelindex.web.state import server_state
 
 log = logging.getLogger("kernelindex.web")
 
-BATCH = 1000
+# What a client refused for want of an export slot is told to wait before trying again.
+RETRY_AFTER_S = 5
+
+
+class BoundedExport:
+    """An export route with its bounds: a slot among settings.export_concurrency (none free: 503 with
+    Retry-After, at once), a session on the export pool (never the request pool), at most
+    settings.export_timeout_s in all, and at most settings.export_idle_timeout_s for the client to take
+    each chunk. An export cut off after its response started ends without its last chunk, so the
+    client sees an incomplete body, never a short file that looks whole.
+
+    A class, not a function: Starlette calls a function endpoint with a Request, an object with the
+    ASGI (scope, receive, send)."""
+
+    def __init__(self, endpoint: Callable[[Request], Awaitable[Response]]):
+        self.app = request_response(endpoint)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        server = server_state(HTTPConnection(scope))
+        settings = server.settings
+        state = scope.setdefault("state", {})
+        request_id = state.get("request_id", "")
+        if not server.export_slots.take():
+            body = json.dumps({"error": f"too many exports running (at most {settings.export_concurrency} at once); "
+                                        f"retry in {RETRY_AFTER_S} s", "request_id": request_id}).encode()
+            await send({"type": "http.response.start", "status": 503, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                (b"retry-after", str(RETRY_AFTER_S).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        session = server.export_sessionmaker()
+        state["session"] = session
+        progress = _Progress(send, settings.export_idle_timeout_s)
+        try:
+            async with asyncio.timeout(settings.export_timeout_s):
+                await self.app(scope, receive, progress.send)
+        except (TimeoutError, _SlowReader) as exc:
+            reason = (f"the client took no data for {settings.export_idle_timeout_s:g} s" if isinstance(exc, _SlowReader)
+                      else f"it took longer than {settings.export_timeout_s:g} s")
+            log.warning("export %s (request %s) cut off: %s", scope["path"], request_id, reason)
+            if not progress.started:
+                body = json.dumps({"error": f"the export was cut off: {reason}", "request_id": request_id}).encode()
+                await send({"type": "http.response.start", "status": 504, "headers": [
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+        finally:
+            server.export_slots.give_back()
+            await _end_session(session, clean=progress.complete, request_id=request_id)
+
+
+class _SlowReader(Exception):
+    """The client did not take a chunk within the idle limit."""
+
+
+class _Progress:
+    """The export's `send`: each message must be taken by the client within the idle limit (the server
+    waits on a client whose buffers are full). Records whether the response started and finished."""
+
+    def __init__(self, send: Send, idle_s: float):
+        self._send = send
+        self._idle_s = idle_s
+        self.started = False
+        self.complete = False
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        try:
+            async with asyncio.timeout(self._idle_s):
+                await self._send(message)
+        except TimeoutError:
+            raise _SlowReader() from None
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.complete = True
+
+
+async def _end_session(session: AsyncSession, *, clean: bool, request_id: str) -> None:
+    """A finished export hands its connection back (rolled back); one cut off, failed or abandoned by its
+    client may have a statement or a cursor open: its connection is discarded instead."""
+    try:
+        if clean:
+            await session.close()
+        else:
+            await discard_connections(session)
+    except Exception as exc:
+        log.warning("ending the export's session failed (request %s): %s", request_id, exc)
+
+# Rows fetched and written per chunk. Each chunk is CPU the event loop spends on one export without
+# answering anyone else (the fetch between chunks is where others run): small enough that several
+# exports at once keep /healthz and GraphQL prompt, large enough that a round trip per chunk is cheap.
+BATCH = 100
 CSV_COLUMNS = (
     "run_id", "workload", "workload_source_sha256", "bindings", "dtype", "implementation", "hardware_sku",
     "hardware_family", "provider", "environment_fingerprint", "protocol", "protocol_version", "status",
@@ -39,10 +135,11 @@ CSV_COLUMNS = (
 BOOLEAN = {"true": True, "1": True, "false": False, "0": False}
 
 
-def filters_from_query(request: Request) -> RunFilters:
+def filters_from_query(request: Request, route_params: frozenset[str] = frozenset()) -> RunFilters:
+    """The run filters of the query string; `route_params` are the other parameters the route reads."""
     q = request.query_params
     known = {"workload", "implementation", "hardware", "evidence", "licence", "status", "stale", "observed_since",
-             "eligible_only", "include_superseded"}
+             "eligible_only", "include_superseded"} | route_params
     unknown = sorted(set(q) - known)
     if unknown:
         raise FilterError(f"unknown filter(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -163,6 +260,7 @@ class CachedExport:
         self.key = export_key(name, sorted(request.query_params.multi_items())) if self.cache.enabled else None
         self.version: int | None = None
         self.now = server.clock()
+        self.turn = server.export_slots.turn
 
     async def hit(self) -> Response | None:
         if self.key is None:
@@ -177,30 +275,66 @@ class CachedExport:
     async def _tee(self, chunks: AsyncIterator[str]) -> AsyncIterator[str]:
         kept: list[str] | None = [] if self.version is not None else None
         size = 0
-        async for chunk in chunks:
+        turn = self.turn
+        iterator = aiter(chunks)
+        while True:
+            async with turn:  # one export makes a chunk at a time (ExportSlots.turn)
+                try:
+                    chunk = await anext(iterator)
+                except StopAsyncIteration:
+                    break
             if kept is not None:
                 size += len(chunk)
                 kept = kept if size <= CACHEABLE_EXPORT_BYTES else None
                 if kept is not None:
                     kept.append(chunk)
             yield chunk
+            # A turn for everyone else after every chunk: a send into a socket with room, and rows the
+            # driver already buffered, come back without ever yielding to the event loop, so an export
+            # starting over a fast connection would otherwise hold it for many chunks at once.
+            await asyncio.sleep(0)
         if kept is not None and self.key is not None and self.version is not None:
             self.cache.put(self.key, self.version, self.now, "".join(kept))
 
 
+# catalog.jsonl?revisions=: "current" (the default) carries each workload's current revision and the
+# revisions its exported runs are on (what a re-import needs); "all" every revision of each workload.
+REVISION_CHOICES = ("current", "all")
+
+
+def _revisions_statement(filters: RunFilters, runs: Select[Any], *, everything: bool) -> Select[Workload, WorkloadRevision]:
+    """The workload revisions a catalogue export carries: of the workload asked for (all of them
+    without a workload filter), the current one and those the exported runs need, or every one."""
+    statement = (
+        select(Workload, WorkloadRevision)
+        .join(WorkloadRevision, WorkloadRevision.workload_id == Workload.id)
+        .order_by(Workload.id, (WorkloadRevision.id == Workload.current_revision_id), WorkloadRevision.id)
+    )
+    if filters.workload is not None:
+        statement = statement.where(Workload.slug == filters.workload)
+    if not everything:
+        needed = runs.with_only_columns(Run.workload_revision_id, maintain_column_froms=True).order_by(None)
+        statement = statement.where(or_(WorkloadRevision.id == Workload.current_revision_id, WorkloadRevision.id.in_(needed)))
+    return statement
+
+
 async def catalog_jsonl(request: Request) -> Response:
-    """Hardware, then every workload revision the runs need, then the runs: `kernelindex ingest runs`
-    reads it back into an empty database."""
+    """Hardware, then the workload revisions (the current ones and those the runs need; `revisions=all`
+    for every one), then the runs: `kernelindex ingest runs` reads it back into an empty database."""
     export = CachedExport(request, "catalog.jsonl", "application/x-ndjson; charset=utf-8")
     if (cached := await export.hit()) is not None:  # before the statement, as in runs_csv
         return cached
     try:
-        filters = filters_from_query(request)
+        filters = filters_from_query(request, frozenset({"revisions"}))
         statement = _statement(request, filters)
+        which = request.query_params.get("revisions", "current")
+        if which not in REVISION_CHOICES:
+            raise FilterError(f"revisions must be {' or '.join(REVISION_CHOICES)}, got {which!r}")
     except FilterError as exc:
         return JSONResponse({"error": str(exc)}, status_code=400)
     if not filters.include_superseded:
         statement = statement.where(Run.retracted_at.is_(None))
+    revisions_statement = _revisions_statement(filters, statement, everything=which == "all")
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable
     session = request.state.session
@@ -212,14 +346,12 @@ async def catalog_jsonl(request: Request) -> Response:
         for revision_id, snapshot in await session.execute(
             select(SuiteSnapshotMember.workload_revision_id, SuiteSnapshot)
             .join(SuiteSnapshot, SuiteSnapshot.id == SuiteSnapshotMember.snapshot_id)
+            .where(SuiteSnapshotMember.workload_revision_id.in_(
+                revisions_statement.with_only_columns(WorkloadRevision.id, maintain_column_froms=True).order_by(None)))
             .order_by(SuiteSnapshot.id)
         ):
             snapshots_of.setdefault(revision_id, []).append(snapshot)
-        revisions = await session.execute(
-            select(Workload, WorkloadRevision)
-            .join(WorkloadRevision, WorkloadRevision.workload_id == Workload.id)
-            .order_by(Workload.id, (WorkloadRevision.id == Workload.current_revision_id), WorkloadRevision.id)
-        )
+        revisions = await session.execute(revisions_statement)
         for w, rev in revisions:
             yield json.dumps(workload_line(w, rev, snapshots_of.get(rev.id, ())), sort_keys=True) + "\n"
         chunk: list[str] = []

@@ -67,7 +67,10 @@ class BodySizeLimitMiddleware:
             return
         request_id = scope.get("state", {}).get("request_id", "")
         declared = Headers(scope=scope).get("content-length")
-        too_big = {"error": f"request body over the limit of {self.max_bytes} bytes", "request_id": request_id}
+        refusal = f"request body over the limit of {self.max_bytes} bytes"
+        too_big: dict = {"error": refusal, "request_id": request_id}
+        if scope["path"] == "/graphql":  # and in the shape a GraphQL client reads
+            too_big["errors"] = [{"message": refusal, "extensions": {"code": "PAYLOAD_TOO_LARGE", "request_id": request_id}}]
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             for message in _json_response(413, too_big, request_id):
                 await send(message)

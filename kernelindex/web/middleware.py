@@ -7,6 +7,7 @@ rolled back instead.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -15,7 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kernelindex.db.errors import is_unavailable
+from kernelindex.db.engine import discard_connections
+from kernelindex.db.errors import is_unavailable, unavailable_message
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE
 from kernelindex.web.http import new_request_id
 
@@ -32,11 +34,15 @@ def mark_read_only(connection: HTTPConnection) -> None:
 
 
 class DatabaseSessionMiddleware:
-    def __init__(self, app: ASGIApp):
+    """A session on the request pool for every request, except the paths that bring their own: the
+    exports (a pool of their own, kernelindex.web.exports) and /healthz (a connection of its own)."""
+
+    def __init__(self, app: ASGIApp, exempt_prefixes: tuple[str, ...] = ("/exports/", "/healthz")):
         self.app = app
+        self.exempt_prefixes = exempt_prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["path"].startswith(self.exempt_prefixes):
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
@@ -47,10 +53,11 @@ class DatabaseSessionMiddleware:
         session = sessionmaker()
         state["session"] = session
         finished = False
+        interrupted = False  # the connection may be mid-statement: discarded, never handed back
         try:
 
             async def send_after_commit(message: Message) -> None:
-                nonlocal finished
+                nonlocal finished, interrupted
                 if message["type"] == "http.response.start" and not finished:
                     finished = True
                     if message["status"] < 400 and not _read_only(scope, state):
@@ -59,10 +66,10 @@ class DatabaseSessionMiddleware:
                         except Exception as exc:
                             log.exception("commit failed (request %s)", request_id)
                             await _rollback_quietly(session, request_id)
-                            await _send_503(scope, send, request_id, is_unavailable(exc))
+                            await _send_503(scope, send, request_id, exc)
                             raise _ResponseReplaced() from exc
-                    else:
-                        await _rollback_quietly(session, request_id)
+                    elif not await _rollback_quietly(session, request_id):
+                        interrupted = True
                 await send(message)
 
             try:
@@ -70,18 +77,26 @@ class DatabaseSessionMiddleware:
             except _ResponseReplaced:
                 return
             except Exception as exc:
-                await _rollback_quietly(session, request_id)
+                if not await _rollback_quietly(session, request_id):
+                    interrupted = True
                 if not finished and is_unavailable(exc):
                     # A route that let a connection failure through: still a 503, not a 500.
                     log.warning("database unavailable (request %s): %s", request_id, exc)
-                    await _send_503(scope, send, request_id, True)
+                    await _send_503(scope, send, request_id, exc)
                     return
                 raise
             except BaseException:
-                await _rollback_quietly(session, request_id)
+                # Cancelled (the request timeout, a shutdown): asyncpg may be waiting on a statement
+                # that is still running, or a DataLoader task may still be using the session. A
+                # rollback now fails or waits for it; the connection is discarded instead.
+                interrupted = True
                 raise
         finally:
-            await _close_quietly(session, request_id)
+            task = asyncio.current_task()
+            if interrupted or (task is not None and task.cancelling()):
+                await _discard_quietly(session, request_id)
+            else:
+                await _close_quietly(session, request_id)
 
 
 def _read_only(scope: Scope, state: dict) -> bool:
@@ -98,14 +113,27 @@ def _untouched(session: AsyncSession) -> bool:
     return not session.in_transaction() and not session.identity_map
 
 
-async def _rollback_quietly(session: AsyncSession, request_id: str) -> None:
-    """Roll back; when the connection went away with the database, that fails too: say so and go on."""
+async def _rollback_quietly(session: AsyncSession, request_id: str) -> bool:
+    """Roll back; when the connection went away with the database, that fails too: say so and go on.
+    False when the rollback failed: the connection's state is unknown and it must not be reused."""
     if _untouched(session):
-        return
+        return True
     try:
         await session.rollback()
     except Exception as exc:
         log.warning("rollback failed (request %s): %s", request_id, exc)
+        return False
+    return True
+
+
+async def _discard_quietly(session: AsyncSession, request_id: str) -> None:
+    """End an interrupted session without handing its connection back to the pool as it is."""
+    if _untouched(session):
+        return
+    try:
+        await discard_connections(session)
+    except Exception as exc:
+        log.warning("discarding the connection failed (request %s): %s", request_id, exc)
 
 
 async def _close_quietly(session: AsyncSession, request_id: str) -> None:
@@ -123,8 +151,8 @@ async def _close_quietly(session: AsyncSession, request_id: str) -> None:
             pass
 
 
-async def _send_503(scope: Scope, send: Send, request_id: str, unavailable: bool) -> None:
-    body = _unavailable_body(scope, request_id, unavailable)
+async def _send_503(scope: Scope, send: Send, request_id: str, exc: BaseException) -> None:
+    body = _unavailable_body(scope, request_id, exc)
     await send({"type": "http.response.start", "status": 503, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
@@ -134,11 +162,15 @@ class _ResponseReplaced(Exception):
     pass
 
 
-def _unavailable_body(scope: Scope, request_id: str, unavailable: bool) -> bytes:
+def _unavailable_body(scope: Scope, request_id: str, exc: BaseException) -> bytes:
     """The body of a 503 sent here (a failed commit, a connection failure a route let through);
     GraphQL-shaped on /graphql, so that a GraphQL client reads it like any other SERVICE_UNAVAILABLE
     (the database can go away between the last query and the commit)."""
-    message = UNAVAILABLE_MESSAGE if unavailable else "the database did not accept the change; retry shortly."
+    # An outage with a known cause (a full disk) names it, as the GraphQL errors do.
+    if is_unavailable(exc):
+        message = unavailable_message(exc) or UNAVAILABLE_MESSAGE
+    else:
+        message = "the database did not accept the change; retry shortly."
     payload: dict[str, Any]
     if scope.get("path") == "/graphql":
         payload = {"data": None, "errors": [

@@ -82,3 +82,45 @@ async def test_catalog_round_trip_into_an_empty_database(client, db_url, empty_d
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
             page = (await c.get("/workloads/kernelbench-l3-p9-resnet18.json")).json()
     assert page["eligibleRunCount"] == 9 and page["headline"]["latencyMs"] == 1.2
+
+
+async def _add_old_revision(db_url: str, slug: str) -> None:
+    """A second, older revision of the workload (not current, no runs): a copy of the current one
+    with another digest."""
+    import asyncpg
+
+    from kernelindex.db.urls import to_libpq_url
+
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        columns = [r["column_name"] for r in await conn.fetch(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'workload_revisions' "
+            "AND column_name NOT IN ('id', 'source_sha256') AND is_generated = 'NEVER' ORDER BY ordinal_position")]
+        cols = ", ".join(f'"{c}"' for c in columns)
+        await conn.execute(
+            f"INSERT INTO workload_revisions ({cols}, source_sha256) SELECT {cols}, md5(source_sha256) || md5(source_sha256) "
+            "FROM workload_revisions WHERE id = (SELECT current_revision_id FROM workloads WHERE slug = $1)", slug)
+    finally:
+        await conn.close()
+
+
+def _workload_lines(text: str) -> list[dict]:
+    return [line for line in map(json.loads, text.splitlines()) if line["format"] == "kernelindex.workload/1"]
+
+
+async def test_catalog_of_one_workload_carries_only_its_current_revision_unless_asked_for_all(client, db_url):
+    resnet = "kernelbench-l3-p9-resnet18"
+    await _add_old_revision(db_url, resnet)
+    one = (await client.get("/exports/catalog.jsonl", params={"workload": resnet})).text
+    lines = _workload_lines(one)
+    assert [(w["slug"], w["current"]) for w in lines] == [(resnet, True)]
+    runs = [json.loads(line) for line in one.splitlines() if '"kernelindex.run/1"' in line]
+    assert runs and {r["workload"]["slug"] for r in runs} == {resnet}
+    every = _workload_lines((await client.get("/exports/catalog.jsonl", params={"workload": resnet, "revisions": "all"})).text)
+    assert sorted((w["slug"], w["current"]) for w in every) == [(resnet, False), (resnet, True)]
+    # Without a workload filter: every workload, each with its current revision (the one the runs are on).
+    assert sorted(w["slug"] for w in _workload_lines((await client.get("/exports/catalog.jsonl")).text)) == [
+        "kernelbench-l3-p12-vgg19", resnet]
+    bad = await client.get("/exports/catalog.jsonl", params={"revisions": "some"})
+    assert bad.status_code == 400 and "revisions must be current or all" in bad.json()["error"]
+    assert (await client.get("/exports/runs.csv", params={"revisions": "all"})).status_code == 400  # catalog only

@@ -182,7 +182,7 @@ async def test_the_json_twin_is_cached_and_follows_writes(app, client, db_url, c
 @pytest.mark.parametrize("path", ["/exports/runs.csv?workload=kernelbench-l3-p9-resnet18", "/exports/catalog.jsonl"])
 async def test_small_exports_are_cached_and_follow_writes(app, client, db_url, count_statements, path):
     first = await client.get(path)
-    with count_statements(app.state.engine) as statements:
+    with count_statements(app.state.export_engine) as statements:  # exports run on their own pool
         second = await client.get(path)
     assert first.status_code == second.status_code == 200
     assert second.content == first.content and statements == []
@@ -198,7 +198,7 @@ async def test_an_export_over_the_size_limit_streams_every_time(app, client, cou
 
     monkeypatch.setattr(exports, "CACHEABLE_EXPORT_BYTES", 100)
     first = await client.get("/exports/runs.csv")
-    with count_statements(app.state.engine) as statements:
+    with count_statements(app.state.export_engine) as statements:
         second = await client.get("/exports/runs.csv")
     assert second.content == first.content and len(first.content) > 100
     assert len(statements) > 0
