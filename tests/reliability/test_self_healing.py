@@ -161,6 +161,10 @@ def test_a_killed_postmaster_is_restarted_and_sigterm_stops_it(data_dir):
         response = httpx.post(f"{serve.url}/graphql", json=QUERY, timeout=10)
         assert response.status_code == 200 and "errors" not in response.json(), response.text
         assert response.json()["data"]["workloads"]["totalCount"] == 0  # migrated, not seeded
+        # The supervisor says so once start() returns, which may be just after the server first answers.
+        deadline = time.monotonic() + 10
+        while f"embedded PostgreSQL restarted (pid {second})" not in serve.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
         log = serve.log()
         assert f"is not running (it was pid {first}); restarting it" in log
         assert f"embedded PostgreSQL restarted (pid {second})" in log
