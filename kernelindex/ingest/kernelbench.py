@@ -20,8 +20,11 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import select
+
 from benchmarks.naming import level_number, problem_name  # torch-free
 from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
+from kernelindex.db.models import WorkloadRevision
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.progress import Progress, say
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record, parse_json_line
@@ -120,6 +123,7 @@ class KernelBenchSummary:
     workloads_new_revision: int = 0
     workloads_unchanged: int = 0
     untraced: list[str] = field(default_factory=list)
+    traces_reused: int = 0  # problems unchanged since this tracer last traced them
     changes: list[str] = field(default_factory=list)  # problems upstream replaced, renamed, removed or added
     refused: list[InputProblem] = field(default_factory=list)  # problem files not read: "path: file: why"
     contradictions: list[InputProblem] = field(default_factory=list)  # timing files whose entries' hardware is not their folder's
@@ -253,6 +257,30 @@ def _file_hardware(data: dict[str, Any]) -> str | None:
     return named.most_common(1)[0][0] if named else None
 
 
+async def _stored_traces(database_url: str, digests: set[str], tracer: str) -> dict[str, Any]:
+    """The stored analysis of each digest that `tracer` traced before (not a seed's stand-in, whose
+    analysis describes our own module, nor a revision whose trace failed)."""
+    if not digests:
+        return {}
+    engine = make_engine(database_url, pool_size=1, max_overflow=0)
+    try:
+        async with make_sessionmaker(engine)() as session:
+            rows = (
+                await session.execute(
+                    select(WorkloadRevision.source_sha256, WorkloadRevision.analysis).where(
+                        WorkloadRevision.source_sha256.in_(sorted(digests)),
+                        WorkloadRevision.traced_with == tracer,
+                        WorkloadRevision.stand_in.is_(False),
+                        WorkloadRevision.semantics_error.is_(None),
+                        WorkloadRevision.analysis.is_not(None),
+                    )
+                )
+            ).all()
+    finally:
+        await engine.dispose()
+    return {sha: analysis for sha, analysis in rows}
+
+
 def folder_hardware(folder: str) -> str:
     """The hardware a timing folder names: H100 for H100_Modal, H100 for H100_PCIe_LambdaLabs (its first
     part), the whole name when it has no provider part."""
@@ -290,7 +318,9 @@ def git_revision(root: Path) -> tuple[str, str] | None:
     return (out[0], out[1]) if len(out) == 2 else None
 
 
-def workload_spec(problem: ProblemFile, trace: ProblemTrace | ProblemTraceError, revision: str) -> WorkloadSpec:
+def workload_spec(
+    problem: ProblemFile, trace: ProblemTrace | ProblemTraceError, revision: str, traced_with: str | None = None
+) -> WorkloadSpec:
     from kernelindex.ingest.problem_trace import ProblemTraceError  # torch: loaded only when a checkout is imported
 
     # The revision's identity is the digest of the file's bytes (the text may have been decoded with replacements).
@@ -319,6 +349,7 @@ def workload_spec(problem: ProblemFile, trace: ProblemTrace | ProblemTraceError,
         "constraints": CONSTRAINTS,
     }
     spec.analysis = trace.to_json()
+    spec.traced_with = traced_with
     return spec
 
 
@@ -469,7 +500,9 @@ async def import_kernelbench(
 ) -> KernelBenchSummary:
     from kernelindex.ingest.problem_trace import (  # torch: loaded only when a checkout is imported
         ProblemTraceError,
+        trace_from_analysis,
         trace_problems_isolated,
+        traced_with,
     )
 
     # File system and git calls block: off the event loop.
@@ -477,20 +510,35 @@ async def import_kernelbench(
 
     summary = KernelBenchSummary()
     problems = await asyncio.to_thread(discover_problems, root, levels or ALL_LEVELS, summary.refused)
+    if summary.refused and strict:
+        raise IngestAborted(summary.refused)
+    # A file's trace depends only on its bytes and the tracer: a revision traced before by this very
+    # tracer is not traced again (the stored analysis, checked as a fresh trace is).
+    tracer = traced_with()
+    stored = await _stored_traces(database_url, {sha256_hex(p.data) for p in problems}, tracer)
+    traces: list[ProblemTrace | ProblemTraceError | None] = [
+        trace_from_analysis(stored[sha], p.path.name) if (sha := sha256_hex(p.data)) in stored else None
+        for p in problems
+    ]
+    to_trace = [i for i, trace in enumerate(traces) if trace is None]
+    summary.traces_reused = len(problems) - len(to_trace)
     if progress:
         for refusal in summary.refused:
             say(f"refused problem file {refusal}")
-        say(f"tracing {len(problems)} problems on the meta device")
-    if summary.refused and strict:
-        raise IngestAborted(summary.refused)
+        reused = f" ({summary.traces_reused} unchanged since they were last traced: their traces reused)" if summary.traces_reused else ""
+        say(f"tracing {len(to_trace)} problems on the meta device{reused}")
     # The sandbox level is named whether or not progress is shown: what untrusted code could do matters.
-    traces = await asyncio.to_thread(
-        trace_problems_isolated, [(p.source, p.path.name) for p in problems], timeout_s, report=say,
-    ) if problems else []
+    fresh = await asyncio.to_thread(
+        trace_problems_isolated, [(problems[i].source, problems[i].path.name) for i in to_trace], timeout_s, report=say,
+    ) if to_trace else []
+    for i, trace in zip(to_trace, fresh):
+        traces[i] = trace
 
     specs = []
-    for problem, trace in zip(problems, traces):
-        spec = workload_spec(problem, trace, upstream_revision)
+    for problem, found in zip(problems, traces):
+        assert found is not None  # reused, or traced just now
+        trace = found
+        spec = workload_spec(problem, trace, upstream_revision, tracer)
         if isinstance(trace, ProblemTraceError):
             summary.untraced.append(f"level{problem.level}/{problem.path.name}: {trace.stage}: {trace.message}")
         specs.append((problem, spec))

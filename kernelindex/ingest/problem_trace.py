@@ -43,9 +43,16 @@ __all__ = [
     "TRACE_STAGES",
     "ProblemTrace",
     "ProblemTraceError",
+    "TRACER_REVISION",
+    "trace_from_analysis",
     "trace_problem",
     "trace_problems_isolated",
+    "traced_with",
 ]
+
+# Bump when a change to the tracer could change what it reports for the same file: stored traces
+# made by another revision (or another torch) are then traced again, not reused.
+TRACER_REVISION = "problem-trace/1"
 
 TRACE_STAGES = ("import", "get_init_inputs", "construct", "get_inputs", "forward")
 ISOLATION_STAGES = ("timeout", "crash")
@@ -435,6 +442,22 @@ def _from_outcome(filename: str, outcome: sandbox.Outcome) -> ProblemTrace | Pro
         return _checked_result(filename, outcome.value)
     except (TypeError, ValueError, KeyError) as exc:
         return ProblemTraceError(filename, "crash", f"the problem's process answered with a malformed trace: {_one_line(exc)}")
+
+
+def traced_with() -> str:
+    """What a trace made now is made with: the tracer's revision and torch's version (its meta
+    kernels and FLOP counter decide shapes and counts)."""
+    return f"{TRACER_REVISION} torch {torch.__version__}"
+
+
+def trace_from_analysis(document: Any, filename: str) -> ProblemTrace | None:
+    """A stored analysis (ProblemTrace.to_json) as a trace again, checked field by field as a
+    sandboxed result is; None when it is not one (edited by hand, an older shape): trace it again."""
+    try:
+        trace = _checked_result(filename, {"trace": document})
+    except (ValueError, TypeError, KeyError):
+        return None
+    return trace if isinstance(trace, ProblemTrace) else None
 
 
 def _checked_result(filename: str, value: Any) -> ProblemTrace | ProblemTraceError:

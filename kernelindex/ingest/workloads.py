@@ -81,6 +81,7 @@ class WorkloadSpec:
     semantics: dict[str, Any] | None = None
     semantics_error: str | None = None
     analysis: dict[str, Any] | None = None
+    traced_with: str | None = None  # the tracer behind `analysis` (problem_trace.traced_with), when traced
     # sha256 of the upstream file's bytes; None: the digest of reference_source (UTF-8) is the file's.
     source_sha256: str | None = None
     source_size: int | None = None
@@ -204,6 +205,7 @@ async def _store(session: AsyncSession, spec: WorkloadSpec) -> _Stored:
                     semantics_error=spec.semantics_error,
                     identity_sha256=workload_identity(spec.semantics, spec.reference_source),
                     analysis=spec.analysis,
+                    traced_with=spec.traced_with if spec.analysis is not None else None,
                 )
                 .returning(WorkloadRevision.id)
             )
@@ -234,6 +236,14 @@ async def _store(session: AsyncSession, spec: WorkloadSpec) -> _Stored:
     if existing.analysis is None and spec.analysis is not None:
         # Same source, first traced now: the analysis is derived data, not a new revision.
         values.setdefault("analysis", spec.analysis)
+    if spec.traced_with is not None and spec.analysis is not None and not (existing.stand_in or spec.stand_in):
+        # Our own trace of these very bytes: derived data, so the tracer's latest word replaces an older
+        # one (the semantics, which the revision's identity rests on, stay), and says who made it, so
+        # a later import may reuse it. A stand-in's analysis is the seed's declaration: it stays.
+        if values.get("analysis", existing.analysis) != spec.analysis:
+            values["analysis"] = spec.analysis
+        if existing.traced_with != spec.traced_with:
+            values["traced_with"] = spec.traced_with
     if existing.semantics is None and spec.semantics is not None and "semantics" not in values:
         # Traced for the first time (an earlier trace failed or timed out): its configuration was unknown
         # until now, so it comes with the semantics.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 
 import pytest
@@ -171,3 +172,76 @@ def test_shared_kernelbench_files_all_accounted_for(cli, db_url, checkout, capsy
     assert table["rejected"] == 0
     assert _page(db_url, "kernelbench-l3-p9-resnet18") == before_page
     assert _page(db_url, "kernelbench-l3-p12-vgg19")["headline"]["latencyMs"] == 2.43
+
+
+# -- the trace cache: a revision traced before by the same tracer is not traced again -------------
+
+
+def _tracing_line(err: str) -> str:
+    return next(line for line in err.splitlines() if "problems on the meta device" in line)
+
+
+def _traced(err: str) -> tuple[int, int]:
+    """(problems traced, traces reused) of an import's output."""
+    match = re.search(r"tracing (\d+) problems on the meta device(?: \((\d+) unchanged)?", _tracing_line(err))
+    assert match, err
+    # A trace that failed (a timeout on a loaded machine) is traced again next time, by design: the
+    # counts below assume none did.
+    assert "imported without semantics" not in err, err
+    return int(match[1]), int(match[2] or 0)
+
+
+def _revisions(db_url) -> dict[str, dict]:
+    return {r["source_sha256"]: r for r in snapshot(db_url)["workload_revisions"] if not r["stand_in"]}
+
+
+# The checkout fixture holds the seed's two stand-in modules (ResNet18, VGG19): their stored analysis is
+# the seed's declaration about the upstream file, not a trace of these bytes, so they are traced each time.
+STAND_INS = 2
+
+
+def test_an_unchanged_checkout_is_not_traced_again(cli, db_url, checkout, capsys):
+    from kernelindex.ingest.problem_trace import traced_with
+
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    problems, reused = _traced(capsys.readouterr().err)
+    assert problems >= 5 and reused == 0
+    first = snapshot(db_url)
+    assert {r["traced_with"] for r in _revisions(db_url).values() if r["analysis"] is not None} == {traced_with()}
+
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    assert _traced(capsys.readouterr().err) == (STAND_INS, problems - STAND_INS)
+    assert snapshot(db_url) == first  # a reused trace is the stored one: nothing moves
+
+
+def test_only_the_changed_problem_is_traced_again(cli, db_url, checkout, capsys):
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    problems, _ = _traced(capsys.readouterr().err)
+    relu = checkout / "KernelBench" / "level1" / "2_ReLU.py"
+    relu.write_text(relu.read_text().replace("dim = 128", "dim = 64"))
+    assert cli("ingest", "kernelbench", str(checkout), "--revision", "def5678", "--observed", "2026-07-01") == 0
+    assert _traced(capsys.readouterr().err) == (1 + STAND_INS, problems - 1 - STAND_INS)
+    (changed,) = [r for r in _revisions(db_url).values() if r["upstream_revision"] == "def5678"]
+    assert changed["source_filename"] == "2_ReLU.py" and json.loads(changed["canonical_bindings"]) == {"batch_size": 16, "dim": 64}
+    assert changed["traced_with"] is not None
+
+
+def test_another_tracer_or_a_damaged_analysis_traces_again(cli, db_url, checkout, capsys, monkeypatch):
+    from kernelindex.ingest import problem_trace
+    from tests.ingest.conftest import fetch
+
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    problems, _ = _traced(capsys.readouterr().err)
+    # A stored analysis that is no longer a trace (edited by hand): that one problem is traced again.
+    damaged = fetch(db_url, "UPDATE workload_revisions SET analysis = analysis - 'flops' "
+                            "WHERE source_filename = '2_ReLU.py' AND NOT stand_in RETURNING source_sha256")
+    assert len(damaged) == 1
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    assert _traced(capsys.readouterr().err) == (1 + STAND_INS, problems - 1 - STAND_INS)
+
+    # A new tracer revision: every problem is traced again, and the revisions say who traced them.
+    monkeypatch.setattr(problem_trace, "TRACER_REVISION", "problem-trace/test-next")
+    assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
+    assert _traced(capsys.readouterr().err) == (problems, 0)
+    traced = [r for r in _revisions(db_url).values() if r["analysis"] is not None]
+    assert {r["traced_with"].split(" torch ")[0] for r in traced} == {"problem-trace/test-next"}
