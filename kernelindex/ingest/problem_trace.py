@@ -401,10 +401,19 @@ def trace_problems_isolated(
     with box:
         if report:
             report(box.describe())
-        outcomes = box.map(
-            f"{_THIS_MODULE}:trace_payload", [{"source": source, "filename": filename} for source, filename in items]
-        )
+        payloads = [{"source": source, "filename": filename} for source, filename in items]
+        outcomes = box.map(f"{_THIS_MODULE}:trace_payload", payloads)
+        # A process that died or could not be set up may be the machine's doing (a loaded CI host), not
+        # the problem's: such problems get one more fresh process. A timeout is not retried (it would
+        # cost the whole limit again), and a problem's own exception is an answer, not a failure.
+        again = [i for i, outcome in enumerate(outcomes) if outcome.status in _RETRIED]
+        if again:
+            for i, outcome in zip(again, box.map(f"{_THIS_MODULE}:trace_payload", [payloads[i] for i in again])):
+                outcomes[i] = outcome
     return [_from_outcome(filename, outcome) for (_, filename), outcome in zip(items, outcomes)]
+
+
+_RETRIED = ("crash", "bad-result", "sandbox-error")
 
 
 def trace_payload(payload: dict[str, Any]) -> dict[str, Any]:

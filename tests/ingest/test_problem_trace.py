@@ -237,3 +237,29 @@ async def test_isolated_runner_survives_hangs_exits_and_memory_hogs():
 
 def test_isolated_runner_with_nothing_to_do():
     assert trace_problems_isolated([]) == []
+
+
+def test_a_process_lost_to_the_machine_gets_one_more_try_a_real_crash_stays_a_crash(monkeypatch):
+    """A job whose process died or could not be set up is traced once more in a fresh process (the
+    machine may be to blame, not the problem); a problem that kills its process every time stays a crash."""
+    from benchmarks import sandbox
+    from kernelindex.ingest.problem_trace import ProblemTrace, ProblemTraceError, trace_problems_isolated
+
+    relu = (CHECKOUT / "level1" / "2_ReLU.py").read_text()
+    exits = "import os\nos._exit(3)\n"
+    real_map = sandbox.Sandbox.map
+    calls: list[int] = []
+
+    def flaky_map(self, function, payloads, on_done=None):
+        payloads = list(payloads)
+        outcomes = real_map(self, function, payloads, on_done)
+        calls.append(len(payloads))
+        if len(calls) == 1:  # the first round loses the ReLU's process to the "machine"
+            outcomes[0] = sandbox.Outcome("sandbox-error", None, "clone: Resource temporarily unavailable")
+        return outcomes
+
+    monkeypatch.setattr(sandbox.Sandbox, "map", flaky_map)
+    relu_trace, crash = trace_problems_isolated([(relu, "2_ReLU.py"), (exits, "9_Exits.py")], timeout_s=60)
+    assert calls == [2, 2]  # both retried once: the lost one and the one that ended its process
+    assert isinstance(relu_trace, ProblemTrace) and relu_trace.bindings == {"batch_size": 16, "dim": 128}
+    assert isinstance(crash, ProblemTraceError) and crash.stage == "crash"
