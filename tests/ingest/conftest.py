@@ -49,6 +49,16 @@ def fetch(db_url: str, query: str, *args) -> list[dict]:
     return asyncio.run(go())
 
 
+async def execute(db_url: str, *statements: str) -> None:
+    """Run SQL statements on one connection, in order (for tests that set up what the code refuses)."""
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        for statement in statements:
+            await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
 def counts(db_url: str) -> dict[str, int]:
     return {t: len(rows) for t, rows in snapshot(db_url).items()}
 

@@ -7,14 +7,12 @@ query, its JSON twin, runs.csv and catalog.jsonl must answer 200 without errors.
 
 from __future__ import annotations
 
-import asyncpg
 import pytest
 
 from kernelindex.db.engine import in_own_transaction
-from kernelindex.db.urls import to_libpq_url
 from kernelindex.services.records import refresh_all_records
 from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
-from tests.ingest.conftest import FIXTURES
+from tests.ingest.conftest import FIXTURES, execute
 
 RUNS_QUERY = """query($slug: String!) {
   all: runs(workload: $slug, first: 100, includeSuperseded: true) {
@@ -48,15 +46,6 @@ async def _every_page_renders(client) -> int:
         assert response.status_code == 200, (export, response.text[:500])
         assert len(response.content) > 0, export
     return len(slugs)
-
-
-async def _sql(db_url: str, *statements: str) -> None:
-    conn = await asyncpg.connect(to_libpq_url(db_url))
-    try:
-        for statement in statements:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 @pytest.fixture
@@ -101,14 +90,14 @@ _TARGET = "(SELECT id FROM runs WHERE superseded_at IS NULL AND retracted_at IS 
 )
 async def test_hostile_stored_values_do_not_break_pages(db_url, hostile, client):
     # Past every check: straight into the table, for every live run (one statement per value set).
-    await _sql(db_url, _DROP_RUN_CHECKS, f"UPDATE runs SET {hostile} WHERE superseded_at IS NULL")
+    await execute(db_url, _DROP_RUN_CHECKS, f"UPDATE runs SET {hostile} WHERE superseded_at IS NULL")
     # The precomputed records too, rebuilt from the hostile rows as a refresh would.
     await in_own_transaction(db_url, refresh_all_records)
     assert await _every_page_renders(client) >= 2
 
 
 async def test_a_stored_time_of_year_1_and_9999_together(db_url, client):
-    await _sql(
+    await execute(
         db_url,
         f"UPDATE runs SET observed_at = '0001-01-01 00:00:00+00' WHERE id IN {_TARGET.format(n=2, o=0)}",
         f"UPDATE runs SET observed_at = '9999-12-31 23:59:59+00' WHERE id IN {_TARGET.format(n=2, o=2)}",

@@ -19,21 +19,13 @@ import pytest
 from kernelindex.db.errors import describe_failure, is_unavailable, refusal_reason, shortage, unavailable_message
 from kernelindex.db.urls import to_libpq_url
 from tests.api.helpers import synthetic_records
+from tests.ingest.conftest import execute
 from tests.reliability.helpers import make_token, table_counts
 from tests.serving import free_port
 
 SUBMIT = "mutation($records: [JSON!]!) { submitRuns(records: $records) { ok inserted problems { index key reason } } }"
 RETRACT = "mutation($id: ID!, $reason: String!) { retractRun(id: $id, reason: $reason) { ok error } }"
 PG_DISK_FULL = 'could not extend file "base/16384/16402": No space left on device'
-
-
-async def execute(db_url: str, *statements: str) -> None:
-    conn = await asyncpg.connect(to_libpq_url(db_url))
-    try:
-        for statement in statements:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 async def make_disk_full(db_url: str, table: str, *, at_commit: bool = False) -> None:
