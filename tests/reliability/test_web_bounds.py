@@ -210,6 +210,39 @@ async def test_a_reader_too_slow_is_cut_off_and_its_slot_and_connection_come_bac
             assert after.status_code == 200 and after.text.count('"kernelindex.run/1"') == 8
 
 
+async def test_exports_make_their_chunks_one_at_a_time():
+    """ExportSlots.turn: however many exports stream, one makes a chunk at a time, so whatever else
+    waits on the event loop waits for one chunk per turn, not one of every export (perf.export_pressure:
+    /healthz p99 119 ms with 4 exports side by side, 16 ms one at a time)."""
+    from kernelindex.web.exports import CachedExport
+    from kernelindex.web.state import ExportSlots
+
+    slots = ExportSlots(4)
+    making, most = 0, 0
+
+    async def chunks(name: str):
+        nonlocal making, most
+        for i in range(5):
+            making += 1
+            most = max(most, making)
+            await asyncio.sleep(0)  # a fetch in the middle of making a chunk: others get the loop
+            await asyncio.sleep(0)
+            making -= 1
+            yield f"{name}{i}"
+
+    def export() -> CachedExport:
+        bare = object.__new__(CachedExport)  # only what _tee reads: no cache, the shared turn
+        bare.version, bare.key, bare.turn = None, None, slots.turn
+        return bare
+
+    async def drain(name: str) -> list[str]:
+        return [chunk async for chunk in export()._tee(chunks(name))]
+
+    results = await asyncio.gather(*(drain(name) for name in "abcd"))
+    assert results == [[f"{name}{i}" for i in range(5)] for name in "abcd"]
+    assert most == 1, f"{most} exports made a chunk at the same time"
+
+
 async def test_an_export_over_its_total_time_is_cut_off(db_url, monkeypatch):
     from kernelindex.web import exports
 
