@@ -254,7 +254,9 @@ async def test_over_limit_queries_are_refused(client, name):
     body = response.json()
     assert any(fragment in e["message"] for e in body["errors"]), body["errors"]
     assert not internal_errors(body)
-    assert elapsed < 2.0, f"{name}: refusing took {elapsed:.2f} s"
+    # A guard against work that grows with the document (an exponential walk took hours), not a speed
+    # figure: a refusal takes milliseconds here, and a loaded CI host once took 2.4 s over a 2 s bound.
+    assert elapsed < 10.0, f"{name}: refusing took {elapsed:.2f} s"
 
 
 async def test_a_fragment_bomb_without_aliases_is_cheap(client):
