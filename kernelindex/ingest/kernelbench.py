@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +97,11 @@ class ProblemFile:
     @property
     def slug(self) -> str:
         return workload_slug("kernelbench", self.level, self.number, self.name)
+
+    @cached_property
+    def digest(self) -> str:
+        """The revision's identity: the sha256 of the file's bytes (looked up, then stored)."""
+        return sha256_hex(self.data)
 
     @property
     def key(self) -> tuple[int, str]:
@@ -328,7 +334,7 @@ def workload_spec(
     spec = WorkloadSpec(
         suite="kernelbench", level=problem.level, problem_number=problem.number, name=problem.name,
         reference_source=problem.source, source_filename=problem.path.name, upstream_revision=revision,
-        source_sha256=sha256_hex(data), source_size=len(data),
+        source_sha256=problem.digest, source_size=len(data),
     )
     if isinstance(trace, ProblemTraceError):
         # No configuration is guessed: without a trace it is unknown, no run is stored against it, and the
@@ -515,10 +521,9 @@ async def import_kernelbench(
     # A file's trace depends only on its bytes and the tracer: a revision traced before by this very
     # tracer is not traced again (the stored analysis, checked as a fresh trace is).
     tracer = traced_with()
-    stored = await _stored_traces(database_url, {sha256_hex(p.data) for p in problems}, tracer)
+    stored = await _stored_traces(database_url, {p.digest for p in problems}, tracer)
     traces: list[ProblemTrace | ProblemTraceError | None] = [
-        trace_from_analysis(stored[sha], p.path.name) if (sha := sha256_hex(p.data)) in stored else None
-        for p in problems
+        trace_from_analysis(stored[p.digest], p.path.name) if p.digest in stored else None for p in problems
     ]
     to_trace = [i for i, trace in enumerate(traces) if trace is None]
     summary.traces_reused = len(problems) - len(to_trace)
