@@ -1,12 +1,28 @@
-"""An application served by uvicorn on a free loopback port, in a thread, for tests that need real HTTP."""
+"""An application served by uvicorn on a free loopback port, in a thread, for tests that need real HTTP;
+and a data folder an embedded PostgreSQL of the test's own can live in."""
 
 from __future__ import annotations
 
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def server_data_dir(prefix: str) -> Iterator[Path]:
+    """A fresh folder for an embedded PostgreSQL, removed afterwards. Not pytest's tmp_path: its base
+    folder is 0700, and the server runs as another user when the tests run as root."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def free_port() -> int:

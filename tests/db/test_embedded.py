@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+
+from tests.serving import server_data_dir
 
 SCRIPT = textwrap.dedent(
     """
@@ -43,11 +43,8 @@ def _run(data_dir, mode, hold=False):
 
 @pytest.fixture
 def data_dir():
-    # Not pytest's tmp_path: its base folder is 0700 and the server runs as another user.
-    path = Path(tempfile.mkdtemp(prefix="kernelindex-test-embedded-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with server_data_dir("kernelindex-test-embedded-") as path:
+        yield path
 
 
 def test_embedded_server_lifecycle(data_dir):

@@ -12,11 +12,9 @@ and no KERNELINDEX_DATABASE_URL, as an operator would run it:
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,7 +22,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.serving import free_port
+from tests.serving import free_port, server_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 RECOVERY_LIMIT_S = 10.0
@@ -34,11 +32,8 @@ QUERY = {"query": "{ workloads(first: 1) { totalCount } }"}
 
 @pytest.fixture
 def data_dir():
-    # Not pytest's tmp_path: its base folder is 0700 and the server runs as another user when we are root.
-    path = Path(tempfile.mkdtemp(prefix="kernelindex-test-healing-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with server_data_dir("kernelindex-test-healing-") as path:
+        yield path
 
 
 def live_postgres(pid: int) -> bool:
