@@ -4,13 +4,17 @@
     python -m perf.ingest_speed --lines 1500000      # about 1 GB of JSON Lines
     python -m perf.ingest_speed --lines 50000 --samples 100 --environments 5000
     python -m perf.ingest_speed --generate-only runs.jsonl --lines 2000000   # just write the file
+    python -m perf.ingest_speed --lines 50000 --workloads 1 --environments 200 --implementations 2 --skip-kernelbench
 
 It starts an embedded PostgreSQL in a temporary folder, migrates and seeds it, writes N run records
 spread over the seeded workloads (with --all-workloads: every workload in the database, after the
 checkout's problems are imported) and many environments, then times the command
-`kernelindex ingest runs FILE` in a child process: wall time (validation pass included), runs per
+`kernelindex ingest runs FILE` in a child process: wall time (start-up included), runs per
 second and the child's peak RSS. A second ingest of the same file (every run unchanged) is timed
-the same way. Last, unless --skip-kernelbench, it times `kernelindex ingest kernelbench` on a checkout
+the same way. Before them, in the same run and on the same server, it measures the floor
+(perf.ingest_floor: decode, COPY into a staging table, INSERT … SELECT into a table of the runs
+table's shape; twice, the second time every row present) and a --dry-run of the file, and prints
+each time next to its floor. Last, unless --skip-kernelbench, it times `kernelindex ingest kernelbench` on a checkout
 made of a few synthetic problems under KernelBench's file names, the two seeded reference modules and, when present, the
 shared timing files (../shared/kernelbench/results/timing).
 
@@ -54,16 +58,18 @@ IMPLEMENTATIONS = (
 )
 
 
-def synthetic_lines(count: int, workloads: list[tuple], environments: int, samples: int, seed: int = 0):
+def synthetic_lines(count: int, workloads: list[tuple], environments: int, samples: int, seed: int = 0,
+                    implementations: int = len(IMPLEMENTATIONS)):
     """`count` distinct run records (one JSON line each). A run's natural key is spread in mixed radix
     over environments, implementations, workloads and then batch sizes, so every line is a new run.
     workloads: (slug, canonical bindings, dtype[, typical mean in ms]); means fall within 1–1.5× the
     typical one, so no run looks implausibly fast (below its roofline floor)."""
-    per_round = environments * len(IMPLEMENTATIONS) * len(workloads)
+    impls = IMPLEMENTATIONS[:implementations]
+    per_round = environments * len(impls) * len(workloads)
     for i in range(count):
         env = i % environments
-        impl = IMPLEMENTATIONS[(i // environments) % len(IMPLEMENTATIONS)]
-        slug, bindings, dtype, *typical = workloads[(i // (environments * len(IMPLEMENTATIONS))) % len(workloads)]
+        impl = impls[(i // environments) % len(impls)]
+        slug, bindings, dtype, *typical = workloads[(i // (environments * len(impls))) % len(workloads)]
         variant = i // per_round
         bound = dict(bindings)
         scale = 1.0
@@ -191,12 +197,43 @@ def kernelbench_checkout(dest: Path) -> Path:
     return root
 
 
+def run_floor(url: str, runs_file: Path, env: dict[str, str], label: str) -> dict:
+    """perf.ingest_floor in a child process: its wall time (start-up included) and its parts."""
+    from kernelindex.db.urls import to_libpq_url
+
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "perf.ingest_floor", to_libpq_url(url), str(runs_file)],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    wall = time.perf_counter() - start
+    return {"label": label, "wall_s": round(wall, 3), "parts": json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+async def _drop_floor_table(url: str) -> None:
+    from sqlalchemy import text
+
+    from kernelindex.db.engine import make_engine
+
+    engine = make_engine(url, pool_size=1, max_overflow=0)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("DROP TABLE IF EXISTS floor_runs"))
+    finally:
+        await engine.dispose()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m perf.ingest_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lines", "--runs", type=int, default=100_000, dest="lines", help="run records to generate (default 100,000)")
     parser.add_argument("--environments", type=int, default=1000, help="distinct environments (default 1000)")
     parser.add_argument("--samples", type=int, default=0, help="raw samples per record (bigger lines; 0: none)")
     parser.add_argument("--batch-size", type=int, default=5000)
+    parser.add_argument("--workloads", type=int, default=0, help="spread the runs over only the first N workloads (0: all)")
+    parser.add_argument("--implementations", type=int, default=len(IMPLEMENTATIONS), choices=range(1, len(IMPLEMENTATIONS) + 1),
+                        help=f"implementations per workload and environment (default {len(IMPLEMENTATIONS)})")
+    parser.add_argument("--skip-floor", action="store_true", help="do not measure the floor")
+    parser.add_argument("--skip-dry-run", action="store_true", help="do not time a --dry-run of the file")
     parser.add_argument("--all-workloads", action="store_true",
                         help="import the synthetic KernelBench checkout first and spread runs over every workload in the database")
     parser.add_argument("--skip-kernelbench", action="store_true", help="do not time `ingest kernelbench`")
@@ -233,15 +270,27 @@ def main(argv: list[str] | None = None) -> int:
         if args.all_workloads:
             figures["kernelbench_first"] = run_command(kb_args, env, "ingest kernelbench (before the runs)")
             workloads = asyncio.run(_workloads(url))
+        if args.workloads:
+            workloads = workloads[: args.workloads]
         figures["workloads"] = len(workloads)
 
         runs_file = tmp / "runs.jsonl"
         start = time.perf_counter()
-        size = write_file(runs_file, synthetic_lines(args.lines, workloads, args.environments, args.samples))
+        size = write_file(
+            runs_file, synthetic_lines(args.lines, workloads, args.environments, args.samples, implementations=args.implementations)
+        )
         figures["file_mb"] = round(size / 1e6, 1)
         figures["generate_s"] = round(time.perf_counter() - start, 2)
 
+        if not args.skip_floor:
+            figures["floor_first"] = run_floor(url, runs_file, env, "floor: decode, COPY, insert (all new)")
+            figures["floor_second"] = run_floor(url, runs_file, env, "floor: decode, COPY, compare (all present)")
+            asyncio.run(_drop_floor_table(url))
         ingest = ["ingest", "runs", str(runs_file), "--batch-size", str(args.batch_size)]
+        if not args.skip_dry_run:
+            dry = run_command([*ingest, "--dry-run"], env, "ingest runs --dry-run (all new)")
+            dry["runs_per_s"] = round(args.lines / dry["wall_s"])
+            figures["dry_run"] = dry
         first = run_command(ingest, env, "ingest runs (all new)")
         first["runs_per_s"] = round(args.lines / first["wall_s"])
         figures["first"] = first
@@ -265,12 +314,22 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"{figures['lines']:,} runs over {figures['workloads']} workloads and {figures['environments']:,} environments; "
           f"file {figures['file_mb']:,} MB (generated in {figures['generate_s']} s)")
-    for key in ("kernelbench_first", "first", "second", "kernelbench"):
+    for key in ("floor_first", "floor_second"):
+        part = figures.get(key)
+        if part:
+            parts = part["parts"]
+            print(f"{part['label']}: {part['wall_s']} s in all (start-up included): decode {parts['decode_s']} s, "
+                  f"rows {parts['rows_s']} s, COPY {parts['copy_s']} s, insert {parts['merge_s']} s "
+                  f"({parts['inserted']:,} inserted)")
+    floors = {"dry_run": "floor_first", "first": "floor_first", "second": "floor_second"}
+    for key in ("kernelbench_first", "dry_run", "first", "second", "kernelbench"):
         part = figures.get(key)
         if not part:
             continue
         rate = f", {part['runs_per_s']:,} runs/s" if "runs_per_s" in part else ""
-        print(f"{part['label']}: exit {part['exit']}, {part['wall_s']} s{rate}, peak RSS {part['peak_rss_mb']} MB")
+        floor = figures.get(floors.get(key, ""))
+        versus = f", {part['wall_s'] / floor['wall_s']:.2f}× its floor" if floor else ""
+        print(f"{part['label']}: exit {part['exit']}, {part['wall_s']} s{rate}{versus}, peak RSS {part['peak_rss_mb']} MB")
         for name, value in part["table"].items():
             print(f"    {name:<36} {value:>10,}")
         if "stderr_tail" in part:

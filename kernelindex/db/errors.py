@@ -99,8 +99,19 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+class RowsRefused(Exception):
+    """Rows the database, or the driver encoding them for it, refused outside SQLAlchemy's statements
+    (a COPY on the driver's connection); `reason` says why."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 def refusal_reason(exc: BaseException) -> str | None:
     """The database's reason when it refused the data; None for anything else."""
+    if isinstance(exc, RowsRefused):
+        return exc.reason
     if isinstance(exc, (IntegrityError, DataError)):
         return first_line(exc.orig or exc)
     if isinstance(exc, StatementError) and isinstance(exc.orig, (ValueError, TypeError, OverflowError)):

@@ -2,16 +2,16 @@
 runs, so `kernelindex ingest runs` can rebuild them in an empty database. New hardware comes in only
 this way (a run naming hardware the catalogue lacks is refused).
 
-Catalogue lines are checked (catalog_lines) before anything is written. A default ingest applies
-the good ones in a transaction of their own before the runs; --strict applies them in its one
-transaction with the runs, only once every line of the file is good; a dry run never applies them,
-it lays them over what the database holds (overlay_catalog) so its figures are those of the real run."""
+Catalogue lines are checked as `ingest runs` reads them (check_catalogue_line) and take effect
+before the runs after them (an export writes them first). A default ingest applies them in a
+transaction of their own; --strict applies them in its one transaction with the runs, which is rolled
+back when any line of the file is bad; a dry run never applies them, it lays them over what the
+database holds (overlay_catalog) so its figures are those of the real run."""
 
 from __future__ import annotations
 
 import itertools
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from kernelindex.db.locks import hold_index_writes
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
-from kernelindex.ingest.records import CATALOG_FORMATS, HARDWARE_FORMAT, JsonProblems, parse_json_line, raw_lines
+from kernelindex.ingest.records import HARDWARE_FORMAT, CatalogueLine
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, upsert_workload
 from kernelindex.ingest.writer import HardwareIndex, WorkloadRef, WorkloadTriple
 from kernelindex.rules.identity import configuration_key
@@ -77,37 +77,13 @@ def _workload_problem(data: dict[str, Any]) -> tuple[str | None, str] | None:
     return ("snapshots", problem) if problem else None
 
 
-def catalog_lines(path: Path, label: str) -> tuple[list[tuple[str, dict[str, Any]]], list[InputProblem]]:
-    """(where, line) for every good catalogue line and the problems of the others, cheaply: only
-    lines that name a catalogue format are parsed, and no line is read whole beyond MAX_LINE_BYTES
-    (the runs pass reports an overlong line)."""
-    found: list[tuple[str, dict[str, Any]]] = []
-    problems: list[InputProblem] = []
-    markers = [f'"{f}"'.encode() for f in CATALOG_FORMATS]
-    with path.open("rb") as stream:
-        for number, raw in raw_lines(stream):
-            if not isinstance(raw, bytes) or not any(m in raw for m in markers):
-                continue
-            where = f"line {number}"
-            try:
-                data = parse_json_line(raw.decode("utf-8"))
-            except JsonProblems as exc:
-                problems += [InputProblem(label, where, reason, key=key) for key, reason in exc.problems]
-                continue
-            except ValueError:
-                continue  # the runs pass reports it with its reason
-            if not isinstance(data, dict) or data.get("format") not in CATALOG_FORMATS:
-                continue
-            refused: tuple[str | None, str] | None
-            if data["format"] == HARDWARE_FORMAT:
-                refused = hardware_problem(data)
-            else:
-                refused = _workload_problem(data)
-            if refused:
-                problems.append(InputProblem(label, where, refused[1], key=refused[0]))
-            else:
-                found.append((where, data))
-    return found, problems
+def check_catalogue_line(line: CatalogueLine, label: str) -> tuple[str, dict[str, Any]] | InputProblem:
+    """(where, line) of a good catalogue line, or why it is refused."""
+    data = line.data
+    refused = hardware_problem(data) if data["format"] == HARDWARE_FORMAT else _workload_problem(data)
+    if refused:
+        return InputProblem(label, line.where, refused[1], key=refused[0])
+    return line.where, data
 
 
 def _spec(data: dict[str, Any]) -> WorkloadSpec:

@@ -31,10 +31,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from kernelindex.db.text import text_problem
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.rules.instants import EARLIEST_OBSERVED, MAX_CLOCK_SKEW
-from kernelindex.rules.measurements import MAX_COMPILE_TIME_MS, statistics_problems
+from kernelindex.rules.measurements import MAX_COMPILE_TIME_MS, statistics_plainly_valid, statistics_problems
 from kernelindex.rules.names import axis_name_problem, collapse_spaces, hardware_name_problem, name_problem
 from kernelindex.rules.providers import normalise_provider
 
@@ -353,6 +355,38 @@ def parse_json_line(text: str) -> Any:
     return data
 
 
+# -- the fast reader -----------------------------------------------------------------------------
+
+# Most lines are plainly good. msgspec decodes them in C, several times faster than the strict reader
+# above, and refuses what that reader refuses (NaN, ±Infinity, numbers that overflow a double, lone
+# surrogates, control characters, bad UTF-8, bad syntax). What it would let through is routed to the
+# strict reader instead: any \u escape (it could spell NUL or a lone surrogate, which the strict reader
+# words), a run of 19 or more digits (an integer past 64 bits, which msgspec keeps exact), and a
+# repeated key (msgspec keeps the last). So a line the fast reader takes parses to the same value the
+# strict reader gives, and a line it declines is parsed, and its problems worded, by the strict reader:
+# the errors are the strict reader's in every case.
+_DECODER = msgspec.json.Decoder()
+_ENCODER = msgspec.json.Encoder()
+_DIGITS_ONLY = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # digits → "0", all else → " "
+_LONG_NUMBER = b"0" * 19
+
+
+def fast_parse(raw: bytes) -> dict[str, Any] | None:
+    """The object on a line when the fast reader can vouch for it (see above); None: use parse_json_line."""
+    if b"\\u" in raw or _LONG_NUMBER in raw.translate(_DIGITS_ONLY):
+        return None
+    try:
+        data = _DECODER.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # ValidationError: a number overflows
+        return None
+    # Colons: one per key as written plus those inside strings. Encoding the value again writes one
+    # per key it kept plus the same string colons (no \\u escapes here), so the counts differ
+    # exactly when an object repeated a key.
+    if type(data) is not dict or _ENCODER.encode(data).count(b":") != raw.count(b":"):
+        return None
+    return data
+
+
 # -- records ------------------------------------------------------------------------------------
 
 
@@ -409,6 +443,17 @@ def observed_at_problem(text: str, now: datetime) -> str | None:
     return None
 
 
+# A clock far enough ahead that only the clock's own check could refuse what passes against it.
+_FAR_FUTURE = datetime(9000, 1, 1, tzinfo=UTC)
+
+
+@lru_cache(maxsize=4096)
+def _plain_instant(text: str) -> datetime | None:
+    """The instant an observed_at names when nothing but the clock can refuse it; None otherwise.
+    (Times repeat in a file: each is parsed and checked once.)"""
+    return None if observed_at_problem(text, _FAR_FUTURE) is not None else parse_observed_at(text)
+
+
 def _short(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
@@ -447,6 +492,25 @@ def _depth(value: Any, limit: int) -> int:
                     return deepest
             stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
     return deepest
+
+
+def _memoised(check: Callable[[str], Any]) -> Callable[[str], Any]:
+    """check(text), remembered for short texts: the names in a file repeat from record to record
+    (one implementation, protocol, source and machine over thousands of runs), and each check
+    walks the text character by character. Long texts are checked every time (never held)."""
+    remembered = lru_cache(maxsize=4096)(check)
+
+    def memoised(text: str) -> Any:
+        return remembered(text) if len(text) <= 256 else check(text)
+
+    return memoised
+
+
+_name_problem = _memoised(name_problem)
+_collapse_spaces = _memoised(collapse_spaces)
+_hardware_name_problem = _memoised(hardware_name_problem)
+_axis_name_problem = _memoised(axis_name_problem)
+_normalise_provider = _memoised(normalise_provider)
 
 
 _INT32_FIELDS = (("workload", "level"), ("workload", "problem"), ("protocol", "warmup"), ("protocol", "trials"), ("statistics", "num_trials"))
@@ -527,11 +591,11 @@ def check_record(data: Any, now: datetime | None = None, *, values_checked: bool
         value = part.get(key)
         if not isinstance(value, str):
             continue
-        bad = name_problem(value)
+        bad = _name_problem(value)
         if bad:
             problems.append((f"{section}.{key}", f"{key} {bad}"))
         else:
-            part[key] = collapse_spaces(value)
+            part[key] = _collapse_spaces(value)
     workload, hardware, protocol, source = data["workload"], data["environment"]["hardware"], data["protocol"], data["source"]
     for key, value in (
         ("workload.slug", workload.get("slug")), ("workload.suite", workload.get("suite")),
@@ -544,12 +608,12 @@ def check_record(data: Any, now: datetime | None = None, *, values_checked: bool
     for key in ("sku", "product_name"):
         value = hardware.get(key)
         if isinstance(value, str) and len(value) <= MAX_NAME_CHARS:
-            bad = hardware_name_problem(value)
+            bad = _hardware_name_problem(value)
             if bad:
                 problems.append((f"environment.hardware.{key}", bad))
     bindings = data["configuration"]["bindings"]
     for name, value in bindings.items():
-        bad = axis_name_problem(name)
+        bad = _axis_name_problem(name)
         if bad:
             problems.append((f"configuration.bindings.{name}", bad))
         elif value > INT32_MAX or value < -INT32_MAX:
@@ -562,9 +626,10 @@ def check_record(data: Any, now: datetime | None = None, *, values_checked: bool
         problems.append(("configuration.bindings", f"too large (more than {MAX_CONFIGURATION_KEY_CHARS} characters as JSON)"))
     environment = data["environment"]
     if isinstance(environment.get("provider"), str):
-        environment["provider"] = normalise_provider(environment["provider"])
+        environment["provider"] = _normalise_provider(environment["provider"])
     details = environment.get("details")
-    if details is not None and _depth(details, MAX_DETAILS_DEPTH) > MAX_DETAILS_DEPTH:
+    nested = details is not None and any(type(v) is dict or type(v) is list for v in details.values())
+    if nested and _depth(details, MAX_DETAILS_DEPTH) > MAX_DETAILS_DEPTH:
         problems.append(("environment.details", f"nested deeper than {MAX_DETAILS_DEPTH} levels"))
     stats = data.get("statistics")
     correctness = data.get("correctness") or {}
@@ -575,10 +640,10 @@ def check_record(data: Any, now: datetime | None = None, *, values_checked: bool
             problems.append(("correctness.passed", "a passed run cannot have failed its correctness check: its status is 'failed'"))
     elif not data.get("failure_reason"):
         problems.append(("failure_reason", "a failed run needs a failure_reason"))
-    elif not collapse_spaces(data["failure_reason"]):
+    elif not _collapse_spaces(data["failure_reason"]):
         problems.append(("failure_reason", "a failed run needs a failure_reason (it is only spaces)"))
     samples = data.get("samples_ms")
-    if stats:
+    if stats and (samples or not statistics_plainly_valid(stats)):
         problems += statistics_problems(stats, samples)
     elif samples:
         problems.append(("samples_ms", "samples without statistics: state the statistics they give"))
@@ -589,9 +654,13 @@ def check_record(data: Any, now: datetime | None = None, *, values_checked: bool
         value = correctness.get(key)
         if isinstance(value, (int, float)) and value < 0:
             problems.append((f"correctness.{key}", f"{value!r} is negative: a difference or a tolerance is at least 0"))
-    observed = observed_at_problem(data["observed_at"], now if now is not None else datetime.now(UTC))
-    if observed is not None:
-        problems.append(("observed_at", _short(observed)))
+    now = now if now is not None else datetime.now(UTC)
+    text = data["observed_at"]
+    instant = _plain_instant(text) if len(text) <= 64 else None
+    if instant is None or instant > now + MAX_CLOCK_SKEW:
+        observed = observed_at_problem(text, now)
+        if observed is not None:
+            problems.append(("observed_at", _short(observed)))
     revision_date = data["source"].get("revision_date")
     if revision_date:
         try:
@@ -641,8 +710,23 @@ def raw_lines(stream: Any, limit: int | None = None) -> Iterator[tuple[int, byte
         yield number, line
 
 
+@dataclass(frozen=True)
+class CatalogueLine:
+    """A line that is not a run record but a catalogue entry (kernelindex.ingest.catalog checks it)."""
+
+    data: dict[str, Any]
+    where: str
+
+
 def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord | list[InputProblem] | None:
-    """One physical line: a RunRecord, its problems, or None for a blank line."""
+    """One physical line: a RunRecord, its problems, or None for a blank line or a catalogue line."""
+    item = read_item(number, raw, file)
+    return None if isinstance(item, CatalogueLine) else item
+
+
+def read_item(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord | CatalogueLine | list[InputProblem] | None:
+    """One physical line, decoded and checked once: a RunRecord, a catalogue line, the line's
+    problems, or None for a blank line."""
     where = f"line {number}"
     if isinstance(raw, _TooLong):
         size = f"{raw.size:,} bytes long" if raw.complete else f"{raw.size:,} bytes long (to the end of the input)"
@@ -654,6 +738,9 @@ def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
     if isinstance(raw, bytes):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
+        fast = fast_parse(raw)
+        if fast is not None:
+            return _checked(fast, number, file, where)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -670,8 +757,12 @@ def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
         return [InputProblem(file, where, f"not valid JSON: {exc.msg} at column {exc.pos + 1}")]
     except (ValueError, MemoryError) as exc:
         return [InputProblem(file, where, _short(f"not valid JSON: {str(exc) or type(exc).__name__}"))]
+    return _checked(data, number, file, where)
+
+
+def _checked(data: Any, number: int, file: str, where: str) -> RunRecord | CatalogueLine | list[InputProblem]:
     if isinstance(data, dict) and data.get("format") in CATALOG_FORMATS:
-        return None
+        return CatalogueLine(data, where)
     try:
         found = check_record(data, values_checked=True)
     except (RecursionError, MemoryError) as exc:

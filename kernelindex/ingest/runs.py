@@ -1,58 +1,59 @@
-"""The run-records pipeline: validate everything first, then write in transactional batches.
+"""The run-records pipeline: one pass over the file, in transactional batches.
 
 `kernelindex ingest runs FILE` (kernelindex.cli.ingest) first checks the input is a regular file no
 larger than the maximum file size (check_input_file: a FIFO, a device such as /dev/zero, a directory
-or a socket is refused at once, never read), then reads it three times, streaming each time (memory
-does not grow with the file, apart from one small entry per distinct run to find a run stated twice;
-no line is held beyond the maximum line length):
+or a socket is refused at once, never read), then reads it once, streaming:
 
-0. catalogue lines (kernelindex.ingest.catalog): checked; applied at once, in a transaction of
-   their own, only by a default ingest. --strict and --dry-run lay them over the database in memory
-   instead, so the runs that name their hardware and workloads resolve without a write.
-1. validation: every line is parsed, checked against the run-record schema and resolved against the
-   database's workloads, revisions and hardware catalogue (loaded once); a run whose natural key an
-   earlier line already stated is refused. Nothing is written.
-2. writing: the lines that passed, in batches of --batch-size. By default each batch is its own
-   transaction and a bad line costs only itself; with --strict any problem in any line, catalogue
-   lines included, stops everything before a row is written, and the catalogue and the batches share
-   one transaction; with --dry-run nothing is written, and the figures are those the real run gives.
+    read → decode → validate (kernelindex.ingest.records) → resolve references → stage → merge
+    (kernelindex.ingest.writer)
+
+Each line is decoded and checked once, in a worker thread that reads the next batch while the
+database merges this one. Memory does not grow with the file: a batch of records at a time (two,
+with the one read ahead), the first problems, and nothing per run (the natural keys already staged,
+to refuse a run stated twice however far apart, are kept by the database in a temporary table of
+the import's one connection).
+
+Catalogue lines (kernelindex.ingest.catalog: hardware and workload revisions, which an export
+writes before its runs) are checked as they come and take effect before the runs after them: a
+default ingest applies them in a transaction of their own; --strict in its one transaction; a dry
+run lays them over the database in memory.
+
+Modes. By default each batch is its own transaction and a bad line costs only itself. --strict:
+the catalogue lines and every batch share one transaction, and any problem in any line means it is
+rolled back, so nothing is written (reading goes on, without writing, to report every problem).
+--dry-run: nothing is written; the batches are staged and compared in a transaction that is rolled
+back, and the figures are those the real run gives.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import os
 import stat
-import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
 from kernelindex.db.errors import refusal_reason
-from kernelindex.ingest.catalog import apply_catalog, catalog_lines, overlay_catalog
+from kernelindex.ingest.catalog import apply_catalog, check_catalogue_line, overlay_catalog
 from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
 from kernelindex.ingest.progress import Progress
-from kernelindex.ingest.records import RunRecord, raw_lines, read_line
+from kernelindex.ingest.records import CatalogueLine, RunRecord, raw_lines, read_item
 from kernelindex.ingest.writer import (
     HardwareIndex,
-    HardwareRefusal,
     IngestSummary,
     RunWriter,
     WorkloadRef,
     WorkloadTriple,
-    configuration_key_memo,
-    environment_fingerprint_memo,
     load_hardware_index,
     load_workload_refs,
-    resolve_workload_ref,
 )
-from kernelindex.rules.identity import canonical_json
 from kernelindex.settings import get_settings
 
 # Opens one unit of work (a transaction or a savepoint) and yields the session to write with.
@@ -92,130 +93,96 @@ def check_input_file(path: Path, label: str, max_bytes: int | None = None) -> in
     return info.st_size
 
 
-# -- pass 1: validation -------------------------------------------------------------------------
+# -- reading: decode and validate, a part at a time ------------------------------------------------
 
 
 @dataclass
-class References:
-    """What records name, from the database: every workload (with its revisions) and the hardware catalogue."""
+class Part:
+    """What the reader found in a stretch of the input: catalogue lines first (they take effect
+    before the records after them), then up to a batch of records; and the problems of its lines."""
 
-    by_slug: dict[str, WorkloadRef]
-    by_triple: dict[WorkloadTriple, WorkloadRef]
-    hardware: HardwareIndex
-
-    @classmethod
-    async def load(cls, session: AsyncSession) -> References:
-        by_slug, by_triple = await load_workload_refs(session)
-        return cls(by_slug, by_triple, await load_hardware_index(session))
-
-
-@dataclass
-class Validation:
-    good: int = 0
-    bad_lines: set[int] = field(default_factory=set)
+    catalogue: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    records: list[RunRecord] = field(default_factory=list)
     problems: list[InputProblem] = field(default_factory=list)
-    problems_not_kept: int = 0
-    lines_read: int = 0
-
-    def add(self, line: int | None, problem: InputProblem) -> None:
-        if line is not None:
-            self.bad_lines.add(line)
-        if len(self.problems) < MAX_KEPT_PROBLEMS:
-            self.problems.append(problem)
-        else:
-            self.problems_not_kept += 1
-
-    @property
-    def problem_count(self) -> int:
-        return len(self.problems) + self.problems_not_kept
+    bad_lines: int = 0
+    catalogue_refused: int = 0
+    bytes_read: int = 0
 
 
-def natural_key(data: dict[str, Any], revision_id: int, sku: str) -> int:
-    """The run's natural key as the writer will see it (workload revision, configuration,
-    implementation, environment, protocol, source revision), as a 128-bit digest."""
-    config = data["configuration"]
-    text = canonical_json(
-        [
-            revision_id,
-            configuration_key_memo(config["bindings"], config["dtype"]),
-            data["implementation"]["slug"],
-            environment_fingerprint_memo(sku, data["environment"]),
-            data["protocol"]["name"],
-            data["protocol"]["version"],
-            data["source"]["name"],
-            data["source"].get("revision") or "",
-        ]
-    )
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), "big")
+class PartReader:
+    """Reads a stream of lines into Parts of at most batch_size records. A catalogue line after
+    records ends the part before it, so catalogue lines always precede the records they serve."""
+
+    def __init__(self, lines: Any, label: str, batch_size: int):
+        self._lines = raw_lines(lines)
+        self.label = label
+        self._batch_size = batch_size
+        self._held: tuple[int, Any] | None = None  # a catalogue line that ended the previous part
+        self.saw_any = False  # a record or a catalogue line (a file of catalogue lines alone is not empty)
+        self.lines_read = 0
+
+    def next_part(self) -> Part | None:
+        part = Part()
+        seen = False
+        while len(part.records) < self._batch_size:
+            if self._held is not None:
+                number, raw = self._held
+                self._held = None
+            else:
+                try:
+                    number, raw = next(self._lines)
+                except StopIteration:
+                    break
+                except UnicodeDecodeError as exc:  # a text stream decodes before we see the line
+                    part.problems.append(
+                        InputProblem(self.label, f"line {self.lines_read + 1}", f"not UTF-8 text: {exc.reason}; the rest of the input was not read")
+                    )
+                    part.bad_lines += 1
+                    seen = True
+                    break
+                self.lines_read = number
+                part.bytes_read += len(raw) if isinstance(raw, (bytes, str)) else raw.size
+            seen = True
+            item = read_item(number, raw, self.label)
+            if item is None:
+                continue
+            self.saw_any = True
+            if isinstance(item, CatalogueLine):
+                if part.records:
+                    self._held = (number, raw)
+                    break
+                checked = check_catalogue_line(item, self.label)
+                if isinstance(checked, InputProblem):
+                    part.problems.append(checked)
+                    part.catalogue_refused += 1
+                else:
+                    part.catalogue.append(checked)
+            elif isinstance(item, list):
+                part.problems.extend(item)
+                part.bad_lines += 1
+            else:
+                part.records.append(item)
+        return part if seen else None
 
 
-def validate_lines(
-    lines: Any, label: str, refs: References, progress: Progress | None = None, *, catalogue_lines: int = 0
-) -> Validation:
-    """Pass 1 over a binary file (or any iterable of lines): every problem, the set of bad lines and
-    the count of good records. Memory: the bad line numbers, the first MAX_KEPT_PROBLEMS problems,
-    and one entry (a 128-bit key and a line number) per distinct run."""
-    result = Validation()
-    first_line: dict[int, int] = {}
-    hardware = refs.hardware
-    seen_any = False
-    for number, raw in raw_lines(lines):
-        result.lines_read = number
-        if progress is not None and number % 10_000 == 0:
-            progress.advance(10_000)
-        item = read_line(number, raw, label)
-        if item is None:
-            continue
-        seen_any = True
-        if isinstance(item, list):
-            for problem in item:
-                result.add(number, problem)
-            continue
-        data = item.data
-        resolved = resolve_workload_ref(data["workload"], refs.by_slug, refs.by_triple, data["source"].get("revision"))
-        if isinstance(resolved[0], str):
-            result.add(number, InputProblem(label, item.where, resolved[1], key=resolved[0]))
-            continue
-        matched = hardware.match(data["environment"]["hardware"])
-        if isinstance(matched, HardwareRefusal):
-            result.add(number, InputProblem(label, item.where, matched.reason, key=matched.key))
-            continue
-        key = natural_key(data, resolved[1], matched[1])
-        first = first_line.get(key)
-        if first is not None:
-            result.add(number, InputProblem(label, item.where, f"the same run as line {first} (same natural key)"))
-            continue
-        first_line[key] = number
-        result.good += 1
-    if not seen_any and not catalogue_lines:  # a file of catalogue lines alone (new hardware) is not empty
-        result.add(1, InputProblem(label, "line 1", "the file holds no run records (it is empty)"))
-    return result
+async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[None]]) -> None:
+    """handle(part) for every part, in order, the next part read in a worker thread while the
+    current one is handled (the database merges a batch while Python decodes the next)."""
+    pending = asyncio.ensure_future(asyncio.to_thread(reader.next_part))
+    try:
+        while True:
+            part = await pending
+            if part is None:
+                return
+            pending = asyncio.ensure_future(asyncio.to_thread(reader.next_part))
+            await handle(part)
+    finally:
+        if not pending.done():
+            # A thread cannot be cancelled: let it finish its part before the file is closed under it.
+            await asyncio.wait([pending])
 
 
-def iter_good_batches(
-    stream: BinaryIO, label: str, batch_size: int, skip: set[int], late_problems: list[InputProblem]
-) -> Iterator[list[RunRecord]]:
-    """Pass 2: the records of the lines that passed validation, batch by batch. A line that fails now
-    but passed before (the file changed in between) goes to late_problems."""
-    batch: list[RunRecord] = []
-    for number, raw in raw_lines(stream):
-        if number in skip:
-            continue
-        item = read_line(number, raw, label)
-        if item is None:
-            continue
-        if isinstance(item, list):
-            late_problems.extend(item)
-            continue
-        batch.append(item)
-        if len(batch) >= batch_size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
-# -- pass 2: writing ----------------------------------------------------------------------------
+# -- writing ------------------------------------------------------------------------------------
 
 
 async def _write_halving(unit_of_work: UnitOfWork, writer: RunWriter, batch: list[RunRecord]) -> IngestSummary:
@@ -247,8 +214,7 @@ def _own_transactions(sessionmaker: async_sessionmaker[AsyncSession]) -> UnitOfW
 
 
 def _savepoints(session: AsyncSession) -> UnitOfWork:
-    """Units of work for --strict: savepoints in the caller's one transaction, which the caller
-    aborts when any record was refused."""
+    """Units of work for --strict and --dry-run: savepoints in the caller's one transaction."""
 
     @asynccontextmanager
     async def savepoint() -> AsyncIterator[AsyncSession]:
@@ -256,6 +222,54 @@ def _savepoints(session: AsyncSession) -> UnitOfWork:
             yield session
 
     return savepoint
+
+
+@dataclass
+class References:
+    """What records name, for a dry run: every workload (with its revisions) and the hardware
+    catalogue, with the input's catalogue lines laid over them in memory."""
+
+    by_slug: dict[str, WorkloadRef]
+    by_triple: dict[WorkloadTriple, WorkloadRef]
+    hardware: HardwareIndex
+
+    @classmethod
+    async def load(cls, session: AsyncSession) -> References:
+        by_slug, by_triple = await load_workload_refs(session)
+        return cls(by_slug, by_triple, await load_hardware_index(session))
+
+
+class _Tally:
+    """The ingest's summary, with the cap on problems kept."""
+
+    def __init__(self) -> None:
+        self.summary = IngestSummary()
+        self.rejected_lines = 0
+
+    def read(self, part: Part) -> None:
+        self.add_problems(part.problems)
+        self.rejected_lines += part.bad_lines + part.catalogue_refused
+
+    def add_problems(self, problems: list[InputProblem]) -> None:
+        summary = self.summary
+        room = max(MAX_KEPT_PROBLEMS - len(summary.problems), 0)
+        summary.problems += problems[:room]
+        summary.problems_not_kept += max(len(problems) - room, 0)
+
+    def wrote(self, part: IngestSummary) -> None:
+        problems, part.problems = part.problems, []
+        self.summary.merge(part)
+        self.add_problems(problems)
+
+    def read_all(self, reader: PartReader, label: str) -> None:
+        """The input has been read to its end: an input without a record or a catalogue line is refused."""
+        if not reader.saw_any:
+            self.add_problems([InputProblem(label, "line 1", "the file holds no run records (it is empty)")])
+            self.rejected_lines += 1
+
+    def finish(self) -> IngestSummary:
+        self.summary.rejected += self.rejected_lines
+        return self.summary
 
 
 async def ingest_runs_file(
@@ -270,75 +284,114 @@ async def ingest_runs_file(
     progress: bool = True,
     max_file_bytes: int | None = None,
 ) -> IngestSummary:
-    check_input_file(path, label, max_file_bytes)
-    engine = make_engine(database_url, pool_size=2, max_overflow=0)
+    size = check_input_file(path, label, max_file_bytes)
+    # One connection: the stage and the keys staged so far are temporary tables on it.
+    engine = make_engine(database_url, pool_size=1, max_overflow=0)
     sessionmaker = make_sessionmaker(engine)
-    summary = IngestSummary()
+    tally = _Tally()
+    bar = Progress("ingest runs (bytes)", total=size) if progress else None
     try:
-        catalog, catalog_problems = catalog_lines(path, label)
-        if catalog and not (strict or dry_run):
+        with path.open("rb") as stream:
+            reader = PartReader(stream, label, batch_size)
+            if dry_run:
+                await _dry_run(sessionmaker, reader, tally, bar, now)
+            elif strict:
+                await _strict(sessionmaker, reader, tally, bar, now)
+            else:
+                await _default(sessionmaker, reader, tally, bar, now)
+    finally:
+        if bar:
+            bar.close()
+        await engine.dispose()
+    return tally.finish()
+
+
+async def _default(
+    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: _Tally, bar: Progress | None, now: datetime | None,
+) -> None:
+    # Events once, after the last batch: the same file in batches of 1 or of 5,000 makes the same history.
+    writer = RunWriter(now=now, defer_events=True, track_keys=True)  # each batch gives it a session
+
+    async def handle(part: Part) -> None:
+        tally.read(part)
+        if part.catalogue:
             # Hardware and workload revisions first, in a transaction of their own: the runs refer to them.
             async with transaction(sessionmaker) as session:
-                await apply_catalog(session, catalog)
-        async with sessionmaker() as session:
-            refs = await References.load(session)
-        if catalog and (strict or dry_run):
-            # Nothing written yet: the lines' hardware and workloads are laid over the database in memory.
-            overlay_catalog(catalog, refs.by_slug, refs.by_triple, refs.hardware)
-        bar = Progress("validate", stream=sys.stderr) if progress else None
-        with path.open("rb") as stream:
-            checked = validate_lines(stream, label, refs, bar, catalogue_lines=len(catalog) + len(catalog_problems))
+                await apply_catalog(session, part.catalogue)
+        if part.records:
+            tally.wrote(await _write_halving(_own_transactions(sessionmaker), writer, part.records))
         if bar:
-            bar.close()
-        summary.problems = catalog_problems + checked.problems
-        summary.problems_not_kept = checked.problems_not_kept
-        if strict and summary.problems:
-            raise IngestAborted(summary.problems, total=checked.problem_count + len(catalog_problems))
-        late: list[InputProblem] = []
-        bar = Progress("ingest runs", total=checked.good) if progress else None
-        with path.open("rb") as stream:
-            batches = iter_good_batches(stream, label, batch_size, checked.bad_lines, late)
-            if dry_run:
-                async with sessionmaker() as session:
-                    writer = RunWriter(session, now=now, dry_run=True, known=(refs.by_slug, refs.by_triple, refs.hardware))
-                    for batch in batches:
-                        summary.merge(await writer.write(batch))
-                        if bar:
-                            bar.advance(len(batch))
-                    await session.rollback()
-            elif strict:
-                # All or nothing: the catalogue lines and the batches share one transaction, the index
-                # write lock first (apply_catalog and the writer take it before their first write).
-                async with transaction(sessionmaker) as session:
-                    if catalog:
-                        await apply_catalog(session, catalog)
-                    writer = RunWriter(session, now=now, defer_events=True)
-                    for batch in batches:
-                        part = await _write_halving(_savepoints(session), writer, batch)
-                        if part.problems or late:
-                            raise IngestAborted(part.problems + late)
-                        summary.merge(part)
-                        if bar:
-                            bar.advance(len(batch))
-                    if late:
-                        raise IngestAborted(late)
-                    await writer.record_events(session)
-            else:
-                # Events once, after the last batch: the same file in batches of 1 or of 5,000 makes the same history.
-                writer = RunWriter(now=now, defer_events=True)  # each batch gives it a session
-                for batch in batches:
-                    summary.merge(await _write_halving(_own_transactions(sessionmaker), writer, batch))
-                    if bar:
-                        bar.advance(len(batch))
-                async with transaction(sessionmaker) as session:
-                    await writer.record_events(session)
-        summary.problems += late
-        if bar:
-            bar.close()
-    finally:
-        await engine.dispose()
-    # Lines refused by validation (catalogue lines included), by the writer (merged per batch) and
-    # lines that changed in between.
-    refused_catalogue = {p.where for p in catalog_problems}
-    summary.rejected += len(checked.bad_lines) + len(refused_catalogue) + len({(p.file, p.where) for p in late})
-    return summary
+            bar.advance(part.bytes_read)
+
+    await _read_ahead(reader, handle)
+    tally.read_all(reader, reader.label)
+    async with transaction(sessionmaker) as session:
+        await writer.record_events(session)
+
+
+async def _strict(
+    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: _Tally, bar: Progress | None, now: datetime | None,
+) -> None:
+    # All or nothing: the catalogue lines and the batches share one transaction, the index write lock
+    # first (apply_catalog and the writer take it before their first write). After the first problem
+    # nothing more is written (the transaction will be rolled back), but every line is still read
+    # and checked, so the refusal lists every problem.
+    async with transaction(sessionmaker) as session:
+        writer = RunWriter(session, now=now, defer_events=True, track_keys=True)
+        failed = False
+
+        async def handle(part: Part) -> None:
+            nonlocal failed
+            tally.read(part)
+            failed = failed or bool(part.problems)
+            if not failed and part.catalogue:
+                await apply_catalog(session, part.catalogue)
+            if not failed and part.records:
+                written = await _write_halving(_savepoints(session), writer, part.records)
+                failed = bool(written.problems)
+                tally.wrote(written)
+            elif part.records:
+                # Still checked against the database (unknown workloads, hardware), not written.
+                tally.wrote(await _checked_only(session, writer, part.records))
+            if bar:
+                bar.advance(part.bytes_read)
+
+        await _read_ahead(reader, handle)
+        tally.read_all(reader, reader.label)
+        summary = tally.summary
+        if summary.problems or summary.problems_not_kept:
+            raise IngestAborted(summary.problems, total=summary.problem_count)
+        await writer.record_events(session)
+
+
+async def _checked_only(session: AsyncSession, writer: RunWriter, records: list[RunRecord]) -> IngestSummary:
+    """A batch of a --strict ingest that already failed: resolved and staged, never merged, so its
+    problems are reported; its counts are not (nothing will be written)."""
+    async with session.begin_nested() as savepoint:
+        part = await writer.write(records, dry_run=True)
+        await savepoint.rollback()
+    return IngestSummary(rejected=part.rejected, problems=part.problems)
+
+
+async def _dry_run(
+    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: _Tally, bar: Progress | None, now: datetime | None,
+) -> None:
+    async with sessionmaker() as session:
+        refs = await References.load(session)
+        writer = RunWriter(session, now=now, dry_run=True, track_keys=True, known=(refs.by_slug, refs.by_triple, refs.hardware))
+
+        async def handle(part: Part) -> None:
+            tally.read(part)
+            if part.catalogue:
+                # Nothing written: the lines' hardware and workloads are laid over the database in memory.
+                overlay_catalog(part.catalogue, refs.by_slug, refs.by_triple, refs.hardware)
+            if part.records:
+                tally.wrote(await _write_halving(_savepoints(session), writer, part.records))
+            if bar:
+                bar.advance(part.bytes_read)
+
+        try:
+            await _read_ahead(reader, handle)
+            tally.read_all(reader, reader.label)
+        finally:
+            await session.rollback()

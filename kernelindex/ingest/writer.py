@@ -39,10 +39,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Table, or_, select, text, tuple_, update
+from sqlalchemy import Table, or_, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kernelindex.db.copy import copy_rows, driver_connection
 from kernelindex.db.locks import hold_index_writes
 from kernelindex.db.models import (
     Base,
@@ -50,7 +51,6 @@ from kernelindex.db.models import (
     Hardware,
     Implementation,
     Protocol,
-    Run,
     Source,
     SourceSnapshot,
     SuiteSnapshot,
@@ -211,12 +211,14 @@ class HardwareIndex:
         self.by_sku: dict[str, tuple[int, str]] = {}
         self.by_name: dict[str, tuple[int, str]] = {}
         self.by_skeleton: dict[str, str] = {}
+        self._matched: dict[tuple[str | None, str | None], tuple[int, str] | HardwareRefusal] = {}
         for row in rows:
             self.add(*row)
 
     def add(self, hardware_id: int, sku: str, names: Sequence[str] = ()) -> None:
         """A catalogue row (a negative id: one a catalogue line of this input will create)."""
         entry = (hardware_id, sku)
+        self._matched.clear()  # a new row can change what a name matches
         self.by_sku.setdefault(hardware_key(sku), entry)
         for name in (sku, *names):
             self.by_name.setdefault(hardware_key(name), entry)
@@ -229,9 +231,21 @@ class HardwareIndex:
         return f"unknown hardware {what} {name!r} (not in the hardware catalogue); {HOW_TO_ADD_HARDWARE}"
 
     def match(self, spec: dict[str, Any]) -> tuple[int, str] | HardwareRefusal:
-        """(id, sku) of the catalogue row the record names, or why it names none."""
+        """(id, sku) of the catalogue row the record names, or why it names none. Remembered per
+        (sku, product name): a file names a few machines thousands of times."""
         sku = spec.get("sku")
         product = spec.get("product_name")
+        if not (isinstance(sku, (str, type(None))) and isinstance(product, (str, type(None)))):
+            return self._match(sku, product)
+        names = (sku, product)
+        found = self._matched.get(names)
+        if found is None:
+            if len(self._matched) >= 10_000:
+                self._matched.clear()
+            found = self._matched[names] = self._match(sku, product)
+        return found
+
+    def _match(self, sku: Any, product: Any) -> tuple[int, str] | HardwareRefusal:
         if not sku and not product:  # the schema requires one; an unchecked spec gets words, not an AttributeError
             return HardwareRefusal(HARDWARE_KEY, "hardware names neither a sku nor a product_name")
         by_sku = by_product = None
@@ -397,39 +411,62 @@ def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
         yield items[start : start + size]
 
 
-# New runs, a chunk per statement: one array per column, unnested into rows (asyncpg sends the arrays
-# in binary; one statement whatever the number of rows). JSON and raw samples travel as text.
-_RUN_COLUMNS = (
-    ("workload_id", "int[]", None), ("workload_revision_id", "int[]", None), ("bindings", "text[]", "jsonb"),
-    ("dtype", "text[]", None), ("configuration_key", "text[]", None), ("implementation_id", "int[]", None),
-    ("environment_id", "int[]", None), ("protocol_id", "int[]", None), ("source_snapshot_id", "int[]", None),
-    ("status", "text[]", None), ("failure_reason", "text[]", None), ("mean_ms", "float8[]", None),
-    ("std_ms", "float8[]", None), ("min_ms", "float8[]", None), ("max_ms", "float8[]", None),
-    ("median_ms", "float8[]", None), ("p5_ms", "float8[]", None), ("p95_ms", "float8[]", None),
-    ("num_trials", "int[]", None), ("samples_ms", "text[]", "float8[]"), ("compile_time_ms", "float8[]", None),
-    ("correctness", "text[]", "jsonb"), ("observed_at", "timestamptz[]", None), ("evidence", "text[]", None),
-    ("content_sha256", "text[]", None),
+# A batch's runs travel to PostgreSQL by COPY (binary) into a temporary staging table, then merge
+# into `runs` with set-based statements: supersede the live runs whose content changed, insert the
+# runs whose key has no live run, and count the rest unchanged. The stage and the natural keys an
+# import has staged (to refuse a run stated twice, however far apart the lines) live in temporary
+# tables of the writer's connection, so the writer's memory does not grow with the input.
+_KEY_COLUMNS = (
+    "workload_revision_id", "configuration_key", "implementation_id", "environment_id", "protocol_id", "source_snapshot_id",
 )
-_INSERT_RUNS = text(
-    f"INSERT INTO runs ({', '.join(name for name, _, _ in _RUN_COLUMNS)}) "
-    f"SELECT {', '.join(f'CAST(v.{name} AS {cast})' if cast else f'v.{name}' for name, _, cast in _RUN_COLUMNS)} "
-    f"FROM unnest({', '.join(f'CAST(:{name} AS {array})' for name, array, _ in _RUN_COLUMNS)}) "
-    f"AS v({', '.join(name for name, _, _ in _RUN_COLUMNS)}) "
-    "RETURNING id, workload_revision_id, configuration_key, implementation_id, environment_id, protocol_id, source_snapshot_id"
+_STAGE_COLUMNS = (
+    ("ord", "int"), ("place", "text"), ("workload_id", "int"), ("workload_revision_id", "int"), ("bindings", "jsonb"), ("dtype", "text"),
+    ("configuration_key", "text"), ("implementation_id", "int"), ("environment_id", "int"), ("protocol_id", "int"),
+    ("source_snapshot_id", "int"), ("status", "text"), ("failure_reason", "text"), ("mean_ms", "float8"),
+    ("std_ms", "float8"), ("min_ms", "float8"), ("max_ms", "float8"), ("median_ms", "float8"), ("p5_ms", "float8"),
+    ("p95_ms", "float8"), ("num_trials", "int"), ("samples_ms", "float8[]"), ("compile_time_ms", "float8"),
+    ("correctness", "jsonb"), ("observed_at", "timestamptz"), ("evidence", "text"), ("content_sha256", "text"),
 )
-
-
-def _float_array_text(values: list[float] | None) -> str | None:
-    # repr() gives the shortest text that reads back as the same double.
-    return None if values is None else "{" + ",".join(repr(float(v)) for v in values) + "}"
-
-
-def _run_columns(rows: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
-    columns: dict[str, list[Any]] = {name: [row[name] for row in rows] for name, _, _ in _RUN_COLUMNS}
-    columns["bindings"] = [json.dumps(v) for v in columns["bindings"]]
-    columns["correctness"] = [None if v is None else json.dumps(v) for v in columns["correctness"]]
-    columns["samples_ms"] = [_float_array_text(v) for v in columns["samples_ms"]]
-    return columns
+_STAGE_NAMES = tuple(name for name, _ in _STAGE_COLUMNS)
+_RUN_NAMES = _STAGE_NAMES[2:]  # every staged column but the order and the place in the input goes into runs
+_KEYS = ", ".join(_KEY_COLUMNS)
+_SAME_KEY = " AND ".join(f"r.{c} = s.{c}" for c in _KEY_COLUMNS)
+_CREATE_STAGE = (
+    f"CREATE TEMPORARY TABLE IF NOT EXISTS ingest_stage ({', '.join(f'{n} {t}' for n, t in _STAGE_COLUMNS)})",
+    # The keys staged so far (by this batch, or by every batch of an import: track_keys) and where.
+    "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_keys (workload_revision_id int, configuration_key text, "
+    "implementation_id int, environment_id int, protocol_id int, source_snapshot_id int, ord int, place text, "
+    f"PRIMARY KEY ({_KEYS}))",
+)
+_CLAIM_KEYS = text(
+    f"INSERT INTO ingest_keys ({_KEYS}, ord, place) SELECT {_KEYS}, ord, place FROM ingest_stage "
+    "ORDER BY ord ON CONFLICT DO NOTHING RETURNING ord"
+)
+_FIRST_PLACES = text(
+    "SELECT s.ord, k.place FROM ingest_stage s JOIN ingest_keys k USING "
+    f"({_KEYS}) WHERE s.ord = ANY(CAST(:ords AS int[]))"
+)
+_DROP_STAGED = text("DELETE FROM ingest_stage WHERE ord = ANY(CAST(:ords AS int[]))")
+_SUPERSEDE = text(
+    f"UPDATE runs r SET superseded_at = :now FROM ingest_stage s WHERE r.superseded_at IS NULL AND {_SAME_KEY} "
+    f"AND r.content_sha256 <> s.content_sha256 RETURNING r.id, {', '.join(f'r.{c}' for c in _KEY_COLUMNS)}"
+)
+# Superseded runs have left the live-key index by now, so "no live run" is new or changed content.
+_INSERT_NEW = text(
+    f"INSERT INTO runs ({', '.join(_RUN_NAMES)}) SELECT {', '.join(f's.{c}' for c in _RUN_NAMES)} FROM ingest_stage s "
+    f"WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.superseded_at IS NULL AND {_SAME_KEY}) ORDER BY s.ord "
+    f"RETURNING id, {_KEYS}"
+)
+_LINK_SUPERSEDED = text(
+    "UPDATE runs SET superseded_by_id = v.new_id FROM unnest(CAST(:old AS bigint[]), CAST(:new AS bigint[])) "
+    "AS v(old_id, new_id) WHERE runs.id = v.old_id"
+)
+# A dry run's merge: what the statements above would do, counted.
+_COUNT_MERGE = text(
+    "SELECT count(*) FILTER (WHERE r.id IS NULL), count(*) FILTER (WHERE r.content_sha256 <> s.content_sha256), "
+    f"count(*) FILTER (WHERE r.content_sha256 = s.content_sha256) FROM ingest_stage s LEFT JOIN runs r "
+    f"ON r.superseded_at IS NULL AND {_SAME_KEY}"
+)
 
 
 class RunWriter:
@@ -437,13 +474,16 @@ class RunWriter:
 
     def __init__(
         self, session: AsyncSession | None = None, *, now: datetime | None = None, dry_run: bool = False,
-        defer_events: bool = False,
+        defer_events: bool = False, track_keys: bool = False,
         known: tuple[dict[str, WorkloadRef], dict[WorkloadTriple, WorkloadRef], HardwareIndex] | None = None,
     ):
         """session: the transaction to write in; a writer that spans several transactions (one per batch)
         is made without one and given each batch's session before it writes.
         defer_events: batches refresh the records but leave the history to `record_events()`, which
         the caller runs once after its last batch, so batch boundaries never make events (history-v1).
+        track_keys: a run whose natural key an earlier batch of this writer staged is refused as stated
+        twice (an import's batches: the keys are kept in a temporary table of the one connection the
+        import writes with, not in memory); without it only a batch's own repeats are.
         known: (workloads by slug, by triple, hardware) to resolve records against instead of the
         database: a dry run's, with the input's catalogue lines laid over the database (placeholder ids)."""
         self._known = known
@@ -451,6 +491,8 @@ class RunWriter:
         self.now = now or datetime.now(UTC)
         self.dry_run = dry_run
         self.defer_events = defer_events
+        self.track_keys = track_keys
+        self._stage_connection: Any = None
         self._placeholders = itertools.count(-1, -1)
         self._pending_cohorts: set[CohortKey] = set()
         self._arrived: set[int] = set()
@@ -636,9 +678,12 @@ class RunWriter:
                 snapshots[skey] = {"source_id": skey[0], "revision": skey[1], "revision_date": revision_date}
         await self._ensure(_table_of(SourceSnapshot), self._snapshots, snapshots, ["source_id", "revision"], dry_run)
 
-        rows: list[dict[str, Any]] = []
+        # One staged row per record, in _STAGE_COLUMNS order; its natural key is the id tuple of
+        # _KEY_COLUMNS, built here and nowhere else.
+        rows: list[tuple[Any, ...]] = []
+        places: list[InputProblem] = []  # by ord: the record's place, to word a refusal
+        order_of_problem: list[int] = []  # by ord: the record's index in the batch
         eligible_cohorts: set[CohortKey] = set()
-        first_line_of_key: dict[NaturalKey, str] = {}
         for (i, rec, workload, revision_id, _, _), fingerprint in zip(staged, fingerprints):
             data = rec.data
             env_id = self._environments[fingerprint]
@@ -647,55 +692,30 @@ class RunWriter:
             snapshot_id = self._snapshots[(self._sources[data["source"]["name"]], data["source"].get("revision") or "")]
             config = data["configuration"]
             key_text = configuration_key_memo(config["bindings"], config["dtype"])
-            natural_key = (revision_id, key_text, impl_id, env_id, protocol_id, snapshot_id)
-            if natural_key in first_line_of_key:
-                problems.append(
-                    (i, InputProblem(rec.file, rec.where, f"the same run as {first_line_of_key[natural_key]} (same natural key)"))
-                )
-                continue
-            first_line_of_key[natural_key] = rec.where
             stats = data.get("statistics") or {}
-            rows.append(
-                {
-                    "workload_id": workload.id,
-                    "workload_revision_id": revision_id,
-                    "bindings": config["bindings"],
-                    "dtype": config["dtype"],
-                    "configuration_key": key_text,
-                    "implementation_id": impl_id,
-                    "environment_id": env_id,
-                    "protocol_id": protocol_id,
-                    "source_snapshot_id": snapshot_id,
-                    "status": data["status"],
-                    "failure_reason": data.get("failure_reason"),
-                    "mean_ms": stats.get("mean"),
-                    "std_ms": stats.get("std"),
-                    "min_ms": stats.get("min"),
-                    "max_ms": stats.get("max"),
-                    "median_ms": stats.get("median"),
-                    "p5_ms": stats.get("p5"),
-                    "p95_ms": stats.get("p95"),
-                    "num_trials": stats.get("num_trials"),
-                    "samples_ms": data.get("samples_ms"),
-                    "compile_time_ms": data.get("compile_time_ms"),
-                    "correctness": data.get("correctness"),
-                    "observed_at": rec.observed_at,
-                    "evidence": data["evidence"],
-                    "content_sha256": content_digest(data),
-                }
-            )
+            correctness = data.get("correctness")
+            samples = data.get("samples_ms")
+            rows.append((
+                len(places), rec.where, workload.id, revision_id, json.dumps(config["bindings"]), config["dtype"], key_text, impl_id,
+                env_id, protocol_id, snapshot_id, data["status"], data.get("failure_reason"), _float(stats.get("mean")),
+                _float(stats.get("std")), _float(stats.get("min")), _float(stats.get("max")), _float(stats.get("median")),
+                _float(stats.get("p5")), _float(stats.get("p95")), stats.get("num_trials"),
+                None if samples is None else [float(v) for v in samples], _float(data.get("compile_time_ms")),
+                None if correctness is None else json.dumps(correctness), rec.observed_at, data["evidence"],
+                content_digest(data),
+            ))
+            places.append(InputProblem(rec.file, rec.where, ""))
+            order_of_problem.append(i)
             summary.workloads.add(workload.id)
             summary.implementations.add(impl_id)
             summary.environments.add(env_id)
             if revision_id == workload.current_revision_id and key_text == workload.canonical_keys.get(revision_id):
                 eligible_cohorts.add((revision_id, key_text, protocol_id, env_id))
+        written = await self._merge(rows, places, order_of_problem, problems, summary, dry_run=dry_run)
         problems.sort(key=lambda p: p[0])
         summary.problems = [p for _, p in problems]
         summary.rejected = len({(p.file, p.where) for p in summary.problems})
-        written = await self._write_rows(rows, summary, dry_run=dry_run)
-        cohorts = {
-            (r["workload_revision_id"], r["configuration_key"], r["protocol_id"], r["environment_id"]) for r in written
-        } & eligible_cohorts
+        cohorts = {(key[0], key[1], key[4], key[3]) for key in written} & eligible_cohorts
         if cohorts:
             # The precomputed records (cohort_bests, flags, record events) of the cohorts these runs joined,
             # in the same transaction. Only cohorts that can hold records (the workload's current revision,
@@ -711,72 +731,63 @@ class RunWriter:
                 self._arrived |= arrived
         return summary
 
-    async def _live_runs(self, keys: list[NaturalKey]) -> dict[NaturalKey, tuple[int, str]]:
-        """Live run (id, content digest) per natural key, for the keys given: one join per chunk."""
-        found: dict[NaturalKey, tuple[int, str]] = {}
-        for chunk in _chunks(keys, KEYS_PER_LOOKUP):
-            columns = list(zip(*chunk))
-            rows = (
-                await self.session.execute(
-                    text(
-                        "SELECT r.id, r.content_sha256, r.workload_revision_id, r.configuration_key, r.implementation_id, "
-                        "r.environment_id, r.protocol_id, r.source_snapshot_id "
-                        "FROM unnest(CAST(:rev AS int[]), CAST(:cfg AS text[]), CAST(:impl AS int[]), CAST(:env AS int[]), "
-                        "CAST(:proto AS int[]), CAST(:snap AS int[])) AS k(rev, cfg, impl, env, proto, snap) "
-                        "JOIN runs r ON r.workload_revision_id = k.rev AND r.configuration_key = k.cfg "
-                        "AND r.implementation_id = k.impl AND r.environment_id = k.env AND r.protocol_id = k.proto "
-                        "AND r.source_snapshot_id = k.snap AND r.superseded_at IS NULL"
-                    ),
-                    {
-                        "rev": list(columns[0]), "cfg": list(columns[1]), "impl": list(columns[2]),
-                        "env": list(columns[3]), "proto": list(columns[4]), "snap": list(columns[5]),
-                    },
-                )
-            ).all()
-            for row in rows:
-                found[tuple(row[2:])] = (row[0], row[1])
-        return found
+    async def _stage(self, rows: list[tuple[Any, ...]]) -> None:
+        """The batch's rows into a fresh stage, by COPY."""
+        session = self.session
+        connection = await driver_connection(session)
+        if self.track_keys and self._stage_connection is not None and connection is not self._stage_connection:
+            # The keys staged by earlier batches are in the old connection's temporary table.
+            raise RuntimeError("the import's database connection changed between batches: run it again (it is idempotent)")
+        self._stage_connection = connection
+        # Every time: a stage made in a transaction that rolled back is gone with it.
+        for statement in _CREATE_STAGE:
+            await session.execute(text(statement))
+        await session.execute(text("TRUNCATE ingest_stage"))
+        if not self.track_keys:
+            await session.execute(text("TRUNCATE ingest_keys"))
+        await copy_rows(session, "ingest_stage", _STAGE_NAMES, rows)
 
-    async def _write_rows(self, rows: list[dict[str, Any]], summary: IngestSummary, *, dry_run: bool) -> list[dict[str, Any]]:
-        """Insert, supersede or skip each row; the rows inserted."""
+    async def _merge(
+        self, rows: list[tuple[Any, ...]], places: list[InputProblem], order_of_problem: list[int],
+        problems: list[tuple[int, InputProblem]], summary: IngestSummary, *, dry_run: bool,
+    ) -> list[NaturalKey]:
+        """Stage the rows, refuse the runs already stated (in this batch, or earlier in the import),
+        then insert, supersede or count each as unchanged; the natural keys of the runs inserted."""
         if not rows:
             return []
-        key_names = (
-            "workload_revision_id", "configuration_key", "implementation_id", "environment_id", "protocol_id", "source_snapshot_id",
-        )
-        keys = [tuple(row[k] for k in key_names) for row in rows]
-        # A key with a placeholder id (dry run: a dimension that does not exist yet) has no live run.
-        existing = await self._live_runs([k for k in keys if min(k[0], *k[2:]) > 0])
-        to_insert: list[dict[str, Any]] = []
-        to_supersede: dict[NaturalKey, int] = {}
-        for row, key in zip(rows, keys):
-            found = existing.get(key)
-            if found is None:
-                to_insert.append(row)
-            elif found[1] == row["content_sha256"]:
-                summary.unchanged += 1
-            else:
-                to_insert.append(row)
-                to_supersede[key] = found[0]
-        summary.inserted = len(to_insert)
-        summary.superseded = len(to_supersede)
-        if dry_run or not to_insert:
+        await self._stage(rows)
+        session = self.session
+        claimed = set((await session.execute(_CLAIM_KEYS)).scalars().all())
+        if len(claimed) < len(rows):
+            again = [row[0] for row in rows if row[0] not in claimed]
+            first: dict[int, str] = dict((await session.execute(_FIRST_PLACES, {"ords": again})).all())
+            for ord_ in again:
+                place = places[ord_]
+                problems.append((
+                    order_of_problem[ord_],
+                    InputProblem(place.file, place.where, f"the same run as {first.get(ord_, 'an earlier one')} (same natural key)"),
+                ))
+            await session.execute(_DROP_STAGED, {"ords": again})
+        staged = len(claimed)
+        if dry_run:
+            new, changed, same = (await session.execute(_COUNT_MERGE)).one()
+            summary.inserted = new + changed
+            summary.superseded = changed
+            summary.unchanged = same
             return []
-        if to_supersede:
-            # Leave the live-key index first, so the new run can take the key.
-            for chunk in _chunks(list(to_supersede.values()), KEYS_PER_LOOKUP):
-                await self.session.execute(update(Run).where(Run.id.in_(list(chunk))).values(superseded_at=self.now))
-        inserted: list[Any] = []
-        for chunk in _chunks(to_insert, KEYS_PER_LOOKUP):
-            inserted += (await self.session.execute(_INSERT_RUNS, _run_columns(chunk))).all()
+        superseded = (await session.execute(_SUPERSEDE, {"now": self.now})).all()
+        inserted = (await session.execute(_INSERT_NEW)).all()
+        summary.inserted = len(inserted)
+        summary.superseded = len(superseded)
+        summary.unchanged = staged - len(inserted)
         summary.inserted_run_ids = [row[0] for row in inserted]
-        if to_supersede:
-            pairs = [(to_supersede[tuple(row[1:])], row[0]) for row in inserted if tuple(row[1:]) in to_supersede]
-            await self.session.execute(
-                text(
-                    "UPDATE runs SET superseded_by_id = v.new_id FROM unnest(CAST(:old AS bigint[]), CAST(:new AS bigint[])) "
-                    "AS v(old_id, new_id) WHERE runs.id = v.old_id"
-                ),
-                {"old": [p[0] for p in pairs], "new": [p[1] for p in pairs]},
-            )
-        return to_insert
+        if superseded:
+            new_of = {tuple(row[1:]): row[0] for row in inserted}
+            pairs = [(row[0], new_of[tuple(row[1:])]) for row in superseded]
+            await session.execute(_LINK_SUPERSEDED, {"old": [p[0] for p in pairs], "new": [p[1] for p in pairs]})
+        return [tuple(row[1:]) for row in inserted]
+
+
+def _float(value: Any) -> float | None:
+    """A JSON number as the double its column holds (an integer-valued 5 arrives as an int)."""
+    return None if value is None else float(value)

@@ -82,6 +82,43 @@ def std_bound(stats: Mapping[str, object]) -> float | None:
     return None
 
 
+def _plain_latency(value: object) -> bool:
+    # NaN fails both comparisons; ±Infinity fails one; bool is not a number here.
+    return (type(value) is float or type(value) is int) and MIN_LATENCY_MS <= value <= MAX_LATENCY_MS
+
+
+def statistics_plainly_valid(stats: Mapping[str, object]) -> bool:
+    """True only where statistics_problems(stats) (without samples) finds nothing: the common case,
+    decided in one sweep without rounding slack. False means "ask statistics_problems", which words
+    what is wrong (or, within its rounding slack, finds nothing after all)."""
+    previous: float | None = None
+    for key in ORDERED_KEYS:
+        value = stats.get(key)
+        if value is None:
+            continue
+        if not _plain_latency(value):
+            return False
+        number = float(value)  # type: ignore[arg-type]
+        if previous is not None and number < previous:
+            return False
+        previous = number
+    mean = stats.get("mean")
+    if mean is not None:
+        if not _plain_latency(mean):
+            return False
+        low, high = stats.get("min"), stats.get("max")
+        if (low is not None and mean < low) or (high is not None and high < mean):  # type: ignore[operator]
+            return False
+    std = stats.get("std")
+    if std is not None:
+        if not (type(std) is float or type(std) is int) or not 0 <= std < math.inf:
+            return False
+        bound = std_bound(stats)
+        if bound is not None and std > bound:
+            return False
+    return True
+
+
 def statistics_problems(stats: Mapping[str, object], samples: Sequence[object] | None = None) -> list[Problem]:
     """(key, reason) for everything measurements-v1 refuses in one run's statistics and samples."""
     problems: list[Problem] = []

@@ -18,6 +18,7 @@ from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kernelindex.db.copy import copy_rows, dict_rows
 from kernelindex.db.models import CohortBest, RecordEvent, Run, RunFlag, Workload, WorkloadRevision
 from kernelindex.rules import headroom_v1 as headroom
 from kernelindex.rules import plausibility, ranking
@@ -179,7 +180,7 @@ async def refresh_cohorts(
                 "previous_run_id": draft.previous_run_id, "improvement_percent": draft.improvement_percent,
                 "rule_version": HISTORY_VERSION, "created_at": now,
             })
-    # executemany: one compiled statement for any number of rows (and no 32,767-parameter limit).
+    # Flags are few (implausible runs): executemany, for its ON CONFLICT DO NOTHING.
     if new_flags:
         await session.execute(pg_insert(RunFlag).on_conflict_do_nothing(index_elements=["run_id", "code"]), new_flags)
     await session.execute(
@@ -189,11 +190,23 @@ async def refresh_cohorts(
         )
     )
     if bests:
-        await session.execute(pg_insert(CohortBest), bests)
+        await copy_rows(session, "cohort_bests", BEST_COLUMNS, dict_rows(bests, BEST_COLUMNS))
     if drafts:
-        await session.execute(pg_insert(RecordEvent), drafts)
+        await copy_rows(session, "record_events", EVENT_COLUMNS, dict_rows(drafts, EVENT_COLUMNS))
     summary.events = len(drafts)
     return summary
+
+
+# The columns the refresh writes by COPY (one statement, its triggers fired once, however many rows).
+BEST_COLUMNS = (
+    "workload_revision_id", "configuration_key", "protocol_id", "environment_id", "implementation_id", "workload_id",
+    "hardware_id", "run_id", "mean_ms", "observed_at", "run_count", "last_observed_at", "evidence_kinds",
+    "source_snapshot_ids",
+)
+EVENT_COLUMNS = (
+    "workload_id", "workload_revision_id", "configuration_key", "protocol_id", "environment_id", "kind", "run_id",
+    "previous_run_id", "improvement_percent", "rule_version", "created_at",
+)
 
 
 def _floor_for(run: RunFacts, revision: WorkloadRevision, catalogue) -> float | None:

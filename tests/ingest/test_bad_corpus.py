@@ -151,23 +151,24 @@ def test_the_compiled_schema_check_agrees_with_jsonschema():
 # -- streaming ----------------------------------------------------------------------------------
 
 
-def test_validation_streams_in_bounded_memory(corpus_db):
-    """12,000 lines of ~4 kB (~48 MB), from a generator, never on disk: the validation pass keeps one
-    small entry per distinct run and the first problems, never the lines. (tracemalloc slows every
-    allocation, hence few, long lines; a true 1 GB run: benchmarks/ingest_speed.py --lines.)"""
-    from kernelindex.db.engine import make_engine, make_sessionmaker
-    from kernelindex.ingest.runs import MAX_KEPT_PROBLEMS, References, validate_lines
+def test_validation_streams_in_bounded_memory():
+    """12,000 lines of ~4 kB (~48 MB), from a generator, never on disk: the reader of `ingest runs`
+    keeps a batch of records and the first problems, never the whole input (duplicates are found by
+    the database, in the import's temporary table). (tracemalloc slows every allocation, hence few,
+    long lines; a true 1 GB run: python -m perf.ingest_speed --lines.)"""
+    from kernelindex.ingest.runs import MAX_KEPT_PROBLEMS, PartReader
     from tests.fixtures.bad.make_corpus import good
 
-    async def load():
-        engine = make_engine(corpus_db, pool_size=1, max_overflow=0)
-        try:
-            async with make_sessionmaker(engine)() as session:
-                return await References.load(session)
-        finally:
-            await engine.dispose()
+    def validate_lines(lines, label, batch_size=100):
+        reader = PartReader(lines, label, batch_size)
+        good_records, problems, not_kept = 0, [], 0
+        while (part := reader.next_part()) is not None:
+            good_records += len(part.records)
+            room = max(MAX_KEPT_PROBLEMS - len(problems), 0)
+            problems += part.problems[:room]
+            not_kept += max(len(part.problems) - room, 0)
+        return good_records, problems, len(problems) + not_kept
 
-    refs = asyncio.run(load())
     template = good("streaming", 0)
     template["environment"]["label"] = "stream-@@"
     template["environment"]["details"] = {"notes": "measured on a quiet node; " * 150, "node": "@@"}
@@ -186,26 +187,26 @@ def test_validation_streams_in_bounded_memory(corpus_db):
 
     tracemalloc.start()
     try:
-        result = validate_lines(lines(12_000), "<generated>", refs)
+        good_records, problems, _ = validate_lines(lines(12_000), "<generated>")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     print(f"validation of {size:,} bytes: peak {peak:,} bytes traced")
-    assert result.good == 12_000 and not result.problems
+    assert good_records == 12_000 and not problems
     assert size > 45_000_000
-    # A working set of a few MB (digest memos included) plus ~120 bytes per distinct run, whatever the
-    # size of the lines.
+    # A working set of a few MB (a batch of records, the memos of repeated names), whatever the size
+    # of the input.
     assert peak < size / 10 and peak < 8_000_000, (peak, size)
 
     size = 0
     tracemalloc.start()
     try:
-        result = validate_lines(lines(6_000, bad_every=2), "<generated>", refs)
+        good_records, problems, problem_count = validate_lines(lines(6_000, bad_every=2), "<generated>")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert result.good == 3_000 and result.problem_count == 3_000
-    assert len(result.problems) == MAX_KEPT_PROBLEMS  # the rest are counted, not kept
+    assert good_records == 3_000 and problem_count == 3_000
+    assert len(problems) == MAX_KEPT_PROBLEMS  # the rest are counted, not kept
     assert peak < size / 5 and peak < 8_000_000, (peak, size)
 
 
