@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import select
 
@@ -29,14 +29,12 @@ from kernelindex.db.models import WorkloadRevision
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.progress import Progress, say
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record, parse_json_line
+from kernelindex.ingest.traces import ProblemTrace, ProblemTraceError, trace_from_analysis, traced_with
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, workload_slug
 from kernelindex.ingest.writer import IngestSummary, RunWriter
 from kernelindex.rules.identity import sha256_hex
 from kernelindex.rules.providers import normalise_provider
 from kernelindex.services.records import refresh_workloads
-
-if TYPE_CHECKING:
-    from kernelindex.ingest.problem_trace import ProblemTrace, ProblemTraceError
 
 SOURCE_NAME = "KernelBench baseline timings"
 SOURCE_URL = "https://github.com/ScalingIntelligence/KernelBench"
@@ -130,6 +128,7 @@ class KernelBenchSummary:
     workloads_unchanged: int = 0
     untraced: list[str] = field(default_factory=list)
     traces_reused: int = 0  # problems unchanged since this tracer last traced them
+    traces_fresh: int = 0  # problems sent to the sandbox to be traced by this import
     changes: list[str] = field(default_factory=list)  # problems upstream replaced, renamed, removed or added
     refused: list[InputProblem] = field(default_factory=list)  # problem files not read: "path: file: why"
     contradictions: list[InputProblem] = field(default_factory=list)  # timing files whose entries' hardware is not their folder's
@@ -327,8 +326,6 @@ def git_revision(root: Path) -> tuple[str, str] | None:
 def workload_spec(
     problem: ProblemFile, trace: ProblemTrace | ProblemTraceError, revision: str, traced_with: str | None = None
 ) -> WorkloadSpec:
-    from kernelindex.ingest.problem_trace import ProblemTraceError  # torch: loaded only when a checkout is imported
-
     # The revision's identity is the digest of the file's bytes (the text may have been decoded with replacements).
     data = problem.data
     spec = WorkloadSpec(
@@ -504,13 +501,6 @@ async def import_kernelbench(
     levels: list[int] | None = None, strict: bool = False, dry_run: bool = False, batch_size: int = 5000,
     timeout_s: float = 60.0, progress: bool = True,
 ) -> KernelBenchSummary:
-    from kernelindex.ingest.problem_trace import (  # torch: loaded only when a checkout is imported
-        ProblemTraceError,
-        trace_from_analysis,
-        trace_problems_isolated,
-        traced_with,
-    )
-
     # File system and git calls block: off the event loop.
     root, upstream_revision, observed_date = await asyncio.to_thread(_checkout, root, revision, observed)
 
@@ -527,15 +517,31 @@ async def import_kernelbench(
     ]
     to_trace = [i for i, trace in enumerate(traces) if trace is None]
     summary.traces_reused = len(problems) - len(to_trace)
+    summary.traces_fresh = len(to_trace)
+    fresh: list[ProblemTrace | ProblemTraceError] = []
+    reused = f" ({summary.traces_reused} unchanged since they were last traced: their traces reused)" if summary.traces_reused else ""
     if progress:
         for refusal in summary.refused:
             say(f"refused problem file {refusal}")
-        reused = f" ({summary.traces_reused} unchanged since they were last traced: their traces reused)" if summary.traces_reused else ""
-        say(f"tracing {len(to_trace)} problems on the meta device{reused}")
-    # The sandbox level is named whether or not progress is shown: what untrusted code could do matters.
-    fresh = await asyncio.to_thread(
-        trace_problems_isolated, [(problems[i].source, problems[i].path.name) for i in to_trace], timeout_s, report=say,
-    ) if to_trace else []
+        if not to_trace:
+            say(f"tracing 0 problems on the meta device{reused}")
+    if to_trace:
+        # torch (about 2 s to import) is loaded only when something is to be traced.
+        from kernelindex.ingest.problem_trace import available_cores, trace_problems_isolated
+
+        workers = min(available_cores(), len(to_trace))
+        if progress:
+            say(f"tracing {len(to_trace)} problems on the meta device{reused}, {workers} at a time")
+        bar = Progress("tracing problems", total=len(to_trace)) if progress else None
+        try:
+            # The sandbox level is named whether or not progress is shown: what untrusted code could do matters.
+            fresh = await asyncio.to_thread(
+                trace_problems_isolated, [(problems[i].source, problems[i].path.name) for i in to_trace], timeout_s,
+                workers, report=say, on_traced=bar.advance_one if bar else None,
+            )
+        finally:
+            if bar:
+                bar.close()
     for i, trace in zip(to_trace, fresh):
         traces[i] = trace
 

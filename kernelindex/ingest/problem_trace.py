@@ -6,13 +6,14 @@ asks for 100 GB costs nothing. ``trace_problem`` runs in-process, for trusted so
 ``trace_problems_isolated`` runs each problem in a fresh confined process (benchmarks.sandbox), so a hang,
 an ``os._exit``, a crash or a hostile problem costs one result instead of the ingest run.
 
+The trace as data (ProblemTrace, ProblemTraceError, TRACER_REVISION, the checks every returned or stored
+trace passes) lives in kernelindex.ingest.traces, which needs no torch; its names are exported here too.
 This module imports torch and is meant for the ingest command only, never for the API server.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
+import os
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeGuard
@@ -35,6 +36,17 @@ from benchmarks.problems import (  # noqa: E402
     load_module,
     name_dimensions,
 )
+from kernelindex.ingest.traces import (  # noqa: E402
+    ASSUMED_SETTINGS,
+    ISOLATION_STAGES,
+    TRACE_STAGES,
+    TRACER_REVISION,
+    ProblemTrace,
+    ProblemTraceError,
+    checked_result,
+    trace_from_analysis,
+    traced_with,
+)
 
 __all__ = [
     "ASSUMED_SETTINGS",
@@ -44,22 +56,12 @@ __all__ = [
     "ProblemTrace",
     "ProblemTraceError",
     "TRACER_REVISION",
+    "available_cores",
     "trace_from_analysis",
     "trace_problem",
     "trace_problems_isolated",
     "traced_with",
 ]
-
-# Bump when a change to the tracer could change what it reports for the same file: stored traces
-# made by another revision (or another torch) are then traced again, not reused.
-TRACER_REVISION = "problem-trace/1"
-
-TRACE_STAGES = ("import", "get_init_inputs", "construct", "get_inputs", "forward")
-ISOLATION_STAGES = ("timeout", "crash")
-
-# The FLOP split is read against PyTorch's defaults: convolutions may run on TF32 tensor cores,
-# fp32 matmuls stay full fp32. Recorded with every trace so a later change of default is visible.
-ASSUMED_SETTINGS: dict[str, Any] = {"cudnn.allow_tf32": True, "float32_matmul_precision": "highest"}
 
 DEFAULT_ADDRESS_SPACE_LIMIT = 8 * 1024**3
 # Never cap a problem's process below what it already maps (a CUDA build of torch maps several GiB at import).
@@ -90,72 +92,25 @@ _MATMUL_OPS = frozenset(
 )
 
 
-class ProblemTraceError(Exception):
-    """A problem that could not be traced, with the stage it failed at and the cause on one line."""
-
-    def __init__(self, filename: str, stage: str, message: str) -> None:
-        if stage not in TRACE_STAGES and stage not in ISOLATION_STAGES:
-            raise ValueError(f"unknown trace stage {stage!r}")
-        super().__init__(f"{filename}: {stage}: {message}")
-        self.filename = filename
-        self.stage = stage
-        self.message = message
-
-    # The default Exception pickling replays self.args, which holds the formatted text, not the three fields.
-    def __reduce__(self) -> tuple[Any, tuple[str, str, str]]:
-        return (type(self), (self.filename, self.stage, self.message))
-
-    def to_json(self) -> dict[str, str]:
-        return {"filename": self.filename, "stage": self.stage, "message": self.message}
-
-
-@dataclasses.dataclass(frozen=True)
-class ProblemTrace:
-    """What a problem computes, derived on the meta device.
-
-    ``inputs``/``outputs`` entries are ``{"name", "dtype", "shape", "concrete_shape"}``; a ``shape`` element
-    is the name of a bound constant where the dimension follows it, else the int.
-    """
-
-    filename: str
-    constants: dict[str, int]
-    bindings: dict[str, int]
-    dtype: str
-    inputs: list[dict[str, Any]]
-    outputs: list[dict[str, Any]]
-    param_count: int
-    param_bytes: int
-    buffer_bytes: int
-    input_bytes: int
-    output_bytes: int
-    flops_by_class: dict[str, int]
-    assumed_settings: dict[str, Any]
-    torch_version: str
-
-    @property
-    def flops(self) -> int:
-        return sum(self.flops_by_class.values())
-
-    def to_json(self) -> dict[str, Any]:
-        document = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-        document["flops"] = self.flops
-        # A deep copy, so a caller editing the document cannot reach into this frozen trace.
-        return copy.deepcopy(document)
-
-
-def trace_problem(source: str, filename: str, overrides: dict[str, int] | None = None) -> ProblemTrace:
+def trace_problem(
+    source: str, filename: str, overrides: dict[str, int] | None = None, *, stepwise_recurrent: bool = False,
+) -> ProblemTrace:
     """Import, construct and run one problem on the meta device, in this process.
 
     The problem is loaded, its constants read and its axes found by benchmarks.problems, the rule the
     runner records configurations with: ``bindings`` is what a run of the problem at ``overrides`` records.
     ``overrides`` rewrite module-level int constants in the source, so constants derived from them follow.
     A dimension is named after the axis it follows (see benchmarks.problems.name_dimensions).
+    Recurrent layers (nn.LSTM, nn.GRU, nn.RNN) are not stepped through on meta but answered from their
+    weights' shapes (RecurrentShortcut: the same shapes and FLOPs in microseconds instead of minutes);
+    ``stepwise_recurrent`` runs them step by step instead, the reference the shortcut is tested against.
     Raises ProblemTraceError for anything the problem does wrong, ValueError for a bad override.
     """
     overrides = dict(overrides or {})
     default_dtype = torch.get_default_dtype()
+    shortcut = _NoShortcut() if stepwise_recurrent else RecurrentShortcut()
     try:
-        with torch.device(_META), PinToMeta(), torch.no_grad():
+        with torch.device(_META), PinToMeta(), torch.no_grad(), shortcut:
             module = _at_stage(filename, "import", load_module, source, filename, overrides)
             namespace = vars(module)
             constants = int_constants(module)
@@ -165,7 +120,7 @@ def trace_problem(source: str, filename: str, overrides: dict[str, int] | None =
             param_count, param_bytes, buffer_bytes = _at_stage(filename, "construct", _model_sizes, model)
             inputs = _at_stage(filename, "get_inputs", _call_list_factory, namespace, "get_inputs")
             _at_stage(filename, "get_inputs", _check_values, inputs, "get_inputs()")
-            outputs, flops_by_class = _at_stage(filename, "forward", _run_forward, model, inputs)
+            outputs, flops_by_class = _at_stage(filename, "forward", _run_forward, model, inputs, shortcut)
             axes: Axes = _at_stage(filename, "get_inputs", find_axes, source, filename, overrides, module=module)
             varied_outputs = _varied_outputs(axes, outputs)
     except ProblemError as exc:
@@ -250,8 +205,11 @@ def _check_values(values: list[Any], origin: str) -> None:
             raise TypeError(f"{origin} item {position} is a {type(value).__name__}; expected a tensor or a number")
 
 
-def _run_forward(model: torch.nn.Module, inputs: list[Any]) -> tuple[list[Any], dict[str, int]]:
+def _run_forward(
+    model: torch.nn.Module, inputs: list[Any], shortcut: RecurrentShortcut | _NoShortcut,
+) -> tuple[list[Any], dict[str, int]]:
     counter = FlopCounterMode(display=False)
+    counted_before = shortcut.matmul_flops
     with counter:
         result = model(*inputs)
     outputs = list(result) if isinstance(result, (list, tuple)) else [result]
@@ -259,6 +217,8 @@ def _run_forward(model: torch.nn.Module, inputs: list[Any]) -> tuple[list[Any], 
     flops_by_class = {"conv": 0, "matmul": 0, "other": 0}
     for op, count in counter.get_flop_counts().get("Global", {}).items():
         flops_by_class[_flop_class(op)] += int(count)
+    # The recurrent ops answered from shapes never reached the counter: their matmuls are added here.
+    flops_by_class["matmul"] += shortcut.matmul_flops - counted_before
     return outputs, flops_by_class
 
 
@@ -272,6 +232,141 @@ def _flop_class(op: Any) -> str:
     return "other"
 
 
+# --- recurrent layers from their shapes ------------------------------------------------------------------
+
+# torch's recurrent ops (what nn.LSTM, nn.GRU and nn.RNN call) → gates per cell.
+_RECURRENT_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+
+
+class RecurrentShortcut:
+    """While active, torch's recurrent ops on meta tensors return empty tensors of the right shapes
+    at once, and add their FLOPs, counted from the weights' shapes, to ``matmul_flops``.
+
+    On meta, ``_VF.lstm`` runs the generic ATen loop: a linear for the input and one for the hidden
+    state per time step, layer and direction, each dispatched through the FLOP counter, so an nn.LSTM
+    of 6 layers over 512 steps takes tens of seconds to return empty tensors. What it counts is exactly
+    those matmuls (elementwise gate work is not counted, as for every other op the tracer sees), per
+    layer and direction::
+
+        seq · batch · 2 · gates·hidden · (input + hidden_out)   [+ seq · batch · 2 · hidden · proj]
+
+    with input the features of the layer's input (the problem's for layer 0, directions ·
+    hidden_out after) and hidden_out the projection size when ``proj_size`` is set. The module's
+    own Python (argument checks, default h0/c0, batch_first, unbatched input) still runs; only the
+    op is replaced, and only for what it can answer: a call it does not fully recognise (a packed
+    sequence, other devices, weights of unexpected shapes or dtypes, an empty sequence) goes to
+    torch's op, which computes it or raises its own error. tests/ingest/test_trace_speed.py checks
+    shapes and counts against the step-by-step run.
+    """
+
+    def __init__(self) -> None:
+        self.matmul_flops = 0
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> RecurrentShortcut:
+        vf = torch._VF
+        for name in _RECURRENT_GATES:
+            self._saved[name] = vf.__dict__.get(name, _ABSENT)
+            setattr(vf, name, self._replacement(name, getattr(vf, name)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        vf = torch._VF
+        for name, saved in self._saved.items():
+            if saved is _ABSENT:
+                vf.__dict__.pop(name, None)  # VFModule answers from torch._C again
+            else:
+                setattr(vf, name, saved)
+        self._saved.clear()
+
+    def _replacement(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def recurrent(*args: Any, **kwargs: Any) -> Any:
+            answer = None if kwargs else _recurrent_from_shapes(name, args)
+            if answer is None:
+                return original(*args, **kwargs)
+            outputs, flops = answer
+            self.matmul_flops += flops
+            return outputs
+
+        return recurrent
+
+
+class _NoShortcut:
+    matmul_flops = 0
+
+    def __enter__(self) -> _NoShortcut:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_ABSENT = object()
+
+
+def _recurrent_from_shapes(op: str, args: tuple[Any, ...]) -> tuple[tuple[torch.Tensor, ...], int] | None:
+    """(outputs, matmul FLOPs) of ``_VF.<op>(input, hx, params, has_biases, num_layers, dropout, train,
+    bidirectional, batch_first)`` on meta tensors, from shapes alone; None for any call it does not
+    fully recognise (torch's own op then runs)."""
+    if len(args) != 9:
+        return None
+    data, hx, params, has_biases, num_layers, _dropout, _train, bidirectional, batch_first = args
+    # The packed-sequence overload has the same arity but batch_sizes second, so params fourth.
+    if not all(isinstance(flag, bool) for flag in (has_biases, bidirectional, batch_first)):
+        return None
+    if not _is_int(num_layers) or num_layers < 1 or not isinstance(params, (list, tuple)):
+        return None
+    states = list(hx) if op == "lstm" and isinstance(hx, (list, tuple)) else [hx]
+    if len(states) != (2 if op == "lstm" else 1):
+        return None
+    tensors = [data, *states, *params]
+    if not all(_is_tensor(t) and t.device.type == "meta" for t in tensors):
+        return None
+    if data.dim() != 3 or not data.is_floating_point() or any(t.dtype != data.dtype for t in tensors):
+        return None
+    gates = _RECURRENT_GATES[op]
+    directions = 2 if bidirectional else 1
+    cells = num_layers * directions
+    if len(params) % cells:
+        return None
+    per_cell = len(params) // cells
+    plain = 4 if has_biases else 2
+    projected = op == "lstm" and per_cell == plain + 1
+    if per_cell != plain and not projected:
+        return None
+    steps, batch = (data.shape[1], data.shape[0]) if batch_first else (data.shape[0], data.shape[1])
+    if steps < 1 or batch < 1:
+        return None
+    hidden = params[0].shape[0] // gates if params[0].dim() == 2 else 0
+    hidden_out = params[plain].shape[0] if projected and params[plain].dim() == 2 else hidden
+    if hidden < 1 or hidden_out < 1:
+        return None
+    flops = 0
+    features = data.shape[2]
+    for layer in range(num_layers):
+        for direction in range(directions):
+            cell = params[(layer * directions + direction) * per_cell:][:per_cell]
+            expected: list[tuple[int, ...]] = [(gates * hidden, features), (gates * hidden, hidden_out)]
+            if has_biases:
+                expected += [(gates * hidden,), (gates * hidden,)]
+            if projected:
+                expected.append((hidden_out, hidden))
+            if [tuple(t.shape) for t in cell] != expected:
+                return None
+            flops += steps * batch * 2 * gates * hidden * (features + hidden_out)
+            if projected:
+                flops += steps * batch * 2 * hidden * hidden_out
+        features = directions * hidden_out
+    if tuple(states[0].shape) != (cells, batch, hidden_out):
+        return None
+    if op == "lstm" and tuple(states[1].shape) != (cells, batch, hidden):
+        return None
+    shape = (batch, steps, features) if batch_first else (steps, batch, features)
+    outputs = [torch.empty(shape, dtype=data.dtype, device=_META)]
+    outputs += [torch.empty(tuple(state.shape), dtype=data.dtype, device=_META) for state in states]
+    return tuple(outputs), flops
+
+
 # --- naming dimensions --------------------------------------------------------------------------------------
 
 
@@ -279,7 +374,7 @@ def _varied_outputs(axes: Axes, outputs: list[Any]) -> dict[str, list[tuple[int,
     """The output shapes with each axis alone changed, for the axes that could name an output dimension.
 
     An axis whose value is no output dimension cannot name one, so its problem is not run again; nor is
-    any problem whose constants change no input (LSTMs and GRUs are slow even on meta). A run that fails
+    any problem whose constants change no input. A run that fails
     with the changed value (a shape the weights do not fit) gives None: nothing is named after that axis.
     """
     sizes = {d for shape in _shapes(outputs) if shape is not None for d in shape}
@@ -353,37 +448,43 @@ def _one_line(exc: BaseException) -> str:
 # --- isolated runner ----------------------------------------------------------------------------------------
 
 _THIS_MODULE = "kernelindex.ingest.problem_trace"
-# What a traced result may hold, so a problem that writes its own answer cannot hand the ingest a monster.
-_MAX_VALUES = 1000  # inputs, outputs, constants
-_MAX_DIMENSIONS = 64
-_MAX_NAME = 200
-_INT64 = 2**63
+
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity mask, which a container or taskset narrows)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def trace_problems_isolated(
     items: list[tuple[str, str]],
     timeout_s: float = 60,
-    workers: int = 2,
+    workers: int | None = None,
     *,
     address_space_limit: int | None = DEFAULT_ADDRESS_SPACE_LIMIT,
     startup_timeout_s: float = 180,
     report: Callable[[str], None] | None = None,
+    on_traced: Callable[[str], None] | None = None,
 ) -> list[ProblemTrace | ProblemTraceError]:
-    """Trace many ``(source, filename)`` problems, each in a fresh sandboxed process (benchmarks.sandbox);
-    results in input order.
+    """Trace many ``(source, filename)`` problems, each in a fresh sandboxed process (benchmarks.sandbox),
+    up to ``workers`` at once (default: every core this process may use); results in input order,
+    whichever finished first.
 
     Each problem runs in its own fork of a warmed-up zygote, confined (no network, no database, an
     unprivileged uid, a private scratch directory, rlimits; see benchmarks.sandbox for what each platform
     gives), so nothing one problem does reaches the ingest or the next problem. A problem past
     ``timeout_s`` (wall clock or CPU) gets a "timeout" error; one that ends its process (``os._exit``, a
     signal, the address-space cap) or answers with anything but a well-formed trace gets a "crash" error.
-    ``report`` is given one line naming the sandbox level in use.
+    ``report`` is given one line naming the sandbox level in use; ``on_traced`` the filename of each
+    problem once its result is final (in the order they finish: for progress, never for results).
 
     Blocking; from asyncio run it as ``await asyncio.to_thread(trace_problems_isolated, items)``.
     """
     items = list(items)
     if timeout_s <= 0:
         raise ValueError("timeout_s must be positive")
+    workers = available_cores() if workers is None else workers
     if workers < 1:
         raise ValueError("workers must be at least 1")
     if not items:
@@ -402,13 +503,22 @@ def trace_problems_isolated(
         if report:
             report(box.describe())
         payloads = [{"source": source, "filename": filename} for source, filename in items]
-        outcomes = box.map(f"{_THIS_MODULE}:trace_payload", payloads)
+
+        def finished(index: int, outcome: sandbox.Outcome) -> None:
+            if on_traced and outcome.status not in _RETRIED:
+                on_traced(items[index][1])
+
+        outcomes = box.map(f"{_THIS_MODULE}:trace_payload", payloads, on_done=finished)
         # A process that died or could not be set up may be the machine's doing (a loaded CI host), not
         # the problem's: such problems get one more fresh process. A timeout is not retried (it would
         # cost the whole limit again), and a problem's own exception is an answer, not a failure.
         again = [i for i, outcome in enumerate(outcomes) if outcome.status in _RETRIED]
         if again:
-            for i, outcome in zip(again, box.map(f"{_THIS_MODULE}:trace_payload", [payloads[i] for i in again])):
+            retried = box.map(
+                f"{_THIS_MODULE}:trace_payload", [payloads[i] for i in again],
+                on_done=(lambda position, _: on_traced(items[again[position]][1])) if on_traced else None,
+            )
+            for i, outcome in zip(again, retried):
                 outcomes[i] = outcome
     return [_from_outcome(filename, outcome) for (_, filename), outcome in zip(items, outcomes)]
 
@@ -448,124 +558,9 @@ def _from_outcome(filename: str, outcome: sandbox.Outcome) -> ProblemTrace | Pro
     if outcome.status != "ok":
         return ProblemTraceError(filename, "crash", f"{_FAILURE_WORDS.get(outcome.status, outcome.status)}: {outcome.detail}")
     try:
-        return _checked_result(filename, outcome.value)
+        return checked_result(filename, outcome.value)
     except (TypeError, ValueError, KeyError) as exc:
         return ProblemTraceError(filename, "crash", f"the problem's process answered with a malformed trace: {_one_line(exc)}")
-
-
-def traced_with() -> str:
-    """What a trace made now is made with: the tracer's revision and torch's version (its meta
-    kernels and FLOP counter decide shapes and counts)."""
-    return f"{TRACER_REVISION} torch {torch.__version__}"
-
-
-def trace_from_analysis(document: Any, filename: str) -> ProblemTrace | None:
-    """A stored analysis (ProblemTrace.to_json) as a trace again, checked field by field as a
-    sandboxed result is; None when it is not one (edited by hand, an older shape): trace it again."""
-    try:
-        trace = _checked_result(filename, {"trace": document})
-    except (ValueError, TypeError, KeyError):
-        return None
-    return trace if isinstance(trace, ProblemTrace) else None
-
-
-def _checked_result(filename: str, value: Any) -> ProblemTrace | ProblemTraceError:
-    """The trace (or error) a sandboxed process sent, checked field by field: the process ran the
-    problem's code, so its answer is data to validate, never trusted. Raises ValueError/TypeError."""
-    if not isinstance(value, dict) or len(value) != 1:
-        raise ValueError("expected {'trace': ...} or {'error': ...}")
-    if "error" in value:
-        error = _expect(value["error"], dict, "error")
-        stage = _expect(error.get("stage"), str, "error.stage")
-        if stage not in TRACE_STAGES and stage != "crash":
-            raise ValueError(f"error.stage {stage[:40]!r} is not a trace stage")
-        return ProblemTraceError(filename, stage, _one_line_text(_expect(error.get("message"), str, "error.message")))
-    document = _expect(value.get("trace"), dict, "trace")
-    names = {f.name for f in dataclasses.fields(ProblemTrace)}
-    if set(document) != names | {"flops"}:
-        raise ValueError(f"trace keys differ from {sorted(names | {'flops'})}")
-    fields: dict[str, Any] = {
-        "filename": filename,
-        "constants": _int_map(document["constants"], "constants"),
-        "bindings": _int_map(document["bindings"], "bindings"),
-        "dtype": _name(document["dtype"], "dtype"),
-        "inputs": _tensor_list(document["inputs"], "inputs"),
-        "outputs": _tensor_list(document["outputs"], "outputs"),
-        "flops_by_class": _int_map(document["flops_by_class"], "flops_by_class"),
-        "assumed_settings": document["assumed_settings"],
-        "torch_version": _name(document["torch_version"], "torch_version"),
-    }
-    for key in ("param_count", "param_bytes", "buffer_bytes", "input_bytes", "output_bytes"):
-        fields[key] = _count(document[key], key)
-    if set(fields["flops_by_class"]) != {"conv", "matmul", "other"}:
-        raise ValueError("flops_by_class must have exactly conv, matmul, other")
-    if any(v < 0 for v in fields["flops_by_class"].values()):
-        raise ValueError("flops_by_class counts must not be negative")
-    if fields["assumed_settings"] != ASSUMED_SETTINGS:
-        raise ValueError("assumed_settings differ from the tracer's")
-    trace = ProblemTrace(**fields)
-    if _count(document["flops"], "flops") != trace.flops:
-        raise ValueError("flops is not the sum of flops_by_class")
-    return trace
-
-
-def _expect(value: Any, kind: type, key: str) -> Any:
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise TypeError(f"{key}: expected {kind.__name__}, got {type(value).__name__}")
-    return value
-
-
-def _count(value: Any, key: str) -> int:
-    if not _is_int(value) or not 0 <= value < _INT64:
-        raise ValueError(f"{key}: expected a count (a non-negative int64)")
-    return value
-
-
-def _name(value: Any, key: str) -> str:
-    text = _expect(value, str, key)
-    if not text or len(text) > _MAX_NAME or not text.isprintable():
-        raise ValueError(f"{key}: expected a printable name of at most {_MAX_NAME} characters")
-    return str(text)
-
-
-def _int_map(value: Any, key: str) -> dict[str, int]:
-    mapping = _expect(value, dict, key)
-    if len(mapping) > _MAX_VALUES:
-        raise ValueError(f"{key}: more than {_MAX_VALUES} entries")
-    out = {}
-    for name, number in mapping.items():
-        if not _is_int(number) or not -_INT64 <= number < _INT64:
-            raise ValueError(f"{key}.{str(name)[:40]}: expected an int64")
-        out[_name(name, key)] = number
-    return out
-
-
-def _tensor_list(value: Any, key: str) -> list[dict[str, Any]]:
-    entries = _expect(value, list, key)
-    if len(entries) > _MAX_VALUES:
-        raise ValueError(f"{key}: more than {_MAX_VALUES} entries")
-    out = []
-    for position, entry in enumerate(entries):
-        where = f"{key}[{position}]"
-        entry = _expect(entry, dict, where)
-        if set(entry) != {"name", "dtype", "shape", "concrete_shape"}:
-            raise ValueError(f"{where}: expected name, dtype, shape, concrete_shape")
-        shape = _expect(entry["shape"], list, f"{where}.shape")
-        concrete = _expect(entry["concrete_shape"], list, f"{where}.concrete_shape")
-        if len(shape) > _MAX_DIMENSIONS or len(concrete) != len(shape):
-            raise ValueError(f"{where}: shape and concrete_shape must have the same length, at most {_MAX_DIMENSIONS}")
-        out.append({
-            "name": _name(entry["name"], f"{where}.name"),
-            "dtype": _name(entry["dtype"], f"{where}.dtype"),
-            "shape": [d if isinstance(d, str) and _name(d, f"{where}.shape") else _count(d, f"{where}.shape") for d in shape],
-            "concrete_shape": [_count(d, f"{where}.concrete_shape") for d in concrete],
-        })
-    return out
-
-
-def _one_line_text(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 3] + "..."
 
 
 _WARM_UP_SOURCE = """
@@ -578,9 +573,10 @@ class Model(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(3, 4, 3)
         self.proj = nn.Linear(8, 8)
+        self.lstm = nn.LSTM(8, 8)
 
     def forward(self, image, sequence):
-        return self.conv(image), F.scaled_dot_product_attention(*(self.proj(sequence),) * 3)
+        return self.conv(image), F.scaled_dot_product_attention(*(self.proj(sequence),) * 3), self.lstm(sequence[0])[0]
 
 def get_inputs():
     return [torch.randn(1, 3, 8, 8), torch.randn(1, 2, 4, 8)]

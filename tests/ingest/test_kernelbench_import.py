@@ -220,14 +220,17 @@ def test_only_the_changed_problem_is_traced_again(cli, db_url, checkout, capsys)
     relu = checkout / "KernelBench" / "level1" / "2_ReLU.py"
     relu.write_text(relu.read_text().replace("dim = 128", "dim = 64"))
     assert cli("ingest", "kernelbench", str(checkout), "--revision", "def5678", "--observed", "2026-07-01") == 0
-    assert _traced(capsys.readouterr().err) == (1 + STAND_INS, problems - 1 - STAND_INS)
+    err = capsys.readouterr().err
+    assert _traced(err) == (1 + STAND_INS, problems - 1 - STAND_INS)
+    # Not a terminal: the tracing step still says how far it got, how fast, and when it ended.
+    assert re.search(rf"^tracing problems: {1 + STAND_INS}/{1 + STAND_INS} \(100%\), in [0-9.]+ s, [0-9.]+/s \S+\.py$", err, re.M), err
     (changed,) = [r for r in _revisions(db_url).values() if r["upstream_revision"] == "def5678"]
     assert changed["source_filename"] == "2_ReLU.py" and json.loads(changed["canonical_bindings"]) == {"batch_size": 16, "dim": 64}
     assert changed["traced_with"] is not None
 
 
 def test_another_tracer_or_a_damaged_analysis_traces_again(cli, db_url, checkout, capsys, monkeypatch):
-    from kernelindex.ingest import problem_trace
+    from kernelindex.ingest import traces
     from tests.ingest.conftest import fetch
 
     assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
@@ -240,8 +243,51 @@ def test_another_tracer_or_a_damaged_analysis_traces_again(cli, db_url, checkout
     assert _traced(capsys.readouterr().err) == (1 + STAND_INS, problems - 1 - STAND_INS)
 
     # A new tracer revision: every problem is traced again, and the revisions say who traced them.
-    monkeypatch.setattr(problem_trace, "TRACER_REVISION", "problem-trace/test-next")
+    monkeypatch.setattr(traces, "TRACER_REVISION", "problem-trace/test-next")
     assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
     assert _traced(capsys.readouterr().err) == (problems, 0)
     traced = [r for r in _revisions(db_url).values() if r["analysis"] is not None]
     assert {r["traced_with"].split(" torch ")[0] for r in traced} == {"problem-trace/test-next"}
+
+
+def _import(db_url, root, revision="abc1234", observed="2026-06-01"):
+    from kernelindex.ingest.kernelbench import import_kernelbench
+
+    return asyncio.run(import_kernelbench(db_url, root, revision=revision, observed=observed, progress=False))
+
+
+@pytest.fixture
+def sent_to_sandbox(monkeypatch):
+    """The filenames each import hands the sandbox to trace, one list per call."""
+    from kernelindex.ingest import problem_trace
+
+    calls: list[list[str]] = []
+    real = problem_trace.trace_problems_isolated
+
+    def counting(items, *args, **kwargs):
+        calls.append([filename for _, filename in items])
+        return real(items, *args, **kwargs)
+
+    monkeypatch.setattr(problem_trace, "trace_problems_isolated", counting)
+    return calls
+
+
+def test_the_sandbox_sees_only_new_or_changed_problems(db_url, checkout, sent_to_sandbox):
+    # Without the seed's stand-ins (traced every time, see STAND_INS): upstream files only.
+    for stand_in in ("9_ResNet18.py", "12_VGG19.py"):
+        (checkout / "KernelBench" / "level3" / stand_in).unlink()
+    first = _import(db_url, checkout)
+    problems = first.traces_fresh
+    assert problems >= 5 and first.traces_reused == 0 and not first.untraced
+    assert sorted(sent_to_sandbox[0]) == sorted(p.name for p in checkout.glob("KernelBench/level*/*.py"))
+
+    again = _import(db_url, checkout)
+    assert (again.traces_fresh, again.traces_reused) == (0, problems)
+    assert len(sent_to_sandbox) == 1  # an unchanged checkout starts no sandbox at all
+
+    relu = checkout / "KernelBench" / "level1" / "2_ReLU.py"
+    relu.write_text(relu.read_text().replace("dim = 128", "dim = 64"))
+    changed = _import(db_url, checkout, "def5678", "2026-07-01")
+    assert (changed.traces_fresh, changed.traces_reused) == (1, problems - 1)
+    assert sent_to_sandbox[1:] == [["2_ReLU.py"]]
+    assert changed.workloads_new_revision == 1 and changed.workloads_unchanged == problems - 1

@@ -273,3 +273,27 @@ def test_a_dead_zygote_is_replaced():
     assert box._process is not None and box._process.pid != zygote.pid
     box.close()
     assert outcome.status == "ok" and outcome.value == "/usr/bin:/bin"
+
+
+def test_jobs_run_at_once_up_to_the_workers_and_results_keep_input_order():
+    with sandbox.Sandbox(workers=2, limits=sandbox.Limits(wall_s=30)) as box:
+        finished: list[int] = []
+        started = time.monotonic()
+        outcomes = box.map("time:sleep", [1.5, 0.3, 0.3, 0.3], on_done=lambda index, _: finished.append(index))
+        wall = time.monotonic() - started
+    assert [o.status for o in outcomes] == ["ok"] * 4
+    assert sorted(finished) == [0, 1, 2, 3] and finished[-1] == 0  # the long first job finished last
+    assert wall < 2.2, f"{wall:.2f} s: one at a time would take 2.4 s of sleeping alone"
+
+
+def test_parallel_traces_come_back_in_input_order_whichever_finished_first():
+    # The first problem takes longest; each problem's own dim says which one a result is.
+    items = [(f"import time\ntime.sleep({delay})\n" + RELU.replace("dim = 128", f"dim = {dim}"), f"{dim}_ReLU.py")
+             for dim, delay in ((101, 1.5), (102, 0), (103, 0), (104, 0.2), (105, 0))]
+    finished: list[str] = []
+    parallel = trace_problems_isolated(items, timeout_s=30, workers=2, on_traced=finished.append)
+    one_at_a_time = trace_problems_isolated(items, timeout_s=30, workers=1)
+    assert [r.filename for r in parallel] == [name for _, name in items]
+    assert [r.bindings["dim"] for r in parallel] == [101, 102, 103, 104, 105]
+    assert sorted(finished) == sorted(name for _, name in items) and finished[-1] == "101_ReLU.py"
+    assert [r.to_json() for r in parallel] == [r.to_json() for r in one_at_a_time]
