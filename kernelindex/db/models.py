@@ -489,8 +489,9 @@ class CohortBest(Base):
 class DataVersion(Base):
     """One row: a counter that statement triggers move once per transaction that changes the index.
 
-    The API's response cache is keyed on it (kernelindex.web.response_cache). Written only by the
-    triggers of migration 0004, never by application code.
+    The API's response cache is keyed on it (kernelindex.web.response_cache). Moved only by the
+    change-log triggers of migration 0007, once per transaction that changed a row, never by
+    application code.
     """
 
     __tablename__ = "data_version"
@@ -501,3 +502,17 @@ class DataVersion(Base):
     changed_by_xact: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (CheckConstraint("id = 1", name="single_row"),)
+
+
+class ChangeLog(Base):
+    """What one data version changed: the workloads whose rows changed, the catalogue tables that
+    changed, or everything (a TRUNCATE). One row per writing transaction, written and pruned only by
+    the triggers of migration 0007; the response cache evicts by it (kernelindex.web.response_cache)."""
+
+    __tablename__ = "change_log"
+
+    version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    workload_ids: Mapped[list[int]] = mapped_column(ARRAY(Integer), server_default=text("'{}'"))
+    catalogue_tables: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
+    everything: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

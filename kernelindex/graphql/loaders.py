@@ -38,9 +38,25 @@ class Loader(DataLoader[K, V]):
         raise NotImplementedError
 
 
+class Reads:
+    """The workloads this request's workload loaders looked up: what the response cache keys a
+    workload page's entry on (kernelindex.web.response_cache). A look-up that found nothing makes
+    the request unscoped: a workload created later would change its answer."""
+
+    def __init__(self) -> None:
+        self.workloads: set[int] = set()
+        self.unscoped = False
+
+    def found(self, rows: Sequence[Workload], wanted: int) -> None:
+        self.workloads.update(w.id for w in rows)
+        if len(rows) < wanted:
+            self.unscoped = True
+
+
 class WorkloadBySlugLoader(Loader[str, Workload | None]):
     async def batch_load(self, keys: list[str]) -> list[Workload | None]:
         rows = (await self.session.scalars(select(Workload).where(Workload.slug.in_(keys)))).all()
+        self.loaders.reads.found(rows, len(set(keys)))
         by_slug = {w.slug: w for w in rows}
         for w in rows:
             self.loaders.workload_by_id.prime(w.id, w)
@@ -50,6 +66,7 @@ class WorkloadBySlugLoader(Loader[str, Workload | None]):
 class WorkloadByIdLoader(Loader[int, Workload | None]):
     async def batch_load(self, keys: list[int]) -> list[Workload | None]:
         rows = (await self.session.scalars(select(Workload).where(Workload.id.in_(keys)))).all()
+        self.loaders.reads.found(rows, len(set(keys)))
         by_id = {w.id: w for w in rows}
         return [by_id.get(i) for i in keys]
 
@@ -119,6 +136,7 @@ class Loaders:
     def __init__(self, session: AsyncSession):
         self.session = session
         self._catalogue: list[Hardware] | None = None
+        self.reads = Reads()
 
     @cached_property
     def workload_by_slug(self) -> WorkloadBySlugLoader:

@@ -267,10 +267,10 @@ class CachedExport:
             return None
         self.version = await self.data_version.current()
         body = self.cache.get(self.key, self.version, self.now) if self.version is not None else None
-        return Response(body, media_type=self.media_type, headers=self.headers) if body is not None else None
+        return Response(body, media_type=self.media_type, headers={**self.headers, "x-cache": "hit"}) if body is not None else None
 
     def stream(self, chunks: AsyncIterator[str]) -> StreamingResponse:
-        return StreamingResponse(self._tee(chunks), media_type=self.media_type, headers=self.headers)
+        return StreamingResponse(self._tee(chunks), media_type=self.media_type, headers={**self.headers, "x-cache": "miss"})
 
     async def _tee(self, chunks: AsyncIterator[str]) -> AsyncIterator[str]:
         kept: list[str] | None = [] if self.version is not None else None

@@ -1,11 +1,18 @@
-"""Whole-response caching for GraphQL queries, exact with respect to the data.
+"""Whole-response caching for GraphQL queries and JSON twins, exact with respect to the data.
 
 A workload page executes ~1,000 GraphQL fields; in Python that, not the SQL, is most of a request.
 The same page is asked for again and again between writes, so its encoded response is kept and
-served until the data changes. "Until the data changes" is decided by the database itself: the
-`data_version` row that statement triggers move once per committed writing transaction (migration
-0004), whichever process wrote. Every cacheable request reads that number first, so a response is
-never served after a write it does not reflect, and a client that wrote sees its write at once.
+served until the data it shows changes. "Changes" is decided by the database itself: statement
+triggers (migration 0007) move the `data_version` row once per committed transaction that changed
+a row, and write what it changed to `change_log` (the workloads whose rows changed, the catalogue
+tables that changed, or "everything"), whichever process wrote. Every cacheable request reads the
+version first, together with the log rows since the version this process last knew, and entries
+whose dependencies those changed are dropped before the request looks for its own. So a response is
+never served after a committed write it does not show, and a client that wrote sees its write at once.
+
+Each entry records what its execution read (`Dependencies`): a workload page the workloads its
+loaders looked up and the catalogue; anything whose reads cannot be told for sure (lists, runs,
+search, `node`, exports) depends on everything and goes with any change. Correctness beats hit rate.
 
 Time also changes answers (a run turns stale after N days), so entries live at most `ttl_s`
 seconds of the application clock. Only queries whose execution produced no errors are stored;
@@ -17,15 +24,30 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 import zlib
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 import asyncpg
-from graphql import GraphQLError, OperationType, get_operation_ast, parse
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLError,
+    InlineFragmentNode,
+    OperationDefinitionNode,
+    OperationType,
+    SelectionSetNode,
+    get_operation_ast,
+    parse,
+)
 
 from kernelindex.db.urls import to_libpq_url
 
@@ -35,11 +57,72 @@ log = logging.getLogger("kernelindex.web")
 # and no page or list query comes close.
 MAX_CACHEABLE_QUERY_CHARS = 20_000
 
-VERSION_SQL = "SELECT version FROM data_version WHERE id = 1"
+# A reader more than this many versions behind drops everything instead of reading that much log
+# (and the database keeps 10,000 versions of it: migration 0007).
+MAX_CHANGES_READ = 2_000
+
+# The version, and the log rows after the version this process knew ($1), in one statement: one
+# snapshot, so the log is complete up to the version read. With no version known, $1 is far ahead
+# and no log row matches.
+VERSION_SQL = """
+SELECT d.version, l.version AS logged, l.workload_ids, l.catalogue_tables, l.everything
+  FROM data_version d
+  LEFT JOIN change_log l ON l.version > $1 AND l.version <= d.version AND d.version - $1 <= $2
+ WHERE d.id = 1
+ ORDER BY l.version
+"""
+NO_VERSION_KNOWN = 2**62
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """What a response read: these workloads' rows, the catalogue (hardware, environments,
+    implementations, protocols, sources, suite snapshots), or everything."""
+
+    workloads: frozenset[int] = frozenset()
+    catalogue: bool = False
+    everything: bool = False
+
+
+EVERYTHING = Dependencies(everything=True)
+
+# Root fields whose whole subtree reads only the workloads the request's workload loaders looked up
+# and the catalogue. Every field reachable from `Workload` that can read the database is listed, and
+# reviewed, in tests/api/test_cache_invalidation.py: a new one fails that test until it is.
+WORKLOAD_ROOT_FIELDS = frozenset({"workload", "__typename"})
+
+
+def response_dependencies(root: frozenset[str] | None, workloads: Iterable[int], unscoped: bool) -> Dependencies:
+    """The dependencies of an executed query: its root fields (None: not known) and what its workload
+    loaders read (unscoped: a look-up found nothing, so a new workload could change the answer)."""
+    if root is None or unscoped or not root <= WORKLOAD_ROOT_FIELDS:
+        return EVERYTHING
+    return Dependencies(workloads=frozenset(workloads), catalogue=True)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one data version changed (a row of change_log)."""
+
+    version: int
+    workloads: frozenset[int]
+    catalogue_tables: frozenset[str]
+    everything: bool
+
+    def touches(self, deps: Dependencies) -> bool:
+        if self.everything or deps.everything:
+            return True
+        return (deps.catalogue and bool(self.catalogue_tables)) or not self.workloads.isdisjoint(deps.workloads)
+
+
+# Called with each new version and what changed since the previous one (None: not known, so
+# everything may have changed), before any request is handed that version.
+VersionListener = Callable[[int, Sequence[Change] | None], None]
 
 
 class DataVersionReader:
-    """The current data version, read over one dedicated connection, one read at a time.
+    """The current data version, read over one dedicated connection, one read at a time, with the
+    changes since the last version read handed to the listener (the response cache).
 
     A read already on the wire when a request arrives may have started before a commit that the
     request must see, so the request waits for the next read instead; every request that arrives
@@ -48,13 +131,15 @@ class DataVersionReader:
     caller then executes normally, and the request meets the outage the usual way (503).
     """
 
-    def __init__(self, database_url: str, timeout_s: float = 2.0):
+    def __init__(self, database_url: str, timeout_s: float = 2.0, listener: VersionListener | None = None):
         self._dsn = to_libpq_url(database_url)
         self._timeout_s = timeout_s
+        self._listener = listener
         self._conn: asyncpg.Connection | None = None
         self._statement: asyncpg.prepared_stmt.PreparedStatement | None = None
         self._running: asyncio.Future | None = None
         self._queued: asyncio.Future | None = None
+        self._known: int | None = None
         self.reads = 0  # statements sent, for tests and the benchmark
         self._last_warning = 0.0
 
@@ -87,12 +172,22 @@ class DataVersionReader:
                 self._statement = await self._conn.prepare(VERSION_SQL, timeout=self._timeout_s)
             assert self._statement is not None  # prepared with the connection, just above
             self.reads += 1
+            known = self._known
             # asyncpg's own timeout: asyncio.wait_for would cost a second task on every read.
-            return await self._statement.fetchval(timeout=self._timeout_s)
+            rows = await self._statement.fetch(NO_VERSION_KNOWN if known is None else known, MAX_CHANGES_READ,
+                                               timeout=self._timeout_s)
         except Exception as exc:  # an outage, a timeout, a missing table: execute without the cache
             self._warn(exc)
             await self._drop_connection()
             return None
+        if not rows:  # no data_version row: not a KernelIndex database (yet)
+            return None
+        version: int = rows[0]["version"]
+        if version != known:
+            self._known = version
+            if self._listener is not None:
+                self._listener(version, changes_between(known, version, rows))
+        return version
 
     def _warn(self, exc: Exception) -> None:
         now = time.monotonic()
@@ -110,6 +205,21 @@ class DataVersionReader:
         if self._running is not None:
             await asyncio.gather(self._running, return_exceptions=True)
         await self._drop_connection()
+
+
+def changes_between(known: int | None, version: int, rows: Sequence[Any]) -> list[Change] | None:
+    """The changes from `known` to `version`, one per version, or None when the log cannot tell them
+    all (nothing known before, the database went back in time, a version pruned from the log or
+    written before the log existed, more than MAX_CHANGES_READ of them)."""
+    if known is None or version < known:
+        return None
+    changes = [
+        Change(r["logged"], frozenset(r["workload_ids"]), frozenset(r["catalogue_tables"]), r["everything"])
+        for r in rows if r["logged"] is not None
+    ]
+    if [c.version for c in changes] != list(range(known + 1, version + 1)):
+        return None
+    return changes
 
 
 def _settle(target: asyncio.Future, done: asyncio.Future) -> None:
@@ -135,7 +245,7 @@ def cache_key(query: object, operation_name: object, variables: object) -> Cache
         return None
     if operation_name is not None and not isinstance(operation_name, str):
         return None
-    if not _is_query(query, operation_name):
+    if _operation(query, operation_name) is None:
         return None
     try:
         canonical = json.dumps(variables or {}, sort_keys=True, separators=(",", ":"), allow_nan=False)
@@ -150,19 +260,58 @@ def export_key(name: str, params: list[tuple[str, str]]) -> CacheKey:
 
 
 @lru_cache(maxsize=512)
-def _is_query(query: str, operation_name: str | None) -> bool:
+def _operation(query: str, operation_name: str | None) -> tuple[DocumentNode, OperationDefinitionNode] | None:
+    """The query operation the request runs, with its document; None for anything else."""
     try:
         # The token cap mirrors the server's limit, so parsing here cannot be made expensive.
-        operation = get_operation_ast(parse(query, max_tokens=5_000), operation_name)
+        document = parse(query, max_tokens=5_000)
+        operation = get_operation_ast(document, operation_name)
     except GraphQLError:
-        return False
-    return operation is not None and operation.operation is OperationType.QUERY
+        return None
+    if operation is None or operation.operation is not OperationType.QUERY:
+        return None
+    return document, operation
+
+
+@lru_cache(maxsize=512)
+def root_fields(query: str, operation_name: str | None) -> frozenset[str] | None:
+    """The names of the root fields a query operation selects, through fragments (not their aliases:
+    what runs); None when the request is not a query operation."""
+    found = _operation(query, operation_name)
+    if found is None:
+        return None
+    document, operation = found
+    fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+    names: set[str] = set()
+    seen: set[str] = set()
+
+    def collect(selection_set: SelectionSetNode) -> None:
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                names.add(selection.name.value)
+            elif isinstance(selection, InlineFragmentNode):
+                collect(selection.selection_set)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                if name not in seen:  # a cycle is invalid GraphQL; this runs before validation
+                    seen.add(name)
+                    if name in fragments:
+                        collect(fragments[name].selection_set)
+                    else:
+                        names.add(f"#unknown-fragment:{name}")  # invalid, and never "scoped"
+
+    collect(operation.selection_set)
+    return frozenset(names)
 
 
 # Entries live between (1 - TTL_SPREAD) and 1 times the TTL, the fraction fixed per key: entries
 # stored together (a server warming up) would otherwise all expire in the same instant and be
 # executed one after another while every other request waits (~80 ms for five keys in a soak).
 TTL_SPREAD = 0.1
+
+# How many versions of changes the cache remembers, to decide whether a response computed at an
+# older version than the newest seen may still be stored (a slow page finishing after a write).
+HISTORY_VERSIONS = 1_000
 
 
 def _spread(key: CacheKey) -> float:
@@ -172,19 +321,35 @@ def _spread(key: CacheKey) -> float:
 
 @dataclass
 class _Entry:
-    version: int
     stored_at: datetime
     body: str
     size: int
     lifetime_s: float
+    deps: Dependencies
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What get_or_compute found: the body to send (None: nothing to serve, send `result`), whether it
+    came from the cache (X-Cache: hit), and the request's own execution result when it executed."""
+
+    body: str | None
+    hit: bool
+    result: object = None
+
+
+# compute(): the encoded body to store (None: not storable), what the execution read, and its result.
+Compute = Callable[[], Awaitable[tuple[str | None, Dependencies, object]]]
 
 
 class ResponseCache:
-    """Encoded responses by (query, operation, variables), for one data version at a time.
+    """Encoded responses by (query, operation, variables), each valid at the newest version seen
+    until a change it depends on arrives.
 
-    Bounded by entry count and by bytes, least recently used out first. When a newer version is
-    seen, everything older is dropped at once; a response computed under an older version than the
-    newest seen is not stored (a slow request finishing after a write).
+    Bounded by entry count and by bytes, least recently used out first. Entries are indexed by the
+    workloads they read, so a change evicts exactly the entries it touches. A response computed at an
+    older version than the newest seen is stored only if no change since that version touches what it
+    read.
     """
 
     def __init__(self, max_entries: int, max_bytes: int, ttl_s: float):
@@ -192,75 +357,220 @@ class ResponseCache:
         self.max_bytes = max_bytes
         self.ttl_s = ttl_s
         self._entries: OrderedDict[CacheKey, _Entry] = OrderedDict()
+        self._by_workload: dict[int, set[CacheKey]] = {}
+        self._catalogue: set[CacheKey] = set()  # entries that read the catalogue
+        self._unscoped: set[CacheKey] = set()  # entries that depend on everything
         self._bytes = 0
         self._version: int | None = None
-        self._running: dict[tuple[CacheKey, int], asyncio.Future] = {}
+        # The changes after _floor up to _version, oldest first; nothing is known before _floor.
+        self._history: deque[Change] = deque()
+        self._floor: int | None = None
+        self._running: dict[CacheKey, asyncio.Future] = {}
         self.hits = 0
         self.misses = 0
         self.shared = 0  # misses answered by another request's execution
+        self.invalidated = 0  # entries dropped because the data they read changed
+        self.flushes = 0  # times every entry was dropped (changes not known, or a change to everything)
+        self.not_stored = 0  # results computed before a change they depend on, not stored
+        self.lru_evictions = 0
 
     @property
     def enabled(self) -> bool:
         return self.max_entries > 0 and self.max_bytes > 0
 
+    @property
+    def version(self) -> int | None:
+        return self._version
+
     def __len__(self) -> int:
         return len(self._entries)
 
+    # -- versions --------------------------------------------------------------------------------
+
+    def advance(self, version: int, changes: Sequence[Change] | None) -> None:
+        """A newer data version, with the changes since the previous one (None: not known)."""
+        if self._version is not None and version == self._version:
+            return
+        if self._version is None or changes is None or version < self._version:
+            self._flush()
+            self._history.clear()
+            self._floor = version
+        else:
+            for change in changes:
+                self._apply(change)
+                self._history.append(change)
+            while len(self._history) > HISTORY_VERSIONS:
+                self._floor = self._history.popleft().version
+        self._version = version
+
+    def _apply(self, change: Change) -> None:
+        if change.everything:
+            self._flush()
+            return
+        doomed = set(self._unscoped)
+        if change.catalogue_tables:
+            doomed |= self._catalogue
+        for workload in change.workloads:
+            doomed |= self._by_workload.get(workload, set())
+        for key in doomed:
+            self._remove(key)
+        self.invalidated += len(doomed)
+
+    def _flush(self) -> None:
+        if self._entries:
+            self.invalidated += len(self._entries)
+            self.flushes += 1
+        self._entries.clear()
+        self._by_workload.clear()
+        self._catalogue.clear()
+        self._unscoped.clear()
+        self._bytes = 0
+
+    def _observe(self, version: int) -> None:
+        """A version handed in by a caller: newer than any seen means changes nobody told us about."""
+        if self._version is None or version > self._version:
+            self.advance(version, None)
+
+    def _storable(self, version: int, deps: Dependencies) -> bool:
+        """Whether a response computed at `version` still shows the newest version for what it read."""
+        assert self._version is not None  # _observe ran
+        if version >= self._version:
+            return True
+        if self._floor is None or version < self._floor:
+            return False
+        return not any(c.version > version and c.touches(deps) for c in self._history)
+
+    # -- entries ---------------------------------------------------------------------------------
+
     def get(self, key: CacheKey, version: int, now: datetime) -> str | None:
+        body = self._lookup(key, version, now)
+        if body is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return body
+
+    def _lookup(self, key: CacheKey, version: int, now: datetime) -> str | None:
         self._observe(version)
         entry = self._entries.get(key)
-        if entry is None or entry.version != version or (now - entry.stored_at).total_seconds() > entry.lifetime_s:
-            self.misses += 1
+        if entry is None:
             return None
+        if (now - entry.stored_at).total_seconds() > entry.lifetime_s:
+            return None  # replaced by the next put (or least recently used out)
         self._entries.move_to_end(key)
-        self.hits += 1
         return entry.body
 
-    def put(self, key: CacheKey, version: int, now: datetime, body: str) -> None:
+    def put(self, key: CacheKey, version: int, now: datetime, body: str, deps: Dependencies = EVERYTHING) -> bool:
+        """Store a response computed at `version` that read `deps`; False when it is not stored."""
         self._observe(version)
         size = len(body) + key.size
-        if version != self._version or size > self.max_bytes:
-            return
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self._bytes -= old.size
-        self._entries[key] = _Entry(version, now, body, size, self.ttl_s * (1 - TTL_SPREAD * _spread(key)))
+        if size > self.max_bytes:
+            return False
+        if not self._storable(version, deps):
+            self.not_stored += 1
+            return False
+        self._remove(key)
+        self._entries[key] = _Entry(now, body, size, self.ttl_s * (1 - TTL_SPREAD * _spread(key)), deps)
         self._bytes += size
+        if deps.everything:
+            self._unscoped.add(key)
+        else:
+            if deps.catalogue:
+                self._catalogue.add(key)
+            for workload in deps.workloads:
+                self._by_workload.setdefault(workload, set()).add(key)
         while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-            _, evicted = self._entries.popitem(last=False)
-            self._bytes -= evicted.size
+            self._remove(next(iter(self._entries)))
+            self.lru_evictions += 1
+        return True
 
-    async def get_or_compute(self, key: CacheKey, version: int, now: datetime, compute) -> tuple[str | None, object]:
-        """The body for the key: cached, or from the one execution in flight for this key and version,
-        or computed here by `compute()`, which returns (body to store or None, its own result).
+    def _remove(self, key: CacheKey) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        self._bytes -= entry.size
+        deps = entry.deps
+        if deps.everything:
+            self._unscoped.discard(key)
+            return
+        if deps.catalogue:
+            self._catalogue.discard(key)
+        for workload in deps.workloads:
+            keys = self._by_workload.get(workload)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_workload[workload]
+
+    def dependencies(self, key: CacheKey) -> Dependencies | None:
+        """What a stored entry read (for tests and diagnostics)."""
+        entry = self._entries.get(key)
+        return entry.deps if entry is not None else None
+
+    async def get_or_compute(self, key: CacheKey, version: int, now: datetime, compute: Compute) -> Answer:
+        """The body for the key: cached, or stored by the one execution in flight for this key, or
+        computed here by `compute()`.
 
         Without this, a popular page that expires or is invalidated under load is executed by every
         request that arrives while the first execution runs: at 2,000 requests/s that was dozens of
-        concurrent executions of the same page, a latency spike and 11 MiB more resident memory."""
+        concurrent executions of the same page, a latency spike and 11 MiB more resident memory. A
+        request waiting on another's execution serves what that execution stored, which is valid at
+        the newest version seen, so also at its own; if nothing was stored (an error, a change to what
+        it read meanwhile), it executes for itself."""
         body = self.get(key, version, now)
         if body is not None:
-            return body, None
-        running = self._running.get((key, version))
+            return Answer(body, hit=True)
+        running = self._running.get(key)
         if running is not None:
-            body = await asyncio.shield(running)
+            await asyncio.shield(running)
+            body = self._lookup(key, version, now)
             if body is not None:
                 self.shared += 1
-                return body, None
+                return Answer(body, hit=True)
         future = asyncio.get_running_loop().create_future()
-        self._running[(key, version)] = future
-        body = None
+        self._running[key] = future
         try:
-            body, result = await compute()
+            body, deps, result = await compute()
             if body is not None:
-                self.put(key, version, now, body)
-            return body, result
+                self.put(key, version, now, body, deps)
+            return Answer(body, hit=False, result=result)
         finally:
-            if self._running.get((key, version)) is future:
-                del self._running[(key, version)]
-            future.set_result(body)  # None: the followers execute for themselves
+            if self._running.get(key) is future:
+                del self._running[key]
+            future.set_result(None)
 
-    def _observe(self, version: int) -> None:
-        if self._version is None or version > self._version:
-            self._version = version
-            self._entries.clear()
-            self._bytes = 0
+    # -- metrics ---------------------------------------------------------------------------------
+
+    def metrics(self) -> dict[str, int]:
+        return {
+            "hits": self.hits, "misses": self.misses, "shared": self.shared, "invalidated": self.invalidated,
+            "flushes": self.flushes, "not_stored": self.not_stored, "lru_evictions": self.lru_evictions,
+            "entries": len(self._entries), "bytes": self._bytes, "data_version": self._version or 0,
+        }
+
+
+# name: (type, help). Counters only grow; gauges are the state now.
+METRICS = {
+    "hits": ("counter", "Cacheable requests answered from the response cache (X-Cache: hit)."),
+    "misses": ("counter", "Cacheable requests not found in the response cache (X-Cache: miss unless shared)."),
+    "shared": ("counter", "Misses answered by a concurrent execution of the same key."),
+    "invalidated": ("counter", "Entries dropped because data they read changed."),
+    "flushes": ("counter", "Times every entry was dropped (changes unknown, or a change to everything)."),
+    "not_stored": ("counter", "Responses not stored: a change they depend on arrived while they executed."),
+    "lru_evictions": ("counter", "Entries dropped to stay within the entry and byte bounds."),
+    "entries": ("gauge", "Entries now in the response cache."),
+    "bytes": ("gauge", "Bytes now held by the response cache."),
+    "data_version": ("gauge", "The newest data version this process has seen."),
+}
+
+
+def prometheus_text(cache: ResponseCache) -> str:
+    """The cache's figures in the Prometheus text format, labelled with this worker's process id
+    (`serve --workers N`: each worker has its own cache and answers for itself)."""
+    values = cache.metrics()
+    label = f'{{pid="{os.getpid()}"}}'
+    lines: list[str] = []
+    for name, (kind, text) in METRICS.items():
+        metric = f"kernelindex_response_cache_{name}" + ("_total" if kind == "counter" else "")
+        lines += [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}", f"{metric}{label} {values[name]}"]
+    return "\n".join(lines) + "\n"

@@ -8,7 +8,7 @@ from typing import Any
 from starlette.requests import Request
 
 from kernelindex.graphql.context import Context
-from kernelindex.web.response_cache import CacheKey
+from kernelindex.web.response_cache import CacheKey, Dependencies, response_dependencies, root_fields
 from kernelindex.web.state import server_state
 
 RUN_FIELDS = """
@@ -76,13 +76,16 @@ def twin_key(slug: str) -> CacheKey:
     return CacheKey(WORKLOAD_PAGE_QUERY, "#json-twin", json.dumps({"slug": slug}))
 
 
-async def workload_twin(request: Request, slug: str) -> dict[str, Any] | None:
+async def workload_twin(request: Request, slug: str) -> tuple[dict[str, Any] | None, Dependencies]:
+    """The page of the workload (None: there is none) and what it read, for the response cache."""
     server = server_state(request)
     context = Context(
         session=request.state.session, now=server.clock(), settings=server.settings,
         request_id=request.state.request_id, request=request,
     )
     result = await server.schema.execute(WORKLOAD_PAGE_QUERY, variable_values={"slug": slug}, context_value=context)
+    reads = context.loaders.reads
+    deps = response_dependencies(root_fields(WORKLOAD_PAGE_QUERY, None), reads.workloads, reads.unscoped)
     if result.errors:
         error = result.errors[0]
         code = (error.extensions or {}).get("code")
@@ -92,7 +95,7 @@ async def workload_twin(request: Request, slug: str) -> dict[str, Any] | None:
         raise error
     assert result.data is not None  # no errors: the query's data is there
     workload: dict[str, Any] | None = result.data["workload"]
-    return workload
+    return workload, deps
 
 
 # GraphQL error codes that map to an HTTP status of their own; anything else is a 500.

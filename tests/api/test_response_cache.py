@@ -11,7 +11,7 @@ import pytest
 
 from kernelindex.settings import Settings
 from kernelindex.web.app import create_app
-from kernelindex.web.response_cache import DataVersionReader, ResponseCache, cache_key
+from kernelindex.web.response_cache import EVERYTHING, DataVersionReader, ResponseCache, cache_key
 from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
 from tests.api.helpers import make_token, synthetic_records, write_records
 from tests.api.test_tokens import SUBMIT
@@ -228,7 +228,7 @@ async def test_a_failed_execution_lets_the_waiting_requests_run_their_own():
 
     async def working():
         calls.append("follower")
-        return "body", None
+        return "body", EVERYTHING, None
 
     leader = asyncio.create_task(cache.get_or_compute(key, 1, FIXED_NOW, failing))
     await asyncio.sleep(0)
@@ -237,7 +237,8 @@ async def test_a_failed_execution_lets_the_waiting_requests_run_their_own():
     release.set()
     with pytest.raises(RuntimeError):
         await leader
-    assert await follower == ("body", None)
+    answer = await follower
+    assert (answer.body, answer.hit) == ("body", False)  # executed for itself
     assert calls == ["leader", "follower"]
 
 

@@ -1,0 +1,455 @@
+"""Invalidation follows the data: a write to one workload drops only the cached responses that read it
+(and whatever depends on everything), a catalogue write drops what read the catalogue, and no response
+is ever served after a committed write it does not show, whichever process wrote."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from datetime import timedelta
+
+import asyncpg
+import httpx
+import pytest
+
+from kernelindex.db.urls import to_libpq_url
+from kernelindex.settings import Settings
+from kernelindex.web.app import create_app
+from kernelindex.web.response_cache import (
+    EVERYTHING,
+    Change,
+    Dependencies,
+    ResponseCache,
+    cache_key,
+    changes_between,
+    root_fields,
+)
+from kernelindex.web.twins import WORKLOAD_PAGE_QUERY, twin_key
+from tests.api.helpers import make_token, synthetic_records
+from tests.api.test_tokens import SUBMIT
+from tests.conftest import FIXED_NOW
+
+A = "kernelbench-l3-p9-resnet18"
+B = "kernelbench-l3-p12-vgg19"
+RUNS = "query ($slug: String!) { workload(slug: $slug) { eligibleRunCount runs(first: 50) { totalCount edges { node { meanMs } } } } }"
+DESCRIPTION = "query ($slug: String!) { workload(slug: $slug) { description } }"
+LIST = "{ workloads(first: 5) { totalCount edges { node { slug } } } }"
+
+
+async def post(client, query, variables=None, headers=None) -> httpx.Response:
+    return await client.post("/graphql", json={"query": query, "variables": variables or {}}, headers=headers or {})
+
+
+async def page(client, query: str, slug: str) -> tuple[dict, str]:
+    response = await post(client, query, {"slug": slug})
+    body = response.json()
+    assert response.status_code == 200 and "errors" not in body, body
+    return body["data"]["workload"], response.headers["x-cache"]
+
+
+async def write_runs(db_url: str, records: list[dict]):
+    """The ingest path on its own engine: the writer refreshes the cohorts it touched, nothing else."""
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.ingest.records import RunRecord
+    from kernelindex.ingest.writer import RunWriter
+
+    async def work(session):
+        return await RunWriter(session).write([RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)])
+
+    return await in_own_transaction(db_url, work)
+
+
+def slower(records: list[dict], by_ms: float) -> list[dict]:
+    """The same runs (same natural keys, so the same environments and sources) with other figures."""
+    out = copy.deepcopy(records)
+    for rec in out:
+        stats = rec["statistics"]
+        for name in ("mean", "min", "max"):
+            stats[name] += by_ms
+    return out
+
+
+async def sql(db_url: str, statement: str, *args):
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        return await conn.execute(statement, *args)
+    finally:
+        await conn.close()
+
+
+async def version_and_log(db_url: str) -> tuple[int, list[dict]]:
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        version = await conn.fetchval("SELECT version FROM data_version WHERE id = 1")
+        rows = await conn.fetch("SELECT version, workload_ids, catalogue_tables, everything FROM change_log ORDER BY version")
+        return version, [dict(r) for r in rows]
+    finally:
+        await conn.close()
+
+
+async def workload_id(db_url: str, slug: str) -> int:
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        return await conn.fetchval("SELECT id FROM workloads WHERE slug = $1", slug)
+    finally:
+        await conn.close()
+
+
+# -- one workload's write ---------------------------------------------------------------------------
+
+
+async def test_a_write_to_one_workload_leaves_the_other_a_hit_and_makes_its_own_a_miss(app, client, db_url):
+    first = synthetic_records(3, slug=A)
+    await write_runs(db_url, first)  # new environments and a new source: a catalogue change, before we look
+    before_a, x_a = await page(client, RUNS, A)
+    before_b, x_b = await page(client, RUNS, B)
+    assert (x_a, x_b) == ("miss", "miss")
+    assert [x for _, x in [await page(client, RUNS, A), await page(client, RUNS, B)]] == ["hit", "hit"]
+
+    version, _ = await version_and_log(db_url)
+    summary = await write_runs(db_url, slower(first, 0.5))  # supersedes A's three runs: A alone changes
+    assert summary.superseded == 3
+    after_version, log = await version_and_log(db_url)
+    assert after_version == version + 1
+    assert log[-1]["workload_ids"] == [await workload_id(db_url, A)] and log[-1]["catalogue_tables"] == []
+
+    after_b, x_b = await page(client, RUNS, B)
+    after_a, x_a = await page(client, RUNS, A)
+    assert (x_a, x_b) == ("miss", "hit")
+    assert after_b == before_b
+    means_before = {round(e["node"]["meanMs"], 6) for e in before_a["runs"]["edges"]}
+    means = {round(e["node"]["meanMs"], 6) for e in after_a["runs"]["edges"]}
+    written = {round(r["statistics"]["mean"], 6) for r in first}
+    assert written <= means_before and not written & means  # the superseded runs are gone from the page
+    assert {round(m + 0.5, 6) for m in written} <= means  # and their successors are on it
+    assert app.state.response_cache.invalidated >= 1
+
+
+async def test_the_json_twin_is_keyed_on_its_workload(app, client, db_url):
+    first = synthetic_records(2, slug=A)
+    await write_runs(db_url, first)
+    for slug in (A, B):
+        assert (await client.get(f"/workloads/{slug}.json")).headers["x-cache"] == "miss"
+        assert (await client.get(f"/workloads/{slug}.json")).headers["x-cache"] == "hit"
+    cache: ResponseCache = app.state.response_cache
+    assert cache.dependencies(twin_key(A)) == Dependencies(workloads=frozenset({await workload_id(db_url, A)}), catalogue=True)
+    await write_runs(db_url, slower(first, 0.25))
+    assert (await client.get(f"/workloads/{B}.json")).headers["x-cache"] == "hit"
+    a = await client.get(f"/workloads/{A}.json")
+    assert a.headers["x-cache"] == "miss" and a.status_code == 200
+
+
+async def test_a_catalogue_write_invalidates_what_read_the_catalogue(app, client, db_url):
+    for slug in (A, B):
+        await page(client, RUNS, slug)
+    await post(client, LIST)
+    assert [x for _, x in [await page(client, RUNS, A), await page(client, RUNS, B)]] == ["hit", "hit"]
+    await sql(db_url, "UPDATE hardware SET memory_gb = memory_gb + 1 WHERE id = (SELECT min(id) FROM hardware)")
+    assert [x for _, x in [await page(client, RUNS, A), await page(client, RUNS, B)]] == ["miss", "miss"]
+    assert (await post(client, LIST)).headers["x-cache"] == "miss"
+
+
+async def test_a_workload_write_invalidates_lists_and_unscoped_queries(app, client, db_url):
+    query = "{ runs(first: 3) { totalCount } }"
+    assert (await post(client, LIST)).headers["x-cache"] == "miss"
+    assert (await post(client, query)).headers["x-cache"] == "miss"
+    assert (await post(client, LIST)).headers["x-cache"] == "hit"
+    await sql(db_url, "UPDATE workloads SET description = coalesce(description, '') || '.' WHERE slug = $1", B)
+    assert (await post(client, LIST)).headers["x-cache"] == "miss"
+    assert (await post(client, query)).headers["x-cache"] == "miss"
+
+
+async def test_a_no_op_write_moves_no_version_and_keeps_every_entry(app, client, db_url):
+    records = synthetic_records(2, slug=A)
+    await write_runs(db_url, records)
+    await page(client, RUNS, A)
+    version, _ = await version_and_log(db_url)
+    summary = await write_runs(db_url, records)  # every record "unchanged"
+    assert summary.unchanged == 2 and summary.inserted == 0
+    assert (await version_and_log(db_url))[0] == version
+    assert (await page(client, RUNS, A))[1] == "hit"
+
+
+# -- what each response depends on ------------------------------------------------------------------
+
+
+async def test_dependencies_recorded_per_response(app, client, db_url):
+    cache: ResponseCache = app.state.response_cache
+    a, b = await workload_id(db_url, A), await workload_id(db_url, B)
+    both = f'query {{ a: workload(slug: "{A}") {{ name }} b: workload(slug: "{B}") {{ name }} }}'
+    fragment = "query Q($slug: String!) { ...Page } fragment Page on Query { workload(slug: $slug) { name } }"
+    mixed = "query ($slug: String!) { workload(slug: $slug) { name } workloads(first: 1) { totalCount } }"
+    missing = "query { workload(slug: \"no-such-workload\") { name } }"
+    cases = [
+        (RUNS, {"slug": A}, None, Dependencies(frozenset({a}), catalogue=True)),
+        (both, {}, None, Dependencies(frozenset({a, b}), catalogue=True)),
+        (fragment, {"slug": B}, "Q", Dependencies(frozenset({b}), catalogue=True)),
+        (mixed, {"slug": A}, None, EVERYTHING),
+        (missing, {}, None, EVERYTHING),  # a workload created later would answer it
+        (LIST, {}, None, EVERYTHING),
+        ("{ node(id: \"V29ya2xvYWQ6MQ==\") { id } }", {}, None, EVERYTHING),
+    ]
+    for query, variables, operation, expected in cases:
+        response = await client.post("/graphql", json={"query": query, "variables": variables, "operationName": operation})
+        assert response.status_code == 200 and "errors" not in response.json(), response.json()
+        key = cache_key(query, operation, variables)
+        assert key is not None and cache.dependencies(key) == expected, query
+
+
+def test_root_fields_are_read_through_fragments():
+    assert root_fields("{ a: workload(slug: \"x\") { name } __typename }", None) == {"workload", "__typename"}
+    assert root_fields("query { ... on Query { workloads { totalCount } } }", None) == {"workloads"}
+    assert root_fields("query { ...F } fragment F on Query { ...G } fragment G on Query { runs { totalCount } }", None) == {"runs"}
+    assert root_fields("query { ...Missing }", None) == {"#unknown-fragment:Missing"}
+    assert root_fields("mutation { retractRun(id: 1, reason: \"x\") { ok } }", None) is None
+
+
+# Every field reachable from `Workload` whose resolver takes `info` (so it can reach the session, the
+# loaders or the clock), each reviewed: it reads only rows of the workload it hangs under (its runs,
+# revisions, cohort bests, record events, flags and reviews of its runs, suite snapshot members) and
+# the catalogue. A response rooted at `workload(slug:)` is cached per workload on that promise
+# (kernelindex.web.response_cache.WORKLOAD_ROOT_FIELDS). A new field here that reads anything else
+# (another workload's runs, an implementation's runs across workloads) would serve stale pages: make
+# the root field unscoped instead, or leave the field out of Workload's subtree.
+REVIEWED_WORKLOAD_FIELDS = {
+    "Workload": {
+        "referenceSource", "referenceSourceSizeBytes", "referenceSourceTruncated", "sourceSha256", "revisions",
+        "canonicalConfiguration", "semantics", "semanticsError", "identity", "eligibleRunCount",
+        "eligibleRunCountDisplay", "headline", "records", "comparison", "comparisons", "implementations",
+        "notMeasured", "headroom", "roofline", "floors", "recordHistory", "sources", "lastObserved",
+        "lastObservedDisplay", "runs",
+    },
+    "Run": {"workloadSlug", "revision", "stale", "flags", "reviewStatus"},
+    "WorkloadRevision": {"snapshots"},
+    "Comparison": {"rows"},
+    "ComparisonRow": {"stale"},
+}
+
+
+def test_every_field_under_a_workload_that_can_read_is_reviewed():
+    from graphql import GraphQLInterfaceType, GraphQLObjectType, get_named_type
+
+    from kernelindex.graphql.schema import build_schema
+
+    schema = build_schema(Settings())
+    types = schema._schema.type_map
+    found: dict[str, set[str]] = {}
+    seen: set[str] = set()
+    stack = [types["Query"].fields["workload"].type]
+    while stack:
+        named = get_named_type(stack.pop())
+        if named.name in seen or not isinstance(named, (GraphQLObjectType, GraphQLInterfaceType)):
+            continue
+        seen.add(named.name)
+        definition = schema.get_type_by_name(named.name)
+        by_name = {schema.config.name_converter.get_graphql_name(f): f for f in definition.fields}
+        for name, field in named.fields.items():
+            stack.append(field.type)
+            resolver = by_name[name].base_resolver
+            if resolver is not None and resolver.info_parameter is not None:
+                found.setdefault(named.name, set()).add(name)
+    assert found == REVIEWED_WORKLOAD_FIELDS
+
+
+# -- no stale read, whoever wrote ---------------------------------------------------------------------
+
+
+async def test_the_writer_reads_its_own_write_at_once(app, client, db_url):
+    token = await make_token(db_url)
+    before, _ = await page(client, RUNS, A)
+    await page(client, RUNS, B)
+    response = await post(client, SUBMIT, {"records": synthetic_records(1, slug=A, start=40)}, {"Authorization": f"Bearer {token}"})
+    assert response.json()["data"]["submitRuns"]["inserted"] == 1
+    assert "x-cache" not in response.headers  # mutations are never cached
+    after, x = await page(client, RUNS, A)
+    assert x == "miss" and after["eligibleRunCount"] == before["eligibleRunCount"] + 1
+    # The new run's environment is new to the catalogue: every page that read the catalogue goes too.
+    assert (await page(client, RUNS, B))[1] == "miss"
+
+
+async def test_two_processes_each_see_the_others_writes(db_url):
+    token = await make_token(db_url)
+    apps = [create_app(Settings(), database_url=db_url, clock=lambda: FIXED_NOW) for _ in range(2)]
+    async with apps[0].router.lifespan_context(apps[0]), apps[1].router.lifespan_context(apps[1]):
+        clients = [httpx.AsyncClient(transport=httpx.ASGITransport(app=a), base_url="http://testserver") for a in apps]
+        one, two = clients
+        try:
+            first = synthetic_records(2, slug=A, start=60)
+            response = await post(one, SUBMIT, {"records": first}, {"Authorization": f"Bearer {token}"})
+            assert response.json()["data"]["submitRuns"]["inserted"] == 2
+            for client in clients:
+                for slug in (A, B):
+                    await page(client, RUNS, slug)
+            before, x = await page(two, RUNS, A)
+            assert x == "hit"
+            # Process one supersedes A's two runs; process two drops A's entry, keeps B's.
+            response = await post(one, SUBMIT, {"records": slower(first, 1.0)}, {"Authorization": f"Bearer {token}"})
+            assert response.json()["data"]["submitRuns"]["superseded"] == 2
+            after, x = await page(two, RUNS, A)
+            assert x == "miss" and after != before
+            assert (await page(two, RUNS, B))[1] == "hit"
+            assert (await page(one, RUNS, B))[1] == "hit"
+            assert await page(one, RUNS, A) == (after, "miss")
+        finally:
+            for client in clients:
+                await client.aclose()
+
+
+async def test_no_stale_read_in_a_tight_write_read_loop(app, client, db_url):
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        await page(client, DESCRIPTION, B)
+        for i in range(40):
+            await conn.execute("UPDATE workloads SET description = $1 WHERE slug = $2", f"round {i}", A)
+            seen, x = await page(client, DESCRIPTION, A)
+            assert seen["description"] == f"round {i}" and x == "miss"
+            again, x = await page(client, DESCRIPTION, A)
+            assert again == seen and x == "hit"
+            assert (await page(client, DESCRIPTION, B))[1] == "hit"
+    finally:
+        await conn.close()
+
+
+async def test_no_stale_read_with_concurrent_writes_and_reads(app, client, db_url):
+    """Reads started after a commit show it, while other reads and writes are in flight."""
+    committed = -1
+    stop = asyncio.Event()
+    problems: list[str] = []
+
+    async def writer():
+        nonlocal committed
+        conn = await asyncpg.connect(to_libpq_url(db_url))
+        try:
+            for i in range(60):
+                await conn.execute("UPDATE workloads SET description = $1 WHERE slug = $2", str(i), A)
+                committed = i
+                await asyncio.sleep(0.002)
+        finally:
+            stop.set()
+            await conn.close()
+
+    async def reader():
+        while not stop.is_set():
+            floor = committed
+            seen, _ = await page(client, DESCRIPTION, A)
+            value = int(seen["description"]) if (seen["description"] or "").isdigit() else -1
+            if value < floor:
+                problems.append(f"read {value} after {floor} had committed")
+
+    await asyncio.gather(writer(), *(reader() for _ in range(4)))
+    assert problems == []
+
+
+# -- the cache and the log on their own -------------------------------------------------------------
+
+
+def test_changes_evict_only_the_entries_that_read_them():
+    cache = ResponseCache(max_entries=100, max_bytes=100_000, ttl_s=60)
+    keys = {name: cache_key(f"{{ {name} }}", None, None) for name in ("a", "b", "ab", "plain", "all")}
+    deps = {
+        "a": Dependencies(frozenset({1}), catalogue=True), "b": Dependencies(frozenset({2}), catalogue=True),
+        "ab": Dependencies(frozenset({1, 2}), catalogue=True), "plain": Dependencies(frozenset({3})), "all": EVERYTHING,
+    }
+    cache.advance(10, None)
+
+    def fill():
+        for name, key in keys.items():
+            cache.put(key, cache.version, FIXED_NOW, name, deps[name])
+
+    def alive() -> set[str]:
+        return {name for name, key in keys.items() if cache.get(key, cache.version, FIXED_NOW) is not None}
+
+    fill()
+    cache.advance(11, [Change(11, frozenset({1}), frozenset(), False)])
+    assert alive() == {"b", "plain"}
+    fill()
+    cache.advance(12, [Change(12, frozenset(), frozenset({"hardware"}), False)])
+    assert alive() == {"plain"}
+    fill()
+    cache.advance(14, [Change(13, frozenset({9}), frozenset(), False), Change(14, frozenset({3}), frozenset(), False)])
+    assert alive() == {"a", "b", "ab"}
+    fill()
+    cache.advance(15, [Change(15, frozenset(), frozenset(), True)])
+    assert alive() == set()
+    fill()
+    cache.advance(20, None)  # changes not known
+    assert alive() == set()
+
+
+def test_a_late_result_is_stored_only_if_nothing_it_read_changed_since():
+    cache = ResponseCache(max_entries=100, max_bytes=100_000, ttl_s=60)
+    a, b = cache_key("{ a }", None, None), cache_key("{ b }", None, None)
+    cache.advance(5, None)
+    cache.advance(6, [Change(6, frozenset({1}), frozenset(), False)])
+    # Both computed at version 5, finishing after version 6 (a write to workload 1) was seen.
+    assert cache.put(a, 5, FIXED_NOW, "a", Dependencies(frozenset({1}), catalogue=True)) is False
+    assert cache.put(b, 5, FIXED_NOW, "b", Dependencies(frozenset({2}), catalogue=True)) is True
+    assert cache.put(b, 4, FIXED_NOW, "b", Dependencies(frozenset({2}))) is False  # before what is remembered
+    assert cache.put(a, 5, FIXED_NOW, "a", EVERYTHING) is False
+    assert cache.not_stored == 3
+
+
+def test_the_log_must_be_complete_to_be_used():
+    def rows(*versions):
+        return [{"version": max(versions, default=0), "logged": v, "workload_ids": [v], "catalogue_tables": [],
+                 "everything": False} for v in versions] or [{"version": 7, "logged": None}]
+
+    assert [c.version for c in changes_between(4, 7, rows(5, 6, 7))] == [5, 6, 7]
+    assert changes_between(4, 7, rows(5, 7)) is None  # a version missing (pruned, or before the log)
+    assert changes_between(None, 7, rows()) is None  # nothing known before
+    assert changes_between(9, 7, rows()) is None  # the database went back in time
+
+
+async def test_a_reader_far_behind_the_log_drops_everything(app, client, db_url, monkeypatch):
+    from kernelindex.web import response_cache
+
+    monkeypatch.setattr(response_cache, "MAX_CHANGES_READ", 2)
+    await page(client, RUNS, B)
+    assert (await page(client, RUNS, B))[1] == "hit"
+    for i in range(3):  # three versions, none of them B's
+        await sql(db_url, "UPDATE workloads SET description = $1 WHERE slug = $2", f"far {i}", A)
+    assert (await page(client, RUNS, B))[1] == "miss"
+    assert app.state.response_cache.flushes >= 1
+
+
+async def test_entries_still_expire_after_the_ttl(db_url):
+    now = [FIXED_NOW]
+    application = create_app(Settings(response_cache_ttl_s=60), database_url=db_url, clock=lambda: now[0])
+    async with application.router.lifespan_context(application):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=application), base_url="http://testserver") as client:
+            await page(client, RUNS, A)
+            assert (await page(client, RUNS, A))[1] == "hit"
+            now[0] = FIXED_NOW + timedelta(seconds=61)
+            assert (await page(client, RUNS, A))[1] == "miss"
+
+
+async def test_metrics_count_hits_misses_and_invalidations(app, client, db_url):
+    await page(client, RUNS, A)
+    await page(client, RUNS, A)
+    await sql(db_url, "UPDATE workloads SET description = 'metrics' WHERE slug = $1", A)
+    await page(client, RUNS, A)
+    response = await client.get("/metrics")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    values = {line.split("{")[0]: float(line.rsplit(" ", 1)[1])
+              for line in response.text.splitlines() if line and not line.startswith("#")}
+    cache: ResponseCache = app.state.response_cache
+    assert values["kernelindex_response_cache_hits_total"] == cache.hits == 1
+    assert values["kernelindex_response_cache_misses_total"] == cache.misses == 2
+    assert values["kernelindex_response_cache_invalidated_total"] == cache.invalidated >= 1
+    assert values["kernelindex_response_cache_entries"] == len(cache)
+    assert values["kernelindex_response_cache_data_version"] == cache.version
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+async def test_x_cache_on_get_and_post_queries(client, method):
+    params = {"query": RUNS, "variables": f'{{"slug": "{A}"}}'}
+    for expected in ("miss", "hit"):
+        if method == "GET":
+            response = await client.get("/graphql", params=params)
+        else:
+            response = await post(client, RUNS, {"slug": A})
+        assert response.status_code == 200 and response.headers["x-cache"] == expected
+
+
+async def test_the_page_query_of_the_twin_is_scoped():
+    assert root_fields(WORKLOAD_PAGE_QUERY, None) == {"workload"}
