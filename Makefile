@@ -9,7 +9,12 @@ PORT ?= 8000
 TORCH_CPU ?= torch==2.13.0
 TORCH_GPU ?= torch
 
-.PHONY: setup serve lint test schema bench-ingest clean
+# GraphiQL's assets (kernelindex/web/graphiql.py): the npm packages pinned in tooling/package.json and its
+# lockfile, installed by `npm ci` (only when the lockfile changed) and copied into the package (git-ignored).
+GRAPHIQL_MANIFEST := kernelindex/web/static/graphiql/vendor/manifest.json
+NPM_TREE := tooling/node_modules/.package-lock.json
+
+.PHONY: setup serve lint test schema bench-ingest clean graphiql browser
 
 setup: $(STAMP)
 
@@ -24,7 +29,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# Without npm the API is served all the same; /graphql then says how to install GraphiQL.
 serve: setup
+	@$(MAKE) --no-print-directory graphiql || echo "make: GraphiQL not installed (needs npm); serving the API without it"
 	$(BIN)/kernelindex serve --migrate --seed --host $(HOST) --port $(PORT)
 
 # What CI checks before the tests: ruff and mypy, both configured in pyproject.toml (mypy keeps its
@@ -33,11 +40,30 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: setup lint
+test: setup lint graphiql browser
 	$(BIN)/python -m pytest -q
+
+graphiql: $(GRAPHIQL_MANIFEST)
+
+$(NPM_TREE): tooling/package.json tooling/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "make: GraphiQL's assets come from the npm registry: install Node.js 18+ with npm, then run make graphiql"; exit 1; }
+	cd tooling && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	touch $(NPM_TREE)
+
+$(GRAPHIQL_MANIFEST): $(NPM_TREE) kernelindex/web/graphiql.py | $(STAMP)
+	$(BIN)/python -m kernelindex.web.graphiql vendor tooling/node_modules
+
+# The browser test (tests/api/test_graphiql_offline.py) drives Debian's Chromium: installed here when it is
+# missing and we are root (CI is); otherwise the test fails saying what to install.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$KERNELINDEX_TEST_CHROMIUM" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "make: installing Chromium for the browser test (apt-get install chromium)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	else echo "make: the browser test needs Chromium: apt-get install chromium, or set KERNELINDEX_TEST_CHROMIUM"; fi
 
 schema: setup
 	$(BIN)/kernelindex export-schema > schema.graphql
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache tooling/node_modules kernelindex/web/static/graphiql/vendor

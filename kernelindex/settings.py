@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     # Long text (Workload.referenceSource) is served in pieces of at most this many UTF-8 bytes.
     max_text_bytes: int = 262_144
     introspection: bool | None = None  # None: on in development, off in production
+    # GraphiQL on GET /graphql, from assets this server serves itself (kernelindex.web.graphiql). None:
+    # served in development, not in production, where a public server serves the API and not an IDE.
+    graphiql: bool | None = None
     max_body_bytes: int = 2_000_000  # a full submitRuns call (1,000 records) fits
     request_timeout_s: float = 10.0
     cors_allowed_origins: list[str] = []  # JSON list in the environment; empty: same origin only
@@ -70,6 +73,10 @@ class Settings(BaseSettings):
     @property
     def introspection_enabled(self) -> bool:
         return (not self.is_production) if self.introspection is None else self.introspection
+
+    @property
+    def graphiql_enabled(self) -> bool:
+        return (not self.is_production) if self.graphiql is None else self.graphiql
 
 
 @lru_cache(maxsize=1)

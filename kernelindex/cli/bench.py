@@ -126,19 +126,21 @@ def add_bench_command(sub) -> None:
     bench = sub.add_parser("bench", help="measure workloads (eager, torch.compile) and write or ingest run records")
     bench.add_argument("--workload", action="append", default=[], metavar="SLUG", help="workload slug (repeatable)")
     bench.add_argument("--all", action="store_true", help="every workload (narrow with --level)")
-    bench.add_argument("--level", type=int, help="with --all: only this level")
+    bench.add_argument("--level", type=int, metavar="N", help="with --all: only this level (default: every level)")
     bench.add_argument("--file", action="append", default=[], metavar="PATH", help="a KernelBench-format problem file")
     bench.add_argument("--slug", help="workload slug for --file (default: the importer's slug for a …/levelN/NN_Name.py path, "
                        "else from the file name)")
     bench.add_argument("--impl", action="append", default=[], metavar="SLUG",
                        help="implementation (repeatable; default torch_eager and torch_compile_inductor)")
-    bench.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="default: cuda when available")
-    bench.add_argument("--trials", type=int, default=100)
-    bench.add_argument("--warmup", type=int, default=3)
+    bench.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                       help="where to measure; auto: cuda when available, else cpu")
+    bench.add_argument("--trials", type=int, default=100, metavar="N", help="timed trials per implementation")
+    bench.add_argument("--warmup", type=int, default=3, metavar="N",
+                       help="untimed calls before the trials, to absorb compilation and cold caches")
     bench.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding, metavar="NAME=INT",
                        help="measure at another configuration, e.g. batch_size=8 (recorded as that configuration)")
-    bench.add_argument("--out", help="write run records here (JSON Lines; default stdout)")
+    bench.add_argument("--out", metavar="PATH", help="write run records here (JSON Lines; default stdout)")
     bench.add_argument("--ingest", action="store_true", help="also write the runs to the database")
-    bench.add_argument("--provider", help="provider name recorded with the environment")
-    bench.add_argument("--label", help="machine or pool label recorded with the environment")
+    bench.add_argument("--provider", help="provider name recorded with the environment (default: none)")
+    bench.add_argument("--label", help="machine or pool label recorded with the environment (default: none)")
     bench.set_defaults(func=cmd_bench)

@@ -31,10 +31,12 @@ from kernelindex.cli.common import (
     write_stdout,
 )
 from kernelindex.cli.ingest import add_ingest_commands
+from kernelindex.cli.parser import Parser, version
 from kernelindex.cli.tokens import add_token_commands
 from kernelindex.db.embedded import kept_alive
 from kernelindex.db.errors import describe_failure, shortage
 from kernelindex.ingest.errors import IngestAborted
+from kernelindex.settings import get_settings
 
 
 async def _seed(url: str) -> None:
@@ -63,7 +65,8 @@ def cmd_seed(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from kernelindex.web.app import create_app
+    # GraphiQLPage by way of the app module, which imports it: the web stack loads only for `serve`.
+    from kernelindex.web.app import GraphiQLPage, create_app
 
     if args.workers < 1:
         raise CommandError(f"--workers must be 1 or more, got {args.workers}")
@@ -75,8 +78,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             run_migrations(url)
         if args.seed:
             asyncio.run(_seed(url))
-        say(f"serving on http://{args.host}:{args.port} (GraphiQL at http://{args.host}:{args.port}/graphql)"
+        say(f"serving on http://{args.host}:{args.port}"
             + (f" with {args.workers} worker processes" if args.workers > 1 else ""))
+        if not get_settings().graphiql_enabled:
+            say("GraphiQL: not served (production; KERNELINDEX_GRAPHIQL=true serves it)")
+        elif (problem := GraphiQLPage().status()) is not None:
+            say(f"GraphiQL: {problem}")
+        else:
+            say(f"GraphiQL at http://{args.host}:{args.port}/graphql")
         try:
             if args.workers > 1:
                 # One event loop uses one core; more cores need more processes. Each is started afresh, so it
@@ -101,8 +110,12 @@ def cmd_export_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# uvicorn's --log-level names.
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="kernelindex",
         description="KernelIndex: the fastest known implementation of a workload on a GPU, and how far to trust it. "
         "Uses KERNELINDEX_DATABASE_URL when set (postgresql:// or postgresql+asyncpg://), "
@@ -110,26 +123,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true",
                         help=f"show the traceback of an unexpected error (also {TRACEBACK_VARIABLE}=1)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="serve the GraphQL API (GraphiQL at /graphql)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve = sub.add_parser(
+        "serve", help="serve the GraphQL API (and GraphiQL at /graphql outside production)",
+        description="Serve the API with uvicorn: POST or GET /graphql, /healthz, /workloads/SLUG.json, /exports/…, "
+        "/policy. GraphiQL answers a browser on /graphql in development (KERNELINDEX_GRAPHIQL=true serves it in "
+        "production too; `make graphiql` installs its assets).")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port to listen on")
     serve.add_argument("--migrate", action="store_true", help="apply migrations first")
     serve.add_argument("--seed", action="store_true", help="load the seed dataset first (idempotent)")
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="uvicorn's log level")
     serve.add_argument("--workers", type=int, default=1,
-                       help="worker processes (default 1); each has its own event loop, connection pool and response cache")
+                       help="worker processes; each has its own event loop, connection pool and response cache")
     serve.set_defaults(func=cmd_serve)
 
-    migrate = sub.add_parser("migrate", help="apply database migrations")
+    migrate = sub.add_parser("migrate", help="apply database migrations (Alembic, migrations/)")
     migrate.set_defaults(func=cmd_migrate)
 
     seed = sub.add_parser("seed", help="load the seed dataset (idempotent)")
     seed.add_argument("--migrate", action="store_true", help="apply migrations first")
     seed.set_defaults(func=cmd_seed)
 
-    export = sub.add_parser("export-schema", help="print the GraphQL SDL")
+    export = sub.add_parser("export-schema", help="print the GraphQL SDL (schema.graphql is kept equal to it)")
     export.set_defaults(func=cmd_export_schema)
 
     add_ingest_commands(sub)

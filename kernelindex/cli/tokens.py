@@ -109,7 +109,7 @@ def add_token_commands(sub) -> None:
         "--scope", action="append", required=True, metavar="SCOPE",
         help=f"a scope the token grants; repeat for several ({', '.join(auth.KNOWN_SCOPES)})",
     )
-    create.add_argument("--name", default="", help="what the token is for, e.g. 'ci-benchmarks'")
+    create.add_argument("--name", default="", help="what the token is for, e.g. 'ci-benchmarks' (default: no name)")
     create.set_defaults(func=cmd_token_create)
 
     listing = token_sub.add_parser("list", help="list tokens (never the tokens themselves)")

@@ -22,6 +22,7 @@ from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLRequestData
 from strawberry.http.async_base_view import AsyncHTTPRequestAdapter
+from strawberry.schema import BaseSchema
 from strawberry.types import ExecutionResult
 
 from kernelindex.db.embedded import resolve_database_url
@@ -30,10 +31,19 @@ from kernelindex.graphql.context import Context
 from kernelindex.graphql.schema import build_schema
 from kernelindex.settings import Settings, get_settings
 from kernelindex.web.exports import BoundedExport, catalog_jsonl, runs_csv
+from kernelindex.web.graphiql import ASSETS_PREFIX, GraphiQLPage
 from kernelindex.web.health import HealthCheck
 from kernelindex.web.http import BodySizeLimitMiddleware, ConditionalGetMiddleware, RequestIdMiddleware, TimeoutMiddleware
 from kernelindex.web.middleware import DatabaseSessionMiddleware, mark_read_only
-from kernelindex.web.response_cache import DataVersionReader, ResponseCache, cache_key
+from kernelindex.web.response_cache import (
+    DataVersionReader,
+    Dependencies,
+    ResponseCache,
+    cache_key,
+    prometheus_text,
+    response_dependencies,
+    root_fields,
+)
 from kernelindex.web.state import AppState, Clock, ExportSlots, ServerState, server_state
 from kernelindex.web.twins import TwinError, twin_key, workload_twin
 
@@ -43,6 +53,11 @@ POLICY_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "how-reco
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+# The response header that says whether a cacheable response came from the response cache (hit) or
+# was executed for this request (miss).
+X_CACHE = "X-Cache"
 
 
 class EncodedResponse(str):
@@ -73,6 +88,15 @@ def http_error_body(status: int, message: str, request_id: str) -> bytes:
 class KernelIndexGraphQL(GraphQL[Context, None]):
     """Strawberry's ASGI view, with the response cache in front of query execution, request bodies
     decoded defensively, and refusals as JSON."""
+
+    def __init__(self, schema: BaseSchema, *, graphiql: GraphiQLPage | None = None, **options: Any):
+        # The IDE is ours (kernelindex.web.graphiql: assets served here), not strawberry's page of CDN scripts.
+        super().__init__(schema, graphql_ide="graphiql" if graphiql is not None else None, **options)
+        self.graphiql = graphiql
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        assert self.graphiql is not None  # strawberry asks for the IDE only when graphql_ide is set
+        return await self.graphiql.page(request)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -132,23 +156,27 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             key = cache_key(request_data.query, request_data.operation_name, request_data.variables)
         if key is not None:
             version = await server.data_version.current()
+            sub_response.headers[X_CACHE] = "miss"
         if key is None or version is None:
             return await super().execute_single(request, request_adapter, sub_response, context, root_value, request_data)
 
-        async def compute() -> tuple[EncodedResponse | None, ExecutionResult]:
+        async def compute() -> tuple[EncodedResponse | None, Dependencies, ExecutionResult]:
             result = await super(KernelIndexGraphQL, self).execute_single(
                 request, request_adapter, sub_response, context, root_value, request_data)
+            reads = context.loaders.reads
+            deps = response_dependencies(root_fields(key.query, key.operation_name), reads.workloads, reads.unscoped)
             if result.errors or result.data is None:
-                return None, result
+                return None, deps, result
             processed = await super(KernelIndexGraphQL, self).process_result(request, result)
-            return EncodedResponse(self.encode_json_string(processed)), result
+            return EncodedResponse(self.encode_json_string(processed)), deps, result
 
-        body, result = await cache.get_or_compute(key, version, context.now, compute)
-        if body is None:
-            assert isinstance(result, ExecutionResult)  # nothing to serve: this request's own execution
-            return result
+        answer = await cache.get_or_compute(key, version, context.now, compute)
+        if answer.body is None or not answer.hit:
+            assert isinstance(answer.result, ExecutionResult)  # this request's own execution
+            return answer.result
+        sub_response.headers[X_CACHE] = "hit"
         context.read_only = True  # only queries are cached; set here too, for answers that skipped execution
-        return _CachedResult(EncodedResponse(body))
+        return _CachedResult(EncodedResponse(answer.body))
 
     async def process_result(self, request: Request, result: ExecutionResult) -> Any:
         if isinstance(result, _CachedResult):
@@ -190,22 +218,31 @@ async def workload_json(request: Request) -> Response:
     key = twin_key(slug) if cache.enabled else None
     version = await server.data_version.current() if key is not None else None
 
-    async def compute() -> tuple[str | None, None]:
-        payload = await workload_twin(request, slug)
+    async def compute() -> tuple[str | None, Dependencies, None]:
+        payload, deps = await workload_twin(request, slug)
         if payload is None:
-            return None, None
-        return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")), None
+            return None, deps, None
+        return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")), deps, None
 
     try:
         if key is None or version is None:
-            body, _ = await compute()
+            body, _, _ = await compute()
+            hit = False
         else:
-            body, _ = await cache.get_or_compute(key, version, server.clock(), compute)
+            answer = await cache.get_or_compute(key, version, server.clock(), compute)
+            body, hit = answer.body, answer.hit
     except TwinError as exc:
         return JSONResponse({"error": exc.message, "request_id": request.state.request_id}, status_code=exc.status)
+    headers = {X_CACHE: "hit" if hit else "miss"} if key is not None else None
     if body is None:
-        return JSONResponse({"error": f"no workload with slug {slug!r}"}, status_code=404)
-    return Response(body, media_type="application/json")
+        return JSONResponse({"error": f"no workload with slug {slug!r}"}, status_code=404, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+async def metrics(request: Request) -> Response:
+    """The response cache's figures for this worker, in the Prometheus text format."""
+    return PlainTextResponse(prometheus_text(server_state(request).response_cache),
+                             media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 async def policy(request: Request) -> Response:
@@ -266,12 +303,14 @@ def create_app(
             statement_timeout_s=settings.export_timeout_s,
             idle_in_transaction_timeout_s=settings.export_idle_timeout_s + STATEMENT_TIMEOUT_MARGIN_S,
         )
+        response_cache = ResponseCache(
+            settings.response_cache_entries, settings.response_cache_bytes, settings.response_cache_ttl_s
+        )
         server = ServerState(
             settings=settings, schema=schema, clock=clock or utc_now, engine=engine,
-            sessionmaker=make_sessionmaker(engine), data_version=DataVersionReader(url),
-            response_cache=ResponseCache(
-                settings.response_cache_entries, settings.response_cache_bytes, settings.response_cache_ttl_s
-            ),
+            # Each version read hands the cache what changed, before any request sees that version.
+            sessionmaker=make_sessionmaker(engine), data_version=DataVersionReader(url, listener=response_cache.advance),
+            response_cache=response_cache,
             export_engine=export_engine, export_sessionmaker=make_sessionmaker(export_engine),
             export_slots=ExportSlots(settings.export_concurrency), health=HealthCheck(url),
         )
@@ -285,30 +324,34 @@ def create_app(
             await engine.dispose()
             await export_engine.dispose()
 
-    # No GraphiQL in production: a public server serves the API, not an IDE that runs queries from
-    # whoever opens the page.
-    graphql_app = KernelIndexGraphQL(
-        schema, graphql_ide=None if settings.is_production else "graphiql", allow_queries_via_get=True)
+    # No GraphiQL in production unless asked for (KERNELINDEX_GRAPHIQL): a public server serves the API,
+    # not an IDE that runs queries from whoever opens the page.
+    graphiql = GraphiQLPage(show_reasons=not settings.is_production) if settings.graphiql_enabled else None
+    graphql_app = KernelIndexGraphQL(schema, graphiql=graphiql, allow_queries_via_get=True)
     app = Starlette(
         routes=[
             Route("/healthz", healthz),
+            Route("/metrics", metrics),
             Route("/workloads/{slug}.json", workload_json),
             Route("/policy", policy),
             Route("/exports/runs.csv", BoundedExport(runs_csv)),
             Route("/exports/catalog.jsonl", BoundedExport(catalog_jsonl)),
             Route("/graphql", graphql_app, methods=["GET", "POST"]),
+            *(graphiql.routes() if graphiql is not None else []),
         ],
         lifespan=lifespan,
     )
     # Outermost last: request id → body limit → timeout → CORS → ETag → database session → routes.
     app.add_middleware(DatabaseSessionMiddleware)
-    app.add_middleware(ConditionalGetMiddleware, max_age_s=settings.cache_max_age_s)
+    # GraphiQL's assets carry their own year-long caching (their URLs name their digest): no ETag pass over MBs.
+    app.add_middleware(ConditionalGetMiddleware, max_age_s=settings.cache_max_age_s,
+                       exempt_prefixes=("/exports/", "/healthz", ASSETS_PREFIX))
     app.add_middleware(
         CORSMiddleware,
         allow_origins=settings.cors_allowed_origins,
         allow_methods=["GET", "POST", "OPTIONS"],
         allow_headers=["content-type", "authorization", "if-none-match", "x-request-id"],
-        expose_headers=["etag", "x-request-id"],
+        expose_headers=["etag", "x-request-id", "x-cache"],
         max_age=600,
     )
     if settings.request_timeout_s > 0:
