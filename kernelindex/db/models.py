@@ -18,6 +18,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     SmallInteger,
     Text,
@@ -318,6 +319,8 @@ class Run(Base):
     evidence: Mapped[str] = mapped_column(Text)
     # sha256 of the record's measured content: equal digest on re-ingest means "unchanged".
     content_sha256: Mapped[str] = mapped_column(Text)
+    # The digest of the input line this run came from (ingest runs; migration 0008), None otherwise.
+    line_sha: Mapped[bytes | None] = mapped_column(LargeBinary)
     superseded_by_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     superseded_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     retracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -377,6 +380,7 @@ class Run(Base):
             "status",
             postgresql_where=text("superseded_at IS NULL AND retracted_at IS NULL"),
         ),
+        Index("ix_runs_line_sha_live", "line_sha", postgresql_where=text("superseded_at IS NULL AND line_sha IS NOT NULL")),
     )
 
 

@@ -20,12 +20,13 @@ record it refuses goes through `jsonschema`, which words the errors and has the 
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -373,18 +374,27 @@ _LONG_NUMBER = b"0" * 19
 
 def fast_parse(raw: bytes) -> dict[str, Any] | None:
     """The object on a line when the fast reader can vouch for it (see above); None: use parse_json_line."""
+    data = _fast_decode(raw)
+    return data if data is not None and _no_repeated_key(raw, data) else None
+
+
+def _fast_decode(raw: bytes) -> dict[str, Any] | None:
+    """The object on a line, decoded in C, when nothing but a repeated key could make it differ from
+    the strict reader's (_no_repeated_key tells that)."""
     if b"\\u" in raw or _LONG_NUMBER in raw.translate(_DIGITS_ONLY):
         return None
     try:
         data = _DECODER.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # ValidationError: a number overflows
         return None
+    return data if type(data) is dict else None
+
+
+def _no_repeated_key(raw: bytes, data: dict[str, Any]) -> bool:
     # Colons: one per key as written plus those inside strings. Encoding the value again writes one
     # per key it kept plus the same string colons (no \\u escapes here), so the counts differ
     # exactly when an object repeated a key.
-    if type(data) is not dict or _ENCODER.encode(data).count(b":") != raw.count(b":"):
-        return None
-    return data
+    return _ENCODER.encode(data).count(b":") == raw.count(b":")
 
 
 # -- records ------------------------------------------------------------------------------------
@@ -398,6 +408,8 @@ class RunRecord:
     file: str
     where: str
     line: int | None = None
+    # The digest of the line it was read from (line_digest), stored with its run.
+    line_sha: bytes | None = None
 
     @property
     def observed_at(self) -> datetime:
@@ -716,6 +728,54 @@ class CatalogueLine:
 
     data: dict[str, Any]
     where: str
+
+
+# The version of everything check_record decides and normalises. A line's digest (line_digest) covers
+# it, so after a change to the checks no stored digest matches and every line is checked afresh.
+# Bump it with any change to what check_record accepts or how it normalises.
+CHECKS_VERSION = b"run-record-checks/1"
+
+
+def line_digest(raw: bytes) -> bytes:
+    """128-bit digest of a line's bytes (surrounding whitespace aside) under CHECKS_VERSION."""
+    return hashlib.blake2b(raw.strip(), digest_size=16, key=CHECKS_VERSION).digest()
+
+
+@dataclass(frozen=True)
+class PendingLine:
+    """A line that decoded plainly and is not checked yet: `ingest runs` first asks whether the very
+    same bytes are a live run already (RunWriter.skip_known), and checks only the others
+    (check_pending). `data` is what the strict reader would give, unless the line repeats a key,
+    which check_pending finds before anything else."""
+
+    number: int
+    where: str
+    data: dict[str, Any]
+    raw: bytes
+    digest: bytes
+
+
+def read_pending(number: int, raw: bytes | str | _TooLong, file: str) -> PendingLine | RunRecord | CatalogueLine | list[InputProblem] | None:
+    """One physical line, decoded once: a PendingLine when the fast reader takes it, else what
+    read_item makes of it (a record, a catalogue line, its problems, or None for a blank line)."""
+    if isinstance(raw, bytes):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        data = _fast_decode(raw)
+        if data is not None and data.get("format") not in CATALOG_FORMATS:
+            return PendingLine(number, f"line {number}", data, raw, line_digest(raw))
+    return read_item(number, raw, file)
+
+
+def check_pending(line: PendingLine, file: str) -> RunRecord | list[InputProblem]:
+    """The check of a PendingLine: exactly read_item's answer for its bytes."""
+    if not _no_repeated_key(line.raw, line.data):
+        found = read_item(line.number, line.raw, file)
+        assert not isinstance(found, (RunRecord, CatalogueLine)) and found is not None  # a repeated key is a problem
+        return found
+    checked = _checked(line.data, line.number, file, line.where)
+    assert not isinstance(checked, CatalogueLine)  # read_pending sends catalogue lines to read_item
+    return replace(checked, line_sha=line.digest) if isinstance(checked, RunRecord) else checked
 
 
 def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord | list[InputProblem] | None:

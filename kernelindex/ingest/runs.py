@@ -32,7 +32,7 @@ import os
 import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from kernelindex.db.errors import refusal_reason
 from kernelindex.ingest.catalog import apply_catalog, check_catalogue_line, overlay_catalog
 from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
 from kernelindex.ingest.progress import Progress
-from kernelindex.ingest.records import CatalogueLine, RunRecord, raw_lines, read_item
+from kernelindex.ingest.records import CatalogueLine, PendingLine, RunRecord, check_pending, line_digest, raw_lines, read_pending
 from kernelindex.ingest.writer import (
     HardwareIndex,
     IngestSummary,
@@ -103,6 +103,8 @@ class Part:
 
     catalogue: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     records: list[RunRecord] = field(default_factory=list)
+    # Lines decoded but not checked yet: those whose very bytes are a live run are not checked at all.
+    pending: list[PendingLine] = field(default_factory=list)
     problems: list[InputProblem] = field(default_factory=list)
     bad_lines: int = 0
     catalogue_refused: int = 0
@@ -124,7 +126,7 @@ class PartReader:
     def next_part(self) -> Part | None:
         part = Part()
         seen = False
-        while len(part.records) < self._batch_size:
+        while len(part.records) + len(part.pending) < self._batch_size:
             if self._held is not None:
                 number, raw = self._held
                 self._held = None
@@ -143,12 +145,14 @@ class PartReader:
                 self.lines_read = number
                 part.bytes_read += len(raw) if isinstance(raw, (bytes, str)) else raw.size
             seen = True
-            item = read_item(number, raw, self.label)
+            item = read_pending(number, raw, self.label)
             if item is None:
                 continue
             self.saw_any = True
-            if isinstance(item, CatalogueLine):
-                if part.records:
+            if isinstance(item, PendingLine):
+                part.pending.append(item)
+            elif isinstance(item, CatalogueLine):
+                if part.records or part.pending:
                     self._held = (number, raw)
                     break
                 checked = check_catalogue_line(item, self.label)
@@ -161,6 +165,8 @@ class PartReader:
                 part.problems.extend(item)
                 part.bad_lines += 1
             else:
+                if isinstance(raw, bytes):  # read by the strict reader, but a line of bytes all the same
+                    item = replace(item, line_sha=line_digest(raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw))
                 part.records.append(item)
         return part if seen else None
 
@@ -183,6 +189,27 @@ async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[Non
 
 
 # -- writing ------------------------------------------------------------------------------------
+
+
+async def _settle_pending(writer: RunWriter, part: Part, tally: _Tally, label: str) -> None:
+    """Count the part's pending lines whose bytes are live runs already as unchanged, and check the
+    others into the part's records (in line order), their problems into the tally. In the writer's
+    session and transaction."""
+    if not part.pending:
+        return
+    known, unknown = await writer.skip_known(part.pending, label)
+    tally.wrote(known)
+    bad = 0
+    for line in unknown:
+        checked = check_pending(line, label)
+        if isinstance(checked, RunRecord):
+            part.records.append(checked)
+        else:
+            tally.add_problems(checked)
+            bad += 1
+    tally.rejected_lines += bad
+    part.pending = []
+    part.records.sort(key=lambda record: record.line or 0)
 
 
 async def _write_halving(unit_of_work: UnitOfWork, writer: RunWriter, batch: list[RunRecord]) -> IngestSummary:
@@ -318,6 +345,10 @@ async def _default(
             # Hardware and workload revisions first, in a transaction of their own: the runs refer to them.
             async with transaction(sessionmaker) as session:
                 await apply_catalog(session, part.catalogue)
+        if part.pending:
+            async with transaction(sessionmaker) as session:
+                writer.session = session
+                await _settle_pending(writer, part, tally, reader.label)
         if part.records:
             tally.wrote(await _write_halving(_own_transactions(sessionmaker), writer, part.records))
         if bar:
@@ -346,6 +377,9 @@ async def _strict(
             failed = failed or bool(part.problems)
             if not failed and part.catalogue:
                 await apply_catalog(session, part.catalogue)
+            problems_before = tally.summary.problem_count
+            await _settle_pending(writer, part, tally, reader.label)
+            failed = failed or tally.summary.problem_count > problems_before
             if not failed and part.records:
                 written = await _write_halving(_savepoints(session), writer, part.records)
                 failed = bool(written.problems)
@@ -385,6 +419,7 @@ async def _dry_run(
             if part.catalogue:
                 # Nothing written: the lines' hardware and workloads are laid over the database in memory.
                 overlay_catalog(part.catalogue, refs.by_slug, refs.by_triple, refs.hardware)
+            await _settle_pending(writer, part, tally, reader.label)
             if part.records:
                 tally.wrote(await _write_halving(_savepoints(session), writer, part.records))
             if bar:

@@ -59,7 +59,7 @@ from kernelindex.db.models import (
     WorkloadRevision,
 )
 from kernelindex.ingest.errors import InputProblem
-from kernelindex.ingest.records import RunRecord, parse_observed_at
+from kernelindex.ingest.records import PendingLine, RunRecord, parse_observed_at
 from kernelindex.ingest.workloads import revision_matches
 from kernelindex.rules.identity import configuration_key, digest
 from kernelindex.rules.names import hardware_key, hardware_name_problem, skeleton
@@ -426,6 +426,7 @@ _STAGE_COLUMNS = (
     ("std_ms", "float8"), ("min_ms", "float8"), ("max_ms", "float8"), ("median_ms", "float8"), ("p5_ms", "float8"),
     ("p95_ms", "float8"), ("num_trials", "int"), ("samples_ms", "float8[]"), ("compile_time_ms", "float8"),
     ("correctness", "jsonb"), ("observed_at", "timestamptz"), ("evidence", "text"), ("content_sha256", "text"),
+    ("line_sha", "bytea"),
 )
 _STAGE_NAMES = tuple(name for name, _ in _STAGE_COLUMNS)
 _RUN_NAMES = _STAGE_NAMES[2:]  # every staged column but the order and the place in the input goes into runs
@@ -437,6 +438,8 @@ _CREATE_STAGE = (
     "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_keys (workload_revision_id int, configuration_key text, "
     "implementation_id int, environment_id int, protocol_id int, source_snapshot_id int, ord int, place text, "
     f"PRIMARY KEY ({_KEYS}))",
+    # Lines whose very bytes may be a live run already (skip_known): their digest and the revision they name.
+    "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_lines (ord int, place text, line_sha bytea, workload_revision_id int)",
 )
 _CLAIM_KEYS = text(
     f"INSERT INTO ingest_keys ({_KEYS}, ord, place) SELECT {_KEYS}, ord, place FROM ingest_stage "
@@ -460,6 +463,20 @@ _INSERT_NEW = text(
 _LINK_SUPERSEDED = text(
     "UPDATE runs SET superseded_by_id = v.new_id FROM unnest(CAST(:old AS bigint[]), CAST(:new AS bigint[])) "
     "AS v(old_id, new_id) WHERE runs.id = v.old_id"
+)
+# The live runs some lines' very bytes made (skip_known), and the claim of their natural keys.
+_SAME_LINE = (
+    "FROM ingest_lines s JOIN runs r ON r.line_sha = s.line_sha AND r.workload_revision_id = s.workload_revision_id "
+    "AND r.superseded_at IS NULL"
+)
+_KNOWN_LINES = text(f"SELECT s.ord, r.workload_id, r.implementation_id, r.environment_id {_SAME_LINE}")
+_CLAIM_KNOWN = text(
+    f"INSERT INTO ingest_keys ({_KEYS}, ord, place) SELECT {', '.join(f'r.{c}' for c in _KEY_COLUMNS)}, s.ord, s.place "
+    f"{_SAME_LINE} ORDER BY s.ord ON CONFLICT DO NOTHING RETURNING ord"
+)
+_FIRST_PLACES_KNOWN = text(
+    f"SELECT s.ord, k.place {_SAME_LINE} JOIN ingest_keys k ON {' AND '.join(f'k.{c} = r.{c}' for c in _KEY_COLUMNS)} "
+    "WHERE s.ord = ANY(CAST(:ords AS int[]))"
 )
 # A dry run's merge: what the statements above would do, counted.
 _COUNT_MERGE = text(
@@ -702,7 +719,7 @@ class RunWriter:
                 _float(stats.get("p5")), _float(stats.get("p95")), stats.get("num_trials"),
                 None if samples is None else [float(v) for v in samples], _float(data.get("compile_time_ms")),
                 None if correctness is None else json.dumps(correctness), rec.observed_at, data["evidence"],
-                content_digest(data),
+                content_digest(data), rec.line_sha,
             ))
             places.append(InputProblem(rec.file, rec.where, ""))
             order_of_problem.append(i)
@@ -730,6 +747,70 @@ class RunWriter:
                 self._pending_cohorts |= cohorts
                 self._arrived |= arrived
         return summary
+
+    async def skip_known(self, lines: list[PendingLine], file: str) -> tuple[IngestSummary, list[PendingLine]]:
+        """The lines whose very bytes made a live run of the revision they name now: unchanged, and
+        not checked again (the same bytes passed the same checks, CHECKS_VERSION, before; hardware,
+        implementation, protocol and source names resolve as they did). Their natural keys are
+        claimed like any staged run's, so a line stating one again is refused. Returns what they
+        count for and the other lines, to check and write. In the caller's transaction."""
+        summary = IngestSummary()
+        if not lines:
+            return summary, []
+        session = self.session
+        if not self.dry_run:
+            await hold_index_writes(session)
+        by_slug, by_triple = await self._workload_refs([line.data for line in lines])
+        candidates: list[tuple[int, str, bytes, int]] = []
+        for ord_, line in enumerate(lines):
+            data = line.data
+            try:
+                resolved = resolve_workload_ref(data["workload"], by_slug, by_triple, data["source"].get("revision"))
+            except (KeyError, TypeError, AttributeError):  # not a record's shape: the check will say why
+                continue
+            if not isinstance(resolved[0], str):
+                candidates.append((ord_, line.where, line.digest, resolved[1]))
+        if not candidates:
+            return summary, lines
+        for statement in _CREATE_STAGE:
+            await session.execute(text(statement))
+        await session.execute(text("TRUNCATE ingest_lines"))
+        await copy_rows(session, "ingest_lines", ("ord", "place", "line_sha", "workload_revision_id"), candidates)
+        found = {row[0]: row[1:] for row in (await session.execute(_KNOWN_LINES)).all()}
+        if not found:
+            return summary, lines
+        claimed = set((await session.execute(_CLAIM_KNOWN)).scalars().all())
+        again = sorted(set(found) - claimed)
+        if again:
+            first: dict[int, str] = dict((await session.execute(_FIRST_PLACES_KNOWN, {"ords": again})).all())
+            for ord_ in again:
+                summary.problems.append(InputProblem(
+                    file, lines[ord_].where, f"the same run as {first.get(ord_, 'an earlier one')} (same natural key)",
+                ))
+            summary.rejected = len(again)
+        summary.unchanged = len(claimed)
+        for ord_ in claimed:
+            workload_id, implementation_id, environment_id = found[ord_]
+            summary.workloads.add(workload_id)
+            summary.implementations.add(implementation_id)
+            summary.environments.add(environment_id)
+        return summary, [line for ord_, line in enumerate(lines) if ord_ not in found]
+
+    async def _workload_refs(self, records: list[dict[str, Any]]) -> tuple[dict[str, WorkloadRef], dict[WorkloadTriple, WorkloadRef]]:
+        """The workloads the records name (every one known to a dry run's overlay)."""
+        if self._known is not None:
+            return self._known[0], self._known[1]
+        slugs: set[str] = set()
+        triples: set[WorkloadTriple] = set()
+        for data in records:
+            ref = data.get("workload")
+            if not isinstance(ref, dict):
+                continue
+            if isinstance(ref.get("slug"), str):
+                slugs.add(ref["slug"])
+            elif all(isinstance(ref.get(k), (str, int)) and not isinstance(ref.get(k), bool) for k in ("suite", "level", "problem")):
+                triples.add((ref["suite"], ref["level"], ref["problem"]))
+        return await load_workload_refs(self.session, slugs, triples)
 
     async def _stage(self, rows: list[tuple[Any, ...]]) -> None:
         """The batch's rows into a fresh stage, by COPY."""

@@ -1,0 +1,128 @@
+"""An unchanged re-ingest is a lookup: a line whose very bytes made a live run of the revision it
+names now is counted unchanged without being checked again (RunWriter.skip_known), and everything
+else takes the full path: other spellings, a new current revision, a new version of the checks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from kernelindex.ingest import records as records_module
+from kernelindex.ingest import runs as runs_module
+from kernelindex.ingest.runs import ingest_runs_file
+from tests.api.helpers import synthetic_records
+from tests.ingest.conftest import execute, fetch
+
+RESNET = "kernelbench-l3-p9-resnet18"
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """How many lines were checked (check_pending) by the ingests of a test."""
+    calls = {"n": 0}
+    real = runs_module.check_pending
+
+    def counting(line, file):
+        calls["n"] += 1
+        return real(line, file)
+
+    monkeypatch.setattr(runs_module, "check_pending", counting)
+    return calls
+
+
+def _write(path, records) -> None:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+
+
+def _ingest(db_url, path, **options):
+    return asyncio.run(ingest_runs_file(db_url, path, path.name, progress=False, **options))
+
+
+def _live_runs(db_url) -> int:
+    return fetch(db_url, "SELECT count(*) AS n FROM runs WHERE superseded_at IS NULL")[0]["n"]
+
+
+def test_an_unchanged_file_is_not_checked_again(db_url, tmp_path, checks):
+    path = tmp_path / "runs.jsonl"
+    _write(path, synthetic_records(40))
+    first = _ingest(db_url, path)
+    assert (first.inserted, first.unchanged, first.rejected, checks["n"]) == (40, 0, 0, 40)
+    stored = fetch(db_url, "SELECT count(*) AS n FROM runs WHERE line_sha IS NOT NULL AND superseded_at IS NULL")[0]["n"]
+    assert stored == 40
+    before = _live_runs(db_url)
+
+    checks["n"] = 0
+    again = _ingest(db_url, path)
+    assert (again.inserted, again.unchanged, again.superseded, again.rejected) == (0, 40, 0, 0)
+    assert checks["n"] == 0  # a lookup, not a check
+    assert len(again.workloads) == 1 and len(again.environments) == 40  # the table says what the lines were
+    assert _live_runs(db_url) == before
+
+    checks["n"] = 0
+    dry = _ingest(db_url, path, dry_run=True)
+    assert (dry.inserted, dry.unchanged, checks["n"]) == (0, 40, 0)
+
+
+def test_a_line_stated_twice_is_refused_whether_its_run_is_new_or_known(db_url, tmp_path, checks):
+    a, b = synthetic_records(2)
+    path = tmp_path / "runs.jsonl"
+    _write(path, [a, b, a])
+    for attempt in ("new", "known"):
+        summary = _ingest(db_url, path)
+        expected = (2, 0) if attempt == "new" else (0, 2)
+        assert (summary.inserted, summary.unchanged, summary.rejected) == (*expected, 1), attempt
+        assert [(p.where, p.reason) for p in summary.problems] == [("line 3", "the same run as line 1 (same natural key)")], attempt
+    with pytest.raises(runs_module.IngestAborted):
+        _ingest(db_url, path, strict=True)
+
+
+def test_other_spellings_of_the_same_runs_are_checked_and_unchanged(db_url, tmp_path, checks):
+    records = synthetic_records(10)
+    path = tmp_path / "runs.jsonl"
+    _write(path, records)
+    _ingest(db_url, path)
+    respelled = tmp_path / "respelled.jsonl"
+    _write(respelled, [json.dumps(r, sort_keys=True, indent=None, separators=(", ", " : ")) for r in records])
+    checks["n"] = 0
+    summary = _ingest(db_url, respelled)
+    assert (summary.inserted, summary.unchanged, checks["n"]) == (0, 10, 10)
+    # An unchanged run is left alone, the digest of its first spelling with it: this spelling is checked each time.
+    checks["n"] = 0
+    summary = _ingest(db_url, respelled)
+    assert (summary.unchanged, checks["n"]) == (10, 10)
+
+
+def test_a_new_version_of_the_checks_checks_every_line_again(db_url, tmp_path, checks, monkeypatch):
+    path = tmp_path / "runs.jsonl"
+    _write(path, synthetic_records(10))
+    _ingest(db_url, path)
+    monkeypatch.setattr(records_module, "CHECKS_VERSION", b"run-record-checks/next")
+    checks["n"] = 0
+    summary = _ingest(db_url, path)
+    assert (summary.inserted, summary.unchanged, checks["n"]) == (0, 10, 10)
+
+
+def test_a_new_current_revision_takes_the_full_path(db_url, tmp_path, checks):
+    """A line naming its workload by slug measures the current revision: the same bytes after a new
+    revision became current are new runs of it, not the old live runs."""
+    path = tmp_path / "runs.jsonl"
+    _write(path, synthetic_records(5))
+    _ingest(db_url, path)
+    asyncio.run(execute(
+        db_url,
+        "CREATE TEMPORARY TABLE next_revision AS SELECT r.* FROM workload_revisions r JOIN workloads w "
+        f"ON r.id = w.current_revision_id WHERE w.slug = '{RESNET}'",
+        "UPDATE next_revision SET id = nextval(pg_get_serial_sequence('workload_revisions', 'id')), "
+        "source_sha256 = repeat('e', 64), identity_sha256 = repeat('f', 64), stand_in_sha256 = NULL",
+        "INSERT INTO workload_revisions SELECT * FROM next_revision",
+        f"UPDATE workloads SET current_revision_id = (SELECT id FROM next_revision) WHERE slug = '{RESNET}'",
+    ))
+    checks["n"] = 0
+    summary = _ingest(db_url, path)
+    assert (summary.inserted, summary.unchanged, checks["n"]) == (5, 0, 5)
+    # And once those are stored, the same bytes are known again.
+    checks["n"] = 0
+    summary = _ingest(db_url, path)
+    assert (summary.inserted, summary.unchanged, checks["n"]) == (0, 5, 0)
