@@ -337,6 +337,26 @@ def resolve_workload_ref(
     return w, w.current_revision_id
 
 
+def workload_resolver(
+    by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef]
+) -> Callable[[dict[str, Any], str | None], tuple[WorkloadRef, int] | tuple[str, str]]:
+    """resolve_workload_ref against these workloads, remembered per reference and source revision
+    (a batch names a few workloads thousands of times, and finding a snapshot's revision walks them)."""
+    memo: dict[tuple[Any, ...], tuple[WorkloadRef, int] | tuple[str, str]] = {}
+
+    def resolve(ref: dict[str, Any], source_revision: str | None) -> tuple[WorkloadRef, int] | tuple[str, str]:
+        key = (ref.get("slug"), ref.get("suite"), ref.get("level"), ref.get("problem"), ref.get("source_sha256"), source_revision)
+        try:
+            found = memo.get(key)
+        except TypeError:  # an unhashable value where a name belongs: not remembered
+            return resolve_workload_ref(ref, by_slug, by_triple, source_revision)
+        if found is None:
+            found = memo[key] = resolve_workload_ref(ref, by_slug, by_triple, source_revision)
+        return found
+
+    return resolve
+
+
 async def load_workload_refs(
     session: AsyncSession, slugs: Iterable[str] | None = None, triples: Iterable[WorkloadTriple] | None = None
 ) -> tuple[dict[str, WorkloadRef], dict[WorkloadTriple, WorkloadRef]]:
@@ -467,7 +487,7 @@ _LINK_SUPERSEDED = text(
 # The live runs some lines' very bytes made (skip_known), and the claim of their natural keys.
 _SAME_LINE = (
     "FROM ingest_lines s JOIN runs r ON r.line_sha = s.line_sha AND r.workload_revision_id = s.workload_revision_id "
-    "AND r.superseded_at IS NULL"
+    "AND r.superseded_at IS NULL AND r.line_sha IS NOT NULL"  # the partial index's own predicate, stated
 )
 _KNOWN_LINES = text(f"SELECT s.ord, r.workload_id, r.implementation_id, r.environment_id {_SAME_LINE}")
 _CLAIM_KNOWN = text(
@@ -603,10 +623,8 @@ class RunWriter:
             by_slug, by_triple = self._known[0], self._known[1]
         else:
             by_slug, by_triple = await load_workload_refs(self.session, slugs, triples)
-        return {
-            i: resolve_workload_ref(rec.data["workload"], by_slug, by_triple, rec.data["source"].get("revision"))
-            for i, rec in enumerate(records)
-        }
+        resolve = workload_resolver(by_slug, by_triple)
+        return {i: resolve(rec.data["workload"], rec.data["source"].get("revision")) for i, rec in enumerate(records)}
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -762,10 +780,11 @@ class RunWriter:
             await hold_index_writes(session)
         by_slug, by_triple = await self._workload_refs([line.data for line in lines])
         candidates: list[tuple[int, str, bytes, int]] = []
+        resolve = workload_resolver(by_slug, by_triple)
         for ord_, line in enumerate(lines):
             data = line.data
             try:
-                resolved = resolve_workload_ref(data["workload"], by_slug, by_triple, data["source"].get("revision"))
+                resolved = resolve(data["workload"], data["source"].get("revision"))
             except (KeyError, TypeError, AttributeError):  # not a record's shape: the check will say why
                 continue
             if not isinstance(resolved[0], str):
