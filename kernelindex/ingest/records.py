@@ -568,6 +568,19 @@ def _value_problems(data: Any) -> list[tuple[str | None, str]]:
     return found
 
 
+def _plainly_storable(data: Any) -> bool:
+    """True only where _value_problems(data) finds nothing, decided by the C encoder: it refuses
+    NaN and ±Infinity, keeps a lone surrogate (which UTF-8 then refuses) and writes NUL as \\u0000;
+    a run of 19 digits may be an integer past 64 bits. False means "walk it": _value_problems words
+    what is wrong, or finds nothing after all."""
+    try:
+        text = json.dumps(data, allow_nan=False, ensure_ascii=False)
+        encoded = text.encode("utf-8")
+    except (ValueError, TypeError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return False
+    return "\\u0000" not in text and _LONG_NUMBER not in encoded.translate(_DIGITS_ONLY)
+
+
 def check_record(data: Any, now: datetime | None = None, *, values_checked: bool = False) -> list[tuple[str | None, str]]:
     """(key, reason) for everything wrong with one record; empty when it is valid. The one validator
     of run records: `ingest runs` and submitRuns both call it, and get the same problems.
@@ -580,7 +593,7 @@ def check_record(data: Any, now: datetime | None = None, *, values_checked: bool
     if not isinstance(data, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
         return [(None, f"expected a JSON object (one run record per line), got {kind}")]
-    if not values_checked:
+    if not values_checked and not _plainly_storable(data):
         found = _value_problems(data)
         if found:
             return found

@@ -6,6 +6,7 @@ and every record the fast path accepts is valid under the JSON Schema."""
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from pathlib import Path
@@ -204,3 +205,24 @@ def test_statistics_sweep_never_passes_what_the_rules_refuse():
             checked += 1
             assert measurements.statistics_problems(stats) == [], stats
     assert checked > 2000
+
+
+def test_values_a_request_carries_are_judged_the_same_by_both_paths(monkeypatch):
+    """submitRuns' records arrive decoded (GraphQL variables), so NaN, NUL, lone surrogates and huge
+    integers reach check_record itself: its one-pass encoder test agrees with the value walk."""
+    rng = random.Random(99)
+    values = [float("nan"), float("inf"), -float("inf"), "a\x00b", "\ud800", "ok", "\\u0000", 2**63, 2**64, -(2**63) - 1,
+              10**18, 1.5, True, None, [1, "\udfff"], {"k\x00": 1}, {"\ud83d": 2}, "caf\u00e9 \U0001f600"]
+    refused = 0
+    for i in range(2000):
+        rec = good("values", i % 20)
+        target = rng.choice([rec["environment"]["details"], rec["correctness"] or rec, rec["implementation"], rec])
+        key = rng.choice(["x", "title", "max_abs_diff", "label"])
+        target[key] = rng.choice(values)
+        fast = records_module.check_record(copy.deepcopy(rec))
+        with monkeypatch.context() as patch:
+            patch.setattr(records_module, "_plainly_storable", lambda data: False)
+            careful = records_module.check_record(copy.deepcopy(rec))
+        assert fast == careful, (target, key)
+        refused += bool(careful)
+    assert 200 < refused < 1800, refused  # both kinds were tried
