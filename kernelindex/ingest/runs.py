@@ -285,6 +285,7 @@ class _Tally:
 
     def wrote(self, part: IngestSummary) -> None:
         problems, part.problems = part.problems, []
+        part.inserted_run_ids = []  # not told by the command; a list as long as the file would be its memory
         self.summary.merge(part)
         self.add_problems(problems)
 

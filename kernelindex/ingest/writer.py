@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any, TypeVar
@@ -498,6 +498,37 @@ _FIRST_PLACES_KNOWN = text(
     f"SELECT s.ord, k.place {_SAME_LINE} JOIN ingest_keys k ON {' AND '.join(f'k.{c} = r.{c}' for c in _KEY_COLUMNS)} "
     "WHERE s.ord = ANY(CAST(:ords AS int[]))"
 )
+# What a deferred record_events will replay, for an import of any size (RunWriter._remember_pending).
+_CREATE_PENDING = (
+    "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_cohorts (rev int, cfg text, proto int, env int, PRIMARY KEY (rev, cfg, proto, env))",
+    "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_arrived (id bigint PRIMARY KEY)",
+)
+_PENDING_COHORTS = text(
+    "INSERT INTO ingest_cohorts SELECT * FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:protos AS int[]), "
+    "CAST(:envs AS int[])) ON CONFLICT DO NOTHING"
+)
+_ARRIVED = text("INSERT INTO ingest_arrived SELECT unnest(CAST(:ids AS bigint[])) ON CONFLICT DO NOTHING")
+_FIRST_PENDING = text(f"SELECT rev, cfg, proto, env FROM ingest_cohorts ORDER BY rev, cfg, proto, env LIMIT {COHORTS_PER_REFRESH}")
+_NEXT_PENDING = text(
+    "SELECT rev, cfg, proto, env FROM ingest_cohorts WHERE (rev, cfg, proto, env) > (:rev, :cfg, :proto, :env) "
+    f"ORDER BY rev, cfg, proto, env LIMIT {COHORTS_PER_REFRESH}"
+)
+_ARRIVED_IN = text(
+    "SELECT a.id FROM ingest_arrived a JOIN runs r ON r.id = a.id JOIN unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), "
+    "CAST(:protos AS int[]), CAST(:envs AS int[])) AS k(rev, cfg, proto, env) ON r.workload_revision_id = k.rev "
+    "AND r.configuration_key = k.cfg AND r.protocol_id = k.proto AND r.environment_id = k.env"
+)
+
+
+def _after(key: CohortKey | None) -> dict[str, Any]:
+    return {} if key is None else {"rev": key[0], "cfg": key[1], "proto": key[2], "env": key[3]}
+
+
+async def _listed_chunks(cohorts: list[CohortKey], arrived: set[int]) -> AsyncIterator[tuple[list[CohortKey], set[int]]]:
+    for chunk in _chunks(cohorts, COHORTS_PER_REFRESH):
+        yield list(chunk), arrived
+
+
 # A dry run's merge: what the statements above would do, counted.
 _COUNT_MERGE = text(
     "SELECT count(*) FILTER (WHERE r.id IS NULL), count(*) FILTER (WHERE r.content_sha256 <> s.content_sha256), "
@@ -552,16 +583,54 @@ class RunWriter:
         session = session or self.session
         if not self.dry_run:
             await hold_index_writes(session)
-        cohorts, arrived = sorted(self._pending_cohorts), set(self._arrived)
-        self._pending_cohorts.clear()
-        self._arrived.clear()
         summary = RefreshSummary()
-        for chunk in _chunks(cohorts, COHORTS_PER_REFRESH):
+        if self.track_keys:
+            chunks = self._spilled_pending(session)
+        else:
+            cohorts, arrived = sorted(self._pending_cohorts), set(self._arrived)
+            self._pending_cohorts.clear()
+            self._arrived.clear()
+            chunks = _listed_chunks(cohorts, arrived)
+        async for chunk, arrived in chunks:
             part = await refresh_cohorts(session, chunk, now=self.now, arrived=arrived)
             summary.cohorts += part.cohorts
             summary.events += part.events
             summary.flagged_runs += part.flagged_runs
         return summary
+
+    async def _remember_pending(self, cohorts: set[CohortKey], arrived: set[int]) -> None:
+        """What record_events will replay. An import that tracks its keys (one connection, any size)
+        keeps it in temporary tables, so its memory does not grow with the runs it wrote; the
+        others, in memory."""
+        if not self.track_keys:
+            self._pending_cohorts |= cohorts
+            self._arrived |= arrived
+            return
+        for statement in _CREATE_PENDING:
+            await self.session.execute(text(statement))
+        columns = list(zip(*sorted(cohorts)))
+        await self.session.execute(_PENDING_COHORTS, {
+            "revs": list(columns[0]), "cfgs": list(columns[1]), "protos": list(columns[2]), "envs": list(columns[3]),
+        })
+        await self.session.execute(_ARRIVED, {"ids": sorted(arrived)})
+
+    async def _spilled_pending(self, session: AsyncSession) -> AsyncIterator[tuple[list[CohortKey], set[int]]]:
+        """The remembered cohorts in chunks, in key order, each with the runs that arrived in it."""
+        for statement in _CREATE_PENDING:
+            await session.execute(text(statement))
+        after: CohortKey | None = None
+        while True:
+            rows = (await session.execute(_NEXT_PENDING if after else _FIRST_PENDING, _after(after))).all()
+            if not rows:
+                break
+            chunk = [(r[0], r[1], r[2], r[3]) for r in rows]
+            after = chunk[-1]
+            columns = list(zip(*chunk))
+            arrived = set((await session.execute(_ARRIVED_IN, {
+                "revs": list(columns[0]), "cfgs": list(columns[1]), "protos": list(columns[2]), "envs": list(columns[3]),
+            })).scalars().all())
+            yield chunk, arrived
+        await session.execute(text("TRUNCATE ingest_cohorts, ingest_arrived"))
 
     def forget(self) -> None:
         """Drop every id this writer has resolved (after a rollback they may name rows that are gone)."""
@@ -762,8 +831,7 @@ class RunWriter:
             for chunk in _chunks(ordered, COHORTS_PER_REFRESH):
                 await refresh_cohorts(self.session, chunk, now=self.now, arrived=arrived, events=not self.defer_events)
             if self.defer_events:
-                self._pending_cohorts |= cohorts
-                self._arrived |= arrived
+                await self._remember_pending(cohorts, arrived)
         return summary
 
     async def skip_known(self, lines: list[PendingLine], file: str) -> tuple[IngestSummary, list[PendingLine]]:
