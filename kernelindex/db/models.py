@@ -381,6 +381,7 @@ class Run(Base):
             postgresql_where=text("superseded_at IS NULL AND retracted_at IS NULL"),
         ),
         Index("ix_runs_line_sha_live", "line_sha", postgresql_where=text("superseded_at IS NULL AND line_sha IS NOT NULL")),
+        Index("ix_runs_fastest", "workload_revision_id", "configuration_key", text("coalesce(mean_ms, 'Infinity'::float8)"), "id", postgresql_where=text("superseded_at IS NULL AND retracted_at IS NULL AND status = 'passed'")),
     )
 
 

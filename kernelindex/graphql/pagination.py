@@ -1,16 +1,20 @@
-"""Relay-style connections: opaque cursors, first/after, pageInfo and totalCount, by keyset."""
+"""Relay-style connections: opaque cursors, first/after, pageInfo and totalCount, by keyset.
+
+`totalCount` is counted when a query asks for it, never otherwise: counting every row a filter
+selects costs more than reading one page of them, and most readers never look at it."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 import strawberry
-from sqlalchemy import Select, func, select, tuple_
+from sqlalchemy import ColumnElement, Select, Subquery, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.text import text_problem
@@ -94,11 +98,56 @@ class Edge(Generic[T]):
 class Connection(Generic[T]):
     edges: list[Edge[T]] = strawberry.field(description="Items with their cursors.")
     page_info: PageInfo = strawberry.field(description="Paging state.")
-    total_count: int = strawberry.field(description="Items in the whole filtered list.")
+    # How to count the whole list: called by `total_count`, so only when a query selects it.
+    count: strawberry.Private[Callable[[], Awaitable[int]]]
+
+    @strawberry.field(description="Items in the whole filtered list.")
+    async def total_count(self) -> int:
+        return await self.count()
 
     @strawberry.field(description="The items of this page, without cursors.")
     def nodes(self) -> list[T]:
         return [e.node for e in self.edges]
+
+
+def counter(session: AsyncSession, count_from: Select) -> Callable[[], Awaitable[int]]:
+    """`count(*)` over `count_from`, run the first time it is awaited and remembered (a query may
+    select `totalCount` under several aliases)."""
+    total: list[int] = []
+    once = asyncio.Lock()  # aliases resolve concurrently: the second waits for the first's answer
+
+    async def count() -> int:
+        async with once:
+            if not total:
+                total.append((await session.execute(select(func.count()).select_from(count_from.subquery()))).scalar_one())
+            return total[0]
+
+    return count
+
+
+def _after(kind: str, after: str | None, order: Sequence[Any]) -> list[ColumnElement[bool]]:
+    """The keyset condition of a page that starts after the cursor `after` (none for the first page)."""
+    if not after:
+        return []
+    key = decode_cursor(kind, after, len(order), [_python_type(e) for e in order])
+    return [tuple_(*order) > tuple_(*key)]
+
+
+def _connection(rows: Sequence[Any], *, kind: str, key_of: Callable[[Any], Sequence[Any]],
+                make_node: Callable[[Any], Any], first: int, after: str | None,
+                count: Callable[[], Awaitable[int]]) -> Connection:
+    """The page of `rows` (up to first + 1 of them, in order: one more than the page says a next page exists)."""
+    edges = [Edge(node=make_node(row), cursor=encode_cursor(kind, key_of(row))) for row in rows[:first]]
+    return Connection(
+        edges=edges,
+        page_info=PageInfo(
+            has_next_page=len(rows) > first,
+            has_previous_page=after is not None,
+            start_cursor=edges[0].cursor if edges else None,
+            end_cursor=edges[-1].cursor if edges else None,
+        ),
+        count=count,
+    )
 
 
 async def keyset_page(
@@ -114,28 +163,53 @@ async def keyset_page(
     max_page_size: int,
     count_from: Select,
 ) -> Connection:
-    """One statement for the page and one for the total, whatever the page size.
+    """One statement for the page, whatever the page size, and one for the total if it is asked for.
 
     `order` are ascending sort expressions ending in a unique column; `key_of(row)` gives their values.
     """
     check_first(first, max_page_size)
-    page_statement = statement
-    if after:
-        key = decode_cursor(kind, after, len(order), [_python_type(e) for e in order])
-        page_statement = page_statement.where(tuple_(*order) > tuple_(*key))
+    page_statement = statement.where(*_after(kind, after, order))
     rows = (await session.execute(page_statement.order_by(*order).limit(first + 1))).all()
-    total = (await session.execute(select(func.count()).select_from(count_from.subquery()))).scalar_one()
-    edges = [Edge(node=make_node(row), cursor=encode_cursor(kind, key_of(row))) for row in rows[:first]]
-    return Connection(
-        edges=edges,
-        page_info=PageInfo(
-            has_next_page=len(rows) > first,
-            has_previous_page=after is not None,
-            start_cursor=edges[0].cursor if edges else None,
-            end_cursor=edges[-1].cursor if edges else None,
-        ),
-        total_count=total,
+    return _connection(rows, kind=kind, key_of=key_of, make_node=make_node, first=first, after=after,
+                       count=counter(session, count_from))
+
+
+async def narrow_keyset_page(
+    session: AsyncSession,
+    narrow: Select,
+    rows_of: Callable[[Subquery], Select],
+    *,
+    id_column: Any,
+    kind: str,
+    order: Sequence[Any],
+    key_of: Callable[[Any], Sequence[Any]],
+    make_node: Callable[[Any], Any],
+    first: int,
+    after: str | None,
+    max_page_size: int,
+) -> Connection:
+    """A page that is chosen before anything is joined to it, in one statement.
+
+    `narrow` selects the list's rows from its own table with every filter (conditions on that table
+    alone, subqueries allowed), and `order` sorts them on its columns, ending in the unique
+    `id_column`; the page (first + 1 ids and their sort keys) is cut there, where the table's
+    indexes serve the filter, the order and the limit. `rows_of(page)` then joins whatever the
+    nodes need to just those ids: it must join the subquery `page` on its column `page_id`. The
+    page comes back in its order (the subquery's sort keys `page_key_0`…). The total is `narrow`
+    counted, if asked for. Cursors are those keyset_page gives for the same `kind` and `order`.
+    """
+    check_first(first, max_page_size)
+    page = (
+        narrow.with_only_columns(id_column.label("page_id"), *(e.label(f"page_key_{i}") for i, e in enumerate(order)))
+        .where(*_after(kind, after, order))
+        .order_by(*order)
+        .limit(first + 1)
+        .subquery("page")
     )
+    statement = rows_of(page).order_by(*(page.c[f"page_key_{i}"] for i in range(len(order))))
+    rows = (await session.execute(statement)).all()
+    return _connection(rows, kind=kind, key_of=key_of, make_node=make_node, first=first, after=after,
+                       count=counter(session, narrow))
 
 
 def first_of(items: Sequence[T], first: int, max_page_size: int) -> list[T]:

@@ -1,14 +1,17 @@
-"""Run filters shared by the GraphQL run list and the exports, so both read the same rows."""
+"""Run filters shared by the GraphQL run list and the exports, so both read the same rows.
+
+Every condition is on `runs` alone (a dimension a filter names is looked up in a subquery), so a run
+list can choose its page before it joins anything; with the dimensions joined they mean the same."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, literal_column, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from kernelindex.db.models import Hardware, Implementation, Run, Workload
+from kernelindex.db.models import Environment, Hardware, Implementation, Run, Workload, WorkloadRevision
 from kernelindex.rules.trust_labels import STALE_AFTER_DAYS
 from kernelindex.services.eligibility import eligible_run_clause
 
@@ -38,16 +41,20 @@ class RunFilters:
     include_superseded: bool = False
 
     def conditions(self, now: datetime) -> list[ColumnElement[bool]]:
-        """Conditions over Run joined with Implementation, Environment and Hardware."""
+        """Conditions over Run alone; the same with Implementation, Environment and Hardware joined
+        (each run has exactly one of each), as the exports read them."""
         out: list[ColumnElement[bool]] = []
         if not self.include_superseded:
             out.append(Run.superseded_at.is_(None))
         if self.workload is not None:
-            out.append(Run.workload_id.in_(select(Workload.id).where(Workload.slug == self.workload)))
+            out.append(Run.workload_id.in_(select(Workload.id).where(Workload.slug == self.workload).correlate(None)))
         if self.implementation is not None:
-            out.append(Implementation.slug == self.implementation)
+            out.append(Run.implementation_id.in_(
+                select(Implementation.id).where(Implementation.slug == self.implementation).correlate(None)))
         if self.hardware is not None:
-            out.append(hardware_matches(self.hardware))
+            out.append(Run.environment_id.in_(
+                select(Environment.id).join(Hardware, Environment.hardware_id == Hardware.id)
+                .where(hardware_matches(self.hardware)).correlate(None)))
         if self.environment_id is not None:
             out.append(Run.environment_id == self.environment_id)
         if self.evidence is not None:
@@ -55,7 +62,8 @@ class RunFilters:
                 raise FilterError(f"evidence must be 'reported' or 'measured', got {self.evidence!r}")
             out.append(Run.evidence == self.evidence)
         if self.licence is not None:
-            out.append(func.lower(Implementation.licence) == self.licence.lower())
+            out.append(Run.implementation_id.in_(
+                select(Implementation.id).where(func.lower(Implementation.licence) == self.licence.lower()).correlate(None)))
         if self.status is not None:
             if self.status not in ("passed", "failed"):
                 raise FilterError(f"status must be 'passed' or 'failed', got {self.status!r}")
@@ -69,4 +77,33 @@ class RunFilters:
             out.append(Run.observed_at >= self.observed_since)
         if self.eligible_only:
             out.append(eligible_run_clause())
+            if self.workload is not None:
+                out.extend(eligible_of_workload(self.workload))
         return out
+
+
+def eligible_of_workload(slug: str) -> list[ColumnElement[bool]]:
+    """Where the eligible runs of one workload are: on its current revision, at that revision's
+    canonical configuration, passed and live. Added next to eligible_run_clause() for a workload's
+    runs, it leaves out no run that clause keeps whose revision is its own workload's (ingest never
+    stores another; rules.ranking.ineligibility_reason judges a run against its own workload), and
+    it is what the index can use: the correlated EXISTS of eligible_run_clause() is a filter over
+    every run of the workload, these are two values looked up once (InitPlans) and an index range
+    of ix_runs_fastest (migration 0009) read in fastest order. 'passed' is written into the
+    statement, not bound: a plan kept for a prepared statement uses a partial index only if the
+    statement's own text implies the index's predicate."""
+    current = select(Workload.current_revision_id).where(Workload.slug == slug).correlate(None).scalar_subquery()
+    canonical = (
+        select(WorkloadRevision.canonical_configuration_key)
+        .join(Workload, Workload.current_revision_id == WorkloadRevision.id)
+        .where(Workload.slug == slug)
+        .correlate(None)
+        .scalar_subquery()
+    )
+    return [
+        Run.workload_revision_id == current,
+        Run.configuration_key == canonical,
+        Run.status == literal_column("'passed'"),
+        Run.superseded_at.is_(None),
+        Run.retracted_at.is_(None),
+    ]
