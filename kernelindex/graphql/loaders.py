@@ -12,12 +12,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.dataloader import DataLoader
 
 from kernelindex.db.models import Hardware, Workload
-from kernelindex.rules import ranking
 from kernelindex.rules.facts import RunFacts
-from kernelindex.services.evidence import WorkloadEvidence, load_evidence
 from kernelindex.services.facts import load_catalogue
 from kernelindex.services.holds import RunHolds, load_holds
-from kernelindex.services.pages import load_comparisons, load_measured_runs, load_page_evidence
+from kernelindex.services.pages import (
+    CohortTop,
+    CohortTopKey,
+    Subject,
+    load_cohort_tops,
+    load_measured_runs,
+    load_page_evidence,
+    load_subject_measurements,
+)
 from kernelindex.services.revisions import RevisionFacts, load_revisions, load_revisions_of_workloads
 from kernelindex.services.workload_page import WorkloadPage
 
@@ -80,12 +86,20 @@ class PageByWorkloadIdLoader(Loader[int, WorkloadPage]):
         return [pages[i] for i in keys]
 
 
-class ComparisonByWorkloadIdLoader(Loader[int, ranking.CohortRecord | None]):
-    """A workload's overall record with every eligible run of its cohort ranked."""
+class CohortTopLoader(Loader[CohortTopKey, CohortTop]):
+    """The rows a comparison of a cohort shows (its first `limit`), its baseline and cross-check runs."""
 
-    async def batch_load(self, keys: list[int]) -> list[ranking.CohortRecord | None]:
-        comparisons = await load_comparisons(self.session, await self.loaders.page_by_workload_id.load_many(keys))
-        return [comparisons[i] for i in keys]
+    async def batch_load(self, keys: list[CohortTopKey]) -> list[CohortTop]:
+        tops = await load_cohort_tops(self.session, keys)
+        return [tops[k] for k in keys]
+
+
+class SubjectMeasurementsLoader(Loader[Subject, list[RunFacts]]):
+    """Every eligible measurement of a workload revision, configuration, implementation and hardware."""
+
+    async def batch_load(self, keys: list[Subject]) -> list[list[RunFacts]]:
+        measured = await load_subject_measurements(self.session, keys)
+        return [measured[k] for k in keys]
 
 
 class MeasuredRunsByWorkloadIdLoader(Loader[int, list[RunFacts]]):
@@ -94,15 +108,6 @@ class MeasuredRunsByWorkloadIdLoader(Loader[int, list[RunFacts]]):
     async def batch_load(self, keys: list[int]) -> list[list[RunFacts]]:
         measured = await load_measured_runs(self.session, await self.loaders.page_by_workload_id.load_many(keys))
         return [measured[i] for i in keys]
-
-
-class EvidenceByWorkloadIdLoader(Loader[int, WorkloadEvidence]):
-    """A workload's every live run, and its page computed from them."""
-
-    async def batch_load(self, keys: list[int]) -> list[WorkloadEvidence]:
-        workloads = [w for w in await self.loaders.workload_by_id.load_many(keys) if w is not None]
-        evidence = await load_evidence(self.session, workloads, await self.loaders.catalogue())
-        return [evidence[i] for i in keys]
 
 
 class HoldsByRunIdLoader(Loader[int, RunHolds]):
@@ -151,16 +156,16 @@ class Loaders:
         return PageByWorkloadIdLoader(self)
 
     @cached_property
-    def comparison_by_workload_id(self) -> ComparisonByWorkloadIdLoader:
-        return ComparisonByWorkloadIdLoader(self)
+    def cohort_top(self) -> CohortTopLoader:
+        return CohortTopLoader(self)
+
+    @cached_property
+    def subject_measurements(self) -> SubjectMeasurementsLoader:
+        return SubjectMeasurementsLoader(self)
 
     @cached_property
     def measured_runs_by_workload_id(self) -> MeasuredRunsByWorkloadIdLoader:
         return MeasuredRunsByWorkloadIdLoader(self)
-
-    @cached_property
-    def evidence_by_workload_id(self) -> EvidenceByWorkloadIdLoader:
-        return EvidenceByWorkloadIdLoader(self)
 
     @cached_property
     def holds_by_run_id(self) -> HoldsByRunIdLoader:

@@ -2,29 +2,38 @@
 number of statements however many runs the workload has.
 
 The rules still decide: records, order and labels come from kernelindex.rules.ranking applied to
-the cohort bests (each cohort's record is its fastest implementation best), the comparison ranks
-the record cohort's eligible runs, and plausibility holds flagged runs out exactly as the refresh
-does. Each loader returns its values and changes nothing it was given: the page (`load_page_evidence`),
-then, only for the fields that ask, the record with its whole cohort (`load_comparisons`) and the
-latest measurements (`load_measured_runs`). `tests/api/test_page_paths.py` checks this path against
-the full computation (kernelindex.services.evidence).
+the cohort bests (each cohort's record is its fastest implementation best), a comparison ranks its
+cohort's eligible runs, and plausibility holds flagged runs out exactly as the refresh does. Each
+loader returns its values and changes nothing it was given: the page (`load_page_evidence`), then,
+only for the fields that ask, the rows a comparison shows (`load_cohort_tops`), the latest
+measurements (`load_measured_runs`) and every measurement of the subjects shown
+(`load_subject_measurements`). What is read grows with what is shown, not with what is stored:
+a cohort's count, latest observation and sources come from its cohort-best rows, its rows from an
+ordered LIMIT. `load_comparisons` reads a record's whole cohort, for checks only.
+`tests/api/test_page_paths.py` and `tests/api/test_page_scaling.py` check this path against the
+full computation (kernelindex.services.evidence).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Integer, Text, any_, column, func, select, values
+from sqlalchemy import Integer, Text, any_, column, func, literal, literal_column, or_, select, true, union_all, values
+from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
 
 from kernelindex.db.models import (
     CohortBest,
     Environment,
     Hardware,
+    Implementation,
     Run,
+    RunFlag,
+    RunReview,
     Source,
     SourceSnapshot,
     Workload,
@@ -32,15 +41,26 @@ from kernelindex.db.models import (
 )
 from kernelindex.rules import ranking
 from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts
+from kernelindex.rules.measurements import MAX_LATENCY_MS, MIN_LATENCY_MS
+from kernelindex.rules.plausibility import APPROVED
 from kernelindex.services.facts import CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
 from kernelindex.services.holds import with_holds
 from kernelindex.services.sql import id_array
-from kernelindex.services.workload_page import WorkloadPage, sorted_sources
+from kernelindex.services.workload_page import SOURCES_SHOWN, CohortSummary, WorkloadPage
 
 MEASURED_PER_IMPLEMENTATION_AND_SKU = 5
 
-# A cohort best row is a plain row of the cohort_bests table (see load_page_evidence).
+# A cohort best row is a plain row of the cohort_bests table (see load_page_evidence), without its
+# source_snapshot_ids (they grow with the runs) but with how many there are and the first of them.
 BestRow = Any
+BEST_COLUMNS = (
+    *(c for c in CohortBest.__table__.c if c.key != "source_snapshot_ids"),
+    func.cardinality(CohortBest.source_snapshot_ids).label("snapshot_count"),
+    CohortBest.source_snapshot_ids[1].label("first_snapshot_id"),
+)
+
+# A subject of the trust ladder: workload revision, configuration key, implementation, hardware.
+Subject = tuple[int, str, int, int]
 
 
 class _BestKey:
@@ -62,7 +82,7 @@ def _cohort_of(row: BestRow) -> CohortKey:
 
 def _page(
     workload: Workload, revision: WorkloadRevision | None, catalogue: Sequence[HardwareFacts],
-    bests: Sequence[BestRow], runs_by_id: dict[int, RunFacts], sources_by_id: dict[int, SourceFacts],
+    bests: Sequence[BestRow], runs_by_id: dict[int, RunFacts], sources: Sequence[SourceFacts],
 ) -> WorkloadPage:
     """The page from one workload's cohort bests and the runs they name."""
     facts = workload_facts(workload, revision)
@@ -86,16 +106,25 @@ def _page(
         )
         for run, count, key in heads
     ]
-    snapshot_ids = {i for b in bests for i in b.source_snapshot_ids}
     return WorkloadPage(
         workload=workload, revision=revision, facts=facts, catalogue=catalogue, records=records,
         implementation_bests=ranking.implementation_bests(runs_by_id[min(rows, key=_order).run_id] for rows in by_impl.values()),
         eligible_count=sum(b.run_count for b in bests),
         last_observed=max((b.last_observed_at.date() for b in bests), default=None),
-        sources=sorted_sources(sources_by_id[i] for i in snapshot_ids if i in sources_by_id),
+        sources=sources,
         measured_hardware_ids=frozenset(b.hardware_id for b in bests),
         evidence_kinds_by_implementation={i: frozenset(k) for i, k in kinds.items()},
         record_cohort=record_cohort,
+        cohort_summaries={key: _summary(rows) for key, rows in by_cohort.items()},
+    )
+
+
+def _summary(rows: Sequence[BestRow]) -> CohortSummary:
+    """A cohort's latest observation and whether one source gave all its rows, from its bests: each
+    row's source snapshots are distinct, so one source means every row has one and the same."""
+    return CohortSummary(
+        last_observed=max(b.last_observed_at.date() for b in rows),
+        single_source=all(b.snapshot_count == 1 for b in rows) and len({b.first_snapshot_id for b in rows}) == 1,
     )
 
 
@@ -128,18 +157,19 @@ async def load_page_evidence(
     )
     bests_of: dict[int, list[BestRow]] = {w.id: [] for w in workloads}
     runs_by_id: dict[int, RunFacts] = {}
-    sources_by_id: dict[int, SourceFacts] = {}
+    sources_of: dict[int, list[SourceFacts]] = defaultdict(list)
     if revision_ids:
+        current = (
+            (CohortBest.workload_revision_id == any_(id_array(revision_ids)))
+            & (CohortBest.configuration_key == WorkloadRevision.canonical_configuration_key)
+        )
         # Plain rows, not ORM entities: a list page reads ~80 per workload, and building and
         # identity-mapping thousands of entities was a third of the list query's time.
         bests = (
             await session.execute(
-                select(*CohortBest.__table__.c)
+                select(*BEST_COLUMNS)
                 .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
-                .where(
-                    CohortBest.workload_revision_id.in_(revision_ids),
-                    CohortBest.configuration_key == WorkloadRevision.canonical_configuration_key,
-                )
+                .where(current)
             )
         ).all()
         for b in bests:
@@ -148,18 +178,44 @@ async def load_page_evidence(
         if wanted:
             rows = (await session.execute(run_rows_statement().where(Run.id == any_(id_array(wanted))))).all()
             runs_by_id = {row[0].id: builder.run(*row) for row in rows}
-        snapshot_ids = sorted({i for b in bests for i in b.source_snapshot_ids})
-        if snapshot_ids:
-            sources = await session.execute(
-                select(SourceSnapshot, Source).join(Source, Source.id == SourceSnapshot.source_id)
-                .where(SourceSnapshot.id.in_(snapshot_ids))
-            )
-            sources_by_id = {snapshot.id: source_facts(snapshot, source) for snapshot, source in sources}
+        if bests:
+            for workload_id, snapshot, source in await session.execute(_first_sources(current)):
+                sources_of[workload_id].append(source_facts(snapshot, source))
     return {
         w.id: _page(w, revisions.get(w.current_revision_id) if w.current_revision_id else None, catalogue_facts,
-                    bests_of[w.id], runs_by_id, sources_by_id)
+                    bests_of[w.id], runs_by_id, sources_of[w.id])
         for w in workloads
     }
+
+
+def _first_sources(current: ColumnElement[bool]) -> Any:
+    """Each workload's first SOURCES_SHOWN sources of its eligible runs, by name then revision
+    (workload_page.sorted_sources's order: code points, hence COLLATE "C"), in that order.
+
+    The snapshot ids stay in PostgreSQL (unnested from the cohort bests): a cohort of 10,000 runs
+    may name a thousand snapshots, of which the page shows at most SOURCES_SHOWN."""
+    named = (
+        select(CohortBest.workload_id, func.unnest(CohortBest.source_snapshot_ids).label("snapshot_id"))
+        .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
+        .where(current)
+        .distinct()
+        .subquery()
+    )
+    order = (Source.name.collate("C"), SourceSnapshot.revision.collate("C"))
+    ranked = (
+        select(named.c.workload_id, named.c.snapshot_id,
+               func.row_number().over(partition_by=named.c.workload_id, order_by=order).label("n"))
+        .join(SourceSnapshot, SourceSnapshot.id == named.c.snapshot_id)
+        .join(Source, Source.id == SourceSnapshot.source_id)
+        .subquery()
+    )
+    return (
+        select(ranked.c.workload_id, SourceSnapshot, Source)
+        .join(SourceSnapshot, SourceSnapshot.id == ranked.c.snapshot_id)
+        .join(Source, Source.id == SourceSnapshot.source_id)
+        .where(ranked.c.n <= SOURCES_SHOWN)
+        .order_by(ranked.c.workload_id, ranked.c.n)
+    )
 
 
 async def load_comparisons(session: AsyncSession, pages: Iterable[WorkloadPage]) -> dict[int, ranking.CohortRecord | None]:
@@ -221,4 +277,141 @@ async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage
     facts = await with_holds(session, [builder.run(*row) for row in rows])
     for page in pages:
         out[page.workload.id] = ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
+    return out
+
+
+def not_held_clause() -> ColumnElement[bool]:
+    """True for a run not held for review: unflagged, or its deciding review approved it.
+
+    plausibility.is_held_for_review in SQL, so an ordered LIMIT can skip held runs; the runs read are
+    judged again in Python (with_holds), which stays the definition. The deciding review is the
+    latest by time, reviews without one older than any with one, ties by id (latest_review, over
+    reviews in id order as load_holds gives them)."""
+    flagged = select(RunFlag.id).where(RunFlag.run_id == Run.id).exists()
+    decision = (
+        select(RunReview.decision).where(RunReview.run_id == Run.id)
+        .order_by(RunReview.created_at.desc().nulls_last(), RunReview.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    return or_(~flagged, func.coalesce(decision == APPROVED, False))
+
+
+def _ranking_order() -> tuple[Any, ...]:
+    """ranking.order_key in SQL: the mean as the read side holds it (measurements.readable clamps a
+    stored mean to measurements-v1's bounds), then the earlier observation, then the run id."""
+    mean = func.least(func.greatest(Run.mean_ms, MIN_LATENCY_MS), MAX_LATENCY_MS)
+    return (mean, Run.observed_at, Run.id)
+
+
+def _live_passed() -> tuple[ColumnElement[bool], ...]:
+    return (Run.status == "passed", Run.superseded_at.is_(None), Run.retracted_at.is_(None))
+
+
+@dataclass(frozen=True)
+class CohortTop:
+    """What a comparison of one cohort needs beyond its cohort bests, for its first `limit` rows.
+
+    rows: the first limit + 1 eligible runs in ranking order; the one past the rows shown says
+    whether the last shown tie group is shared (ties.tied_ranks walks in order, so ranks of a
+    prefix depend on the prefix alone, a group's size on the next row too).
+    baseline: the fastest eligible run of a baseline implementation (ranking.baseline_of), read from
+    the cohort bests: each implementation's best is its fastest run, so the baseline is one of them.
+    cross_checks: per implementation, the latest eligible KernelIndex measurement of the cohort
+    whose correctness did not fail: the only cohort runs a row's cross-check can pick (a cohort is
+    one environment, so no cohort run replicates a row: the trust ladder wants another one)."""
+
+    rows: Sequence[RunFacts]
+    baseline: RunFacts | None
+    cross_checks: Sequence[RunFacts]
+
+
+CohortTopKey = tuple[CohortKey, int]  # a cohort and how many rows are shown
+
+
+async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) -> dict[CohortTopKey, CohortTop]:
+    """Each cohort's CohortTop for its limit: one statement (an ordered LIMIT per cohort, joined
+    laterally), then the holds of the runs read. Reads grow with the rows shown, not with the cohort."""
+    keys = list(dict.fromkeys(keys))
+    if not keys:
+        return {}
+    wanted = values(
+        column("rev", Integer), column("cfg", Text), column("proto", Integer), column("env", Integer),
+        column("lim", Integer), name="wanted",
+    ).data([(*key, limit) for key, limit in keys])
+    in_cohort = (
+        (Run.workload_revision_id == wanted.c.rev) & (Run.configuration_key == wanted.c.cfg)
+        & (Run.protocol_id == wanted.c.proto) & (Run.environment_id == wanted.c.env)
+    )
+    top = (
+        select(Run.id.label("id")).where(in_cohort, *_live_passed(), not_held_clause())
+        .order_by(*_ranking_order()).limit(wanted.c.lim + 1).lateral("top")
+    )
+    checks = (
+        select(Run.id.label("id"))
+        .where(in_cohort, *_live_passed(), not_held_clause(), Run.evidence == "measured",
+               Run.correctness["passed"].is_distinct_from(literal_column("'false'::jsonb")))
+        .ext(distinct_on(Run.implementation_id))
+        .order_by(Run.implementation_id, Run.observed_at.desc(), Run.id.desc())
+        .lateral("checks")
+    )
+    baseline = (
+        select(CohortBest.run_id.label("id"))
+        .join(Implementation, Implementation.id == CohortBest.implementation_id)
+        .where(
+            CohortBest.workload_revision_id == wanted.c.rev, CohortBest.configuration_key == wanted.c.cfg,
+            CohortBest.protocol_id == wanted.c.proto, CohortBest.environment_id == wanted.c.env,
+            Implementation.role == "baseline",
+        )
+        .order_by(CohortBest.mean_ms, CohortBest.observed_at, CohortBest.run_id)
+        .limit(1)
+        .lateral("baseline")
+    )
+    picked = union_all(*(
+        select(*wanted.c, part.c.id, literal(tag).label("tag")).select_from(wanted.join(part, true()))
+        for part, tag in ((top, "row"), (checks, "check"), (baseline, "baseline"))
+    )).subquery("picked")
+    statement = run_rows_statement().add_columns(*(picked.c[n] for n in ("rev", "cfg", "proto", "env", "lim", "tag")))
+    rows = (await session.execute(statement.join(picked, picked.c.id == Run.id))).all()
+    builder = FactsBuilder()
+    facts = {f.id: f for f in await with_holds(session, [builder.run(*row[:7]) for row in rows])}
+    parts: dict[CohortTopKey, dict[str, list[RunFacts]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        run = facts[row[0].id]
+        if not run.held_for_review:
+            rev, cfg, proto, env, limit, tag = row[7:]
+            parts[((rev, cfg, proto, env), limit)][tag].append(run)
+    out: dict[CohortTopKey, CohortTop] = {}
+    for key in keys:
+        mine = parts[key]
+        out[key] = CohortTop(
+            rows=sorted(mine["row"], key=ranking.order_key),
+            baseline=mine["baseline"][0] if mine["baseline"] else None,
+            cross_checks=mine["check"],
+        )
+    return out
+
+
+async def load_subject_measurements(session: AsyncSession, subjects: Sequence[Subject]) -> dict[Subject, list[RunFacts]]:
+    """Every eligible KernelIndex measurement of these subjects (workload revision, configuration,
+    implementation, hardware), by subject: what the trust ladder weighs for a row of that subject
+    (replicas and cross-checks are of the same revision, configuration, implementation and SKU).
+    One statement and the holds; reads grow with the measurements of the subjects shown."""
+    subjects = list(dict.fromkeys(subjects))
+    out: dict[Subject, list[RunFacts]] = {s: [] for s in subjects}
+    if not subjects:
+        return out
+    wanted = values(
+        column("rev", Integer), column("cfg", Text), column("impl", Integer), column("hw", Integer), name="subjects",
+    ).data(subjects)
+    statement = run_rows_statement().join(
+        wanted,
+        (Run.workload_revision_id == wanted.c.rev) & (Run.configuration_key == wanted.c.cfg)
+        & (Run.implementation_id == wanted.c.impl) & (Hardware.id == wanted.c.hw),
+    ).where(*_live_passed(), Run.evidence == "measured")
+    builder = FactsBuilder()
+    facts = await with_holds(session, [builder.run(*row) for row in (await session.execute(statement)).all()])
+    for f in facts:
+        if not f.held_for_review:
+            out[(f.workload_revision_id, f.configuration_key, f.implementation.id, f.environment.hardware.id)].append(f)
     return out

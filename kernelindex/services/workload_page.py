@@ -1,8 +1,8 @@
 """The read model of a workload page: what the page shows, as one immutable value.
 
 Two paths build it: kernelindex.services.pages from the precomputed cohort bests (the page and list
-queries), and `page_from_eligible` here from every eligible run (the definition; the full-evidence fields
-use it). `tests/api/test_page_paths.py` checks that the two agree.
+queries), and `page_from_eligible` here from every eligible run (the definition, kept for checks).
+`tests/api/test_page_paths.py` and `tests/api/test_page_scaling.py` check that the two agree.
 """
 
 from __future__ import annotations
@@ -16,6 +16,19 @@ from kernelindex.rules import ranking
 from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts, WorkloadFacts
 from kernelindex.services.facts import CohortKey
 
+# How many sources the cohort-best path keeps, by name and revision: the most the page's `sources`
+# list shows (its `first` is at most the server's page size, 100 by default).
+SOURCES_SHOWN = 100
+
+
+@dataclass(frozen=True)
+class CohortSummary:
+    """What a cohort's comparison states about all its rows, whatever it shows of them: the latest
+    observation among them, and whether every row comes from one source (the comparison's title)."""
+
+    last_observed: date | None
+    single_source: bool
+
 
 @dataclass(frozen=True)
 class WorkloadPage:
@@ -23,7 +36,10 @@ class WorkloadPage:
 
     Each record carries its cohort's ranked rows where the path that built the page has them: every
     eligible run on the full path; on the cohort-best path only the record cohort's, one row per
-    implementation (enough for the headline's baseline; the comparison loads the whole cohort)."""
+    implementation (enough for the headline's baseline; a comparison loads the rows it shows).
+
+    `sources` are the first SOURCES_SHOWN by name and revision on the cohort-best path (every one on
+    the full path): what the page's capped `sources` list can show."""
 
     workload: Workload
     revision: WorkloadRevision | None
@@ -37,6 +53,7 @@ class WorkloadPage:
     measured_hardware_ids: frozenset[int]
     evidence_kinds_by_implementation: Mapping[int, frozenset[str]] = field(default_factory=dict)
     record_cohort: CohortKey | None = None
+    cohort_summaries: Mapping[CohortKey, CohortSummary] = field(default_factory=dict)
 
     @property
     def overall_record(self) -> ranking.CohortRecord | None:
@@ -69,4 +86,11 @@ def page_from_eligible(
         measured_hardware_ids=frozenset(r.environment.hardware.id for r in eligible),
         evidence_kinds_by_implementation={i: frozenset(k) for i, k in kinds.items()},
         record_cohort=records[0].run.cohort_key if records else None,
+        cohort_summaries={
+            r.run.cohort_key: CohortSummary(
+                last_observed=max(row.run.observed_at.date() for row in r.cohort),
+                single_source=len({row.run.source.id for row in r.cohort}) == 1,
+            )
+            for r in records
+        },
     )

@@ -16,15 +16,11 @@ from kernelindex.graphql.types.run import Configuration, Run
 from kernelindex.rules import ranking, stats, ties, verdicts
 from kernelindex.rules import trust_labels as trust
 from kernelindex.rules import trust_ladder as evidence_rules
-from kernelindex.rules.comparison_text import comparison_title, row_notes
+from kernelindex.rules.comparison_text import MIXED_SOURCES_TITLE, SOURCE_NATIVE_TITLE, row_notes
 from kernelindex.rules.display import format_date, format_latency, format_ratio, plural, plus_minus_display
 from kernelindex.rules.facts import HardwareFacts, RunFacts
 from kernelindex.rules.trust_context import comparison_context
-from kernelindex.services.workload_page import WorkloadPage
-
-
-def _latest(runs: list[RunFacts]) -> date | None:
-    return max((r.observed_at.date() for r in runs), default=None)
+from kernelindex.services.workload_page import CohortSummary, WorkloadPage
 
 
 @strawberry.type(description="The top of a workload page: who holds the overall record, and by how much.")
@@ -98,7 +94,7 @@ class Headline:
 class ComparisonRow:
     row: strawberry.Private[ranking.RankedRun]
     tied: strawberry.Private[ties.TiedRow]
-    baseline: strawberry.Private[ranking.RankedRun | None]
+    baseline: strawberry.Private[RunFacts | None]
     exact: strawberry.Private[bool]
     context_runs: strawberry.Private[list[RunFacts]]
 
@@ -122,13 +118,13 @@ class ComparisonRow:
     def verdict_with_interval(self) -> str | None:
         if self.baseline is None or self.row.run.implementation.is_baseline:
             return None
-        return ties.baseline_verdict(self.row.run, self.baseline.run).sentence
+        return ties.baseline_verdict(self.row.run, self.baseline).sentence
 
     @strawberry.field(description="95% interval of baseline latency / this latency.")
     def speedup_interval(self) -> list[float] | None:
         if self.baseline is None or self.row.run.implementation.is_baseline:
             return None
-        interval = ties.baseline_verdict(self.row.run, self.baseline.run).interval
+        interval = ties.baseline_verdict(self.row.run, self.baseline).interval
         return None if interval is None else [interval.low, interval.high]
 
     @strawberry.field(description="trust-v2 ladder: Replicated, Verified, Reproducible or Reported.")
@@ -183,13 +179,13 @@ class ComparisonRow:
     def speedup_vs_baseline(self) -> float | None:
         if self.baseline is None or self.row.run.implementation.is_baseline:
             return None
-        return ranking.speedup_vs_baseline(self.row.run, self.baseline.run)
+        return ranking.speedup_vs_baseline(self.row.run, self.baseline)
 
     @strawberry.field(description="'1.09× slower than the baseline.'; null on the baseline row.")
     def verdict(self) -> str | None:
         if self.baseline is None or self.row.run.implementation.is_baseline:
             return None
-        return ties.baseline_verdict(self.row.run, self.baseline.run).page_sentence
+        return ties.baseline_verdict(self.row.run, self.baseline).page_sentence
 
     @strawberry.field(description="Whether the run's configuration equals the workload's canonical one.")
     def exact_configuration(self) -> bool:
@@ -218,17 +214,20 @@ class ComparisonRow:
 
 @strawberry.type(description="The ranked runs of one cohort (same workload configuration, protocol and environment), with the facts they share stated once.")
 class Comparison:
-    record: strawberry.Private[ranking.CohortRecord]
-    canonical_configuration_key: strawberry.Private[str]
-    measured_runs: strawberry.Private[Sequence[RunFacts]]
+    """A cohort's comparison. Its facts about every row (count, latest observation, title) come from
+    the page's cohort bests; `rows` reads only the rows it shows (kernelindex.services.pages.CohortTop).
 
-    @property
-    def _runs(self) -> list[RunFacts]:
-        return [r.run for r in self.record.cohort]
+    measured_runs: the KernelIndex measurements the rows' trust levels weigh, or None for every
+    eligible measurement of each row's implementation on its SKU (read for the rows shown)."""
+
+    record: strawberry.Private[ranking.CohortRecord]
+    summary: strawberry.Private[CohortSummary]
+    canonical_configuration_key: strawberry.Private[str]
+    measured_runs: strawberry.Private[Sequence[RunFacts] | None]
 
     @strawberry.field(description="'Source-native comparison' when every row comes from one source, else 'Comparison'.")
     def title(self) -> str:
-        return comparison_title(self._runs)
+        return SOURCE_NATIVE_TITLE if self.summary.single_source else MIXED_SOURCES_TITLE
 
     @strawberry.field(description="The shared environment.")
     def environment(self) -> Environment:
@@ -252,15 +251,15 @@ class Comparison:
 
     @strawberry.field(description="Rows in the comparison.")
     def result_count(self) -> int:
-        return len(self.record.cohort)
+        return self.record.run_count
 
     @strawberry.field(description="'2 results'.")
     def result_count_display(self) -> str:
-        return plural(len(self.record.cohort), "result")
+        return plural(self.record.run_count, "result")
 
     @strawberry.field(description="Latest observation among the rows.")
     def last_observed(self) -> date | None:
-        return _latest(self._runs)
+        return self.summary.last_observed
 
     @strawberry.field(description="The shared facts as one line.")
     def header(self) -> str:
@@ -272,16 +271,27 @@ class Comparison:
         )
 
     @strawberry.field(description="Ranked rows, fastest first: the first `first` of them (resultCount says how many in all).")
-    def rows(self, info: strawberry.Info[Context, None], first: int = 20) -> list[ComparisonRow]:
+    async def rows(self, info: strawberry.Info[Context, None], first: int = 20) -> list[ComparisonRow]:
         check_first(first, info.context.settings.max_page_size)
-        baseline = ranking.baseline_of(self.record.cohort)
+        loaders = info.context.loaders
+        top = await loaders.cohort_top.load((self.record.run.cohort_key, first))
+        ranked = ranking.rank_cohort(top.rows)[:first]
+        tied = {t.run.id: t for t in ties.tied_ranks(top.rows)}
+        shown = [row.run for row in ranked]
+        measured = self.measured_runs
+        if measured is None:
+            subjects = list(dict.fromkeys(
+                (r.workload_revision_id, r.configuration_key, r.implementation.id, r.environment.hardware.id) for r in shown
+            ))
+            measured = [m for runs in await loaders.subject_measurements.load_many(subjects) for m in runs]
+        # The trust ladder sees the measurements and the cohort's runs; of the cohort, only the rows
+        # themselves and each implementation's latest measurement can change a figure (CohortTop).
+        context = comparison_context(measured, [*shown, *top.cross_checks])
         canonical = self.canonical_configuration_key
-        tied = {t.run.id: t for t in ties.tied_ranks(r.run for r in self.record.cohort)}
-        context = comparison_context(self.measured_runs, self._runs)
         return [
-            ComparisonRow(row=row, tied=tied[row.run.id], baseline=baseline, exact=row.run.configuration_key == canonical,
+            ComparisonRow(row=row, tied=tied[row.run.id], baseline=top.baseline, exact=row.run.configuration_key == canonical,
                           context_runs=context)
-            for row in self.record.cohort[:first]
+            for row in ranked
         ]
 
 

@@ -219,18 +219,27 @@ class Workload(Node):
     @strawberry.field(description="The ranked cohort of the overall record's environment.")
     async def comparison(self, info: strawberry.Info[Context, None]) -> Comparison | None:
         page = await self._page(info)
-        record = await info.context.loaders.comparison_by_workload_id.load(self.row.id)
-        measured = await info.context.loaders.measured_runs_by_workload_id.load(self.row.id)
+        record = page.overall_record
         if record is None:
             return None
-        return Comparison(record=record, canonical_configuration_key=page.facts.canonical_configuration_key, measured_runs=measured)
+        # The rows' trust levels weigh the latest measurements per implementation and SKU, as the
+        # implementation summaries do.
+        measured = await info.context.loaders.measured_runs_by_workload_id.load(self.row.id)
+        return Comparison(record=record, summary=page.cohort_summaries[record.run.cohort_key],
+                          canonical_configuration_key=page.facts.canonical_configuration_key, measured_runs=measured)
 
     @strawberry.field(description="Every environment's ranked cohort, in record order. A capped list: the first `first` of them (at most 100).")
     async def comparisons(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[Comparison]:
-        evidence = await info.context.loaders.evidence_by_workload_id.load(self.row.id)
-        canonical = evidence.page.facts.canonical_configuration_key
-        records = first_of(evidence.page.records, first, info.context.settings.max_page_size)
-        return [Comparison(record=r, canonical_configuration_key=canonical, measured_runs=evidence.measured_runs) for r in records]
+        page = await self._page(info)
+        canonical = page.facts.canonical_configuration_key
+        records = first_of(page.records, first, info.context.settings.max_page_size)
+        # measured_runs=None: each row's trust level weighs every eligible measurement of its
+        # implementation on its SKU, read for the rows shown.
+        return [
+            Comparison(record=r, summary=page.cohort_summaries[r.run.cohort_key], canonical_configuration_key=canonical,
+                       measured_runs=None)
+            for r in records
+        ]
 
     @strawberry.field(description="Each implementation's best latency over all environments and its ratio to the best. A capped list: the first `first` of them (at most 100).")
     async def implementations(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[ImplementationSummary]:
