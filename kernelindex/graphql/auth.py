@@ -7,6 +7,7 @@ from graphql import GraphQLError
 
 from kernelindex.db.models import ApiToken
 from kernelindex.graphql.context import Context
+from kernelindex.graphql.errors import FORBIDDEN, UNAUTHENTICATED
 from kernelindex.services.tokens import AuthenticationError, PermissionDeniedError, authenticate, require_scope
 
 
@@ -18,7 +19,7 @@ async def token_with_scope(context: Context, scope: str) -> ApiToken:
         token = await authenticate(context.session, header, now=context.now)
         require_scope(token, scope)
     except AuthenticationError as exc:
-        raise GraphQLError(exc.message, extensions={"code": "UNAUTHENTICATED"}) from exc
+        raise GraphQLError(exc.message, extensions={"code": UNAUTHENTICATED}) from exc
     except PermissionDeniedError as exc:
-        raise GraphQLError(exc.message, extensions={"code": "FORBIDDEN"}) from exc
+        raise GraphQLError(exc.message, extensions={"code": FORBIDDEN}) from exc
     return token

@@ -50,6 +50,8 @@ from graphql import (
 from graphql.language import ValueNode
 from strawberry.extensions import SchemaExtension
 
+from kernelindex.graphql.errors import QUERY_TOO_COSTLY
+
 # Where a field's extra weight is kept: strawberry.field(metadata={COST_KEY: ...}).
 COST_KEY = "kernelindex.cost"
 # The weight of a field whose text is capped at the server's long-text limit (settings.max_text_bytes).
@@ -57,7 +59,7 @@ LONG_TEXT = "long-text"
 PAGE_ARGUMENTS = ("first", "last")
 # Figures above this are reported as "more than" it: a fragment bomb reaches numbers of hundreds of digits.
 SHOWN_LIMIT = 10**9
-TOO_COSTLY = "QUERY_TOO_COSTLY"
+TOO_COSTLY = QUERY_TOO_COSTLY  # its own code, older than QUERY_TOO_COMPLEX, kept for the clients that read it
 
 
 def cost_weight(kib: int | str) -> dict[str, Any]:

@@ -6,6 +6,11 @@ that walk exponential: 18 such lines, a 700-byte query well inside the token lim
 of the event loop's time, 30 would take an hour. Here each fragment is measured once and its figure
 reused at every spread: the depth is the deepest path through it, the alias count is summed with
 multiplicity (a fragment spread twice counts twice), exactly as strawberry counts them.
+
+Their errors carry QUERY_TOO_COMPLEX, not GRAPHQL_VALIDATION_FAILED: the document fits the schema
+and is refused for a limit of this server (a setting), so the client's remedy is to ask for less in
+one request (split it, fewer aliases), not to correct it; it is the family of QUERY_TOO_COSTLY.
+Both are validation as the GraphQL-over-HTTP spec counts it (400 for its media type).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from graphql import (
     ValidationContext,
     ValidationRule,
 )
+
+from kernelindex.graphql.errors import QUERY_TOO_COMPLEX
 
 _SHOWN_LIMIT = 10**9
 
@@ -84,7 +91,8 @@ def depth_limit_rule(max_depth: int) -> type[ValidationRule]:
                 depth, _ = measure.of(operation)
                 if depth > max_depth:
                     context.report_error(
-                        GraphQLError(f"'{name}' exceeds maximum operation depth of {max_depth}", [operation])
+                        GraphQLError(f"'{name}' exceeds maximum operation depth of {max_depth}", [operation],
+                                     extensions={"code": QUERY_TOO_COMPLEX, "limit": {"depth": max_depth}})
                     )
 
     return DepthLimit
@@ -98,6 +106,7 @@ def alias_limit_rule(max_aliases: int) -> type[ValidationRule]:
             total = sum(measure.of(operation)[1] for _, operation in _operations(context.document))
             if total > max_aliases:
                 shown = f"{total}" if total < _SHOWN_LIMIT else f"more than {_SHOWN_LIMIT}"
-                context.report_error(GraphQLError(f"{shown} aliases found. Allowed: {max_aliases}"))
+                context.report_error(GraphQLError(f"{shown} aliases found. Allowed: {max_aliases}",
+                                                  extensions={"code": QUERY_TOO_COMPLEX, "limit": {"aliases": max_aliases}}))
 
     return AliasLimit

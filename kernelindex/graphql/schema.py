@@ -6,6 +6,9 @@ by the rule classes) would then never hit. The depth and alias rules are ours (l
 walk a fragment once per spread, which fragments spreading fragments make exponential.
 Validation is ours too (validation.py), to leave schema suggestions out of errors in production;
 the query cost (cost.py) is measured after validation, with the variables, before execution.
+Errors are logged by ErrorPolicy (errors.py), which logs what is the server's: strawberry's own
+logging of every error is off (a document of unknown fields logged its 100 validation errors, each
+with its whole line of source, at ERROR level: a megabyte of log a request, for the client's mistake).
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 import strawberry
+from graphql import GraphQLError
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import AddValidationRules, MaxTokensLimiter, ParserCache
 from strawberry.tools import merge_types
+from strawberry.types import ExecutionContext
 from strawberry.types.base import get_object_definition
 
 from kernelindex.graphql.cost import CostModel, QueryCost
@@ -61,6 +66,11 @@ def validation_rules(settings: Settings) -> list[Any]:
     return rules
 
 
+class KernelIndexSchema(strawberry.Schema):
+    def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
+        """Nothing: ErrorPolicy logs outages and unexpected errors, with the request id."""
+
+
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or get_settings()
     rules = validation_rules(settings)
@@ -78,7 +88,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         ErrorPolicy,
     ]
     # The node types are named here too: a client refetches them through `node`, which returns the interface.
-    return strawberry.Schema(
+    return KernelIndexSchema(
         query=Query, mutation=Mutation, extensions=extensions,
         types=[Workload, Run, Implementation, Hardware, Environment],
     )

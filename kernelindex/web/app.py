@@ -22,18 +22,30 @@ from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLRequestData
 from strawberry.http.async_base_view import AsyncHTTPRequestAdapter
+from strawberry.http.parse_content_type import parse_content_type
 from strawberry.schema import BaseSchema
+from strawberry.schema.exceptions import InvalidOperationTypeError
 from strawberry.types import ExecutionResult
 
 from kernelindex.db.embedded import resolve_database_url
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.graphql.context import Context
+from kernelindex.graphql.errors import HTTP_CODES, code_of, reported, response_status
 from kernelindex.graphql.schema import build_schema
 from kernelindex.settings import Settings, get_settings
 from kernelindex.web.exports import BoundedExport, catalog_jsonl, runs_csv
 from kernelindex.web.graphiql import ASSETS_PREFIX, GraphiQLPage
 from kernelindex.web.health import HealthCheck
-from kernelindex.web.http import BodySizeLimitMiddleware, ConditionalGetMiddleware, RequestIdMiddleware, TimeoutMiddleware
+from kernelindex.web.http import (
+    CONTENT_TYPES,
+    GRAPHQL_RESPONSE_JSON,
+    JSON,
+    BodySizeLimitMiddleware,
+    ConditionalGetMiddleware,
+    RequestIdMiddleware,
+    TimeoutMiddleware,
+    graphql_media_type,
+)
 from kernelindex.web.middleware import DatabaseSessionMiddleware, mark_read_only
 from kernelindex.web.response_cache import (
     DataVersionReader,
@@ -72,22 +84,38 @@ class _CachedResult(ExecutionResult):
         self.body = body
 
 
-# The `extensions.code` of a request refused before execution, by its HTTP status.
-HTTP_ERROR_CODES = {400: "BAD_REQUEST", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
 IDE_OFF_MESSAGE = "GraphiQL is not served here: POST a query to /graphql, or GET /graphql?query=…"
+NOT_ACCEPTABLE_MESSAGE = (f"GraphQL answers in {GRAPHQL_RESPONSE_JSON} or {JSON}: the request's Accept header "
+                          "allows neither")
+UNSUPPORTED_MEDIA_MESSAGE = f"POST a GraphQL request as JSON, with Content-Type: {JSON}"
+# Where the view keeps, in the request's state, the media type it answers in and the status its
+# GraphQL response calls for (application/graphql-response+json only).
+MEDIA_STATE = "graphql_media_type"
+STATUS_STATE = "graphql_status"
 
 
-def http_error_body(status: int, message: str, request_id: str) -> bytes:
+def http_error_body(status: int, message: str, request_id: str, media: str = JSON) -> bytes:
     """A request refused before execution, as a GraphQL response, so that a GraphQL client reads it
-    like any other error."""
-    code = HTTP_ERROR_CODES.get(status, f"HTTP_{status}")
-    return json.dumps({"data": None, "errors": [
-        {"message": message, "extensions": {"code": code, "request_id": request_id}}]}).encode()
+    like any other error; with application/graphql-response+json it has no `data` (nothing ran)."""
+    code = HTTP_CODES.get(status, f"HTTP_{status}")
+    errors = [{"message": message, "extensions": {"code": code, "request_id": request_id}}]
+    return json.dumps({"errors": errors} if media == GRAPHQL_RESPONSE_JSON else {"data": None, "errors": errors}).encode()
 
 
 class KernelIndexGraphQL(GraphQL[Context, None]):
     """Strawberry's ASGI view, with the response cache in front of query execution, request bodies
-    decoded defensively, and refusals as JSON."""
+    decoded defensively, refusals as JSON, and both media types of GraphQL over HTTP.
+
+    The media type comes from the Accept header (kernelindex.web.http.graphql_media_type). With
+    application/json (also for `*/*` and no Accept header) every answer is as it always was: GraphQL
+    errors with 200, an outage 503, a malformed request 400. With application/graphql-response+json
+    the status follows the errors (kernelindex.graphql.errors.response_status): a request refused
+    before execution (parse, validation, limits, a variable's value) is a 400 without `data`, an
+    outage that left no data a 503, writes refused for their token 401 or 403, any other executed
+    request a 200, field errors and all; a mutation over GET is a 405, a POST body that is not JSON a 415. An Accept
+    header that allows neither type is a 406, except a browser's GET (text/html), which is answered
+    in JSON as before (or with GraphiQL's page, where it is served).
+    """
 
     def __init__(self, schema: BaseSchema, *, graphiql: GraphiQLPage | None = None, **options: Any):
         # The IDE is ours (kernelindex.web.graphiql: assets served here), not strawberry's page of CDN scripts.
@@ -102,15 +130,40 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
+        request = Request(scope=scope, receive=receive)
+        request_id = scope.get("state", {}).get("request_id", "")
+        accept = request.headers.get("accept")
+        media = graphql_media_type(accept)
+        if media is None:
+            if request.method != "GET" or "text/html" not in (accept or ""):
+                await Response(http_error_body(406, NOT_ACCEPTABLE_MESSAGE, request_id), status_code=406,
+                               media_type=JSON)(scope, receive, send)
+                return
+            media = JSON  # a browser's address bar: the page, or JSON it shows
+        scope.setdefault("state", {})[MEDIA_STATE] = media
         try:
-            response = await self.run(Request(scope=scope, receive=receive))
+            response = await self.run(request)
         except HTTPException as exc:
             # Strawberry answers these in plain text; a client of a JSON API gets JSON.
-            request_id = scope.get("state", {}).get("request_id", "")
-            message = IDE_OFF_MESSAGE if exc.status_code == 404 and self.graphql_ide is None else exc.reason
-            response = Response(http_error_body(exc.status_code, message, request_id),
-                                status_code=exc.status_code, media_type="application/json")
+            status, headers = exc.status_code, None
+            if media == GRAPHQL_RESPONSE_JSON and isinstance(exc.__cause__, InvalidOperationTypeError):
+                status, headers = 405, {"allow": "POST"}  # a mutation over GET (the spec's MUST)
+            message = IDE_OFF_MESSAGE if status == 404 and self.graphql_ide is None else exc.reason
+            response = Response(http_error_body(status, message, request_id, media), status_code=status,
+                                headers=headers, media_type=CONTENT_TYPES[media])
+        else:
+            status_wanted = scope.get("state", {}).get(STATUS_STATE)
+            if status_wanted is not None:  # a GraphQL response for application/graphql-response+json
+                response.status_code = status_wanted
+                response.headers["content-type"] = CONTENT_TYPES[GRAPHQL_RESPONSE_JSON]
         await response(scope, receive, send)
+
+    async def parse_http_body(self, request: AsyncHTTPRequestAdapter) -> Any:
+        if request.method == "POST" and graphql_media_type(request.headers.get("accept")) == GRAPHQL_RESPONSE_JSON:
+            content_type, _ = parse_content_type(request.content_type or "")
+            if "application/json" not in content_type:  # strawberry's own test: a 400 for application/json clients
+                raise HTTPException(415, UNSUPPORTED_MEDIA_MESSAGE)
+        return await super().parse_http_body(request)
 
     def decode_json(self, data: str | bytes) -> object:
         """The request body (bytes) or a GET parameter (str) as JSON, or a 400 that says what is wrong:
@@ -179,9 +232,25 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         return _CachedResult(EncodedResponse(answer.body))
 
     async def process_result(self, request: Request, result: ExecutionResult) -> Any:
+        state = request.scope.setdefault("state", {})
+        graphql_response = state.get(MEDIA_STATE) == GRAPHQL_RESPONSE_JSON
         if isinstance(result, _CachedResult):
+            if graphql_response:
+                state[STATUS_STATE] = 200  # only answers without errors are cached
             return result.body
-        return await super().process_result(request, result)
+        if result.errors and not all(code_of(e) for e in result.errors):
+            # Errors ErrorPolicy never saw: strawberry reports an exception raised by an extension
+            # after the operation has ended. They get their code here, and are masked like the rest.
+            server = server_state(request)
+            result.errors = [e if code_of(e) else reported(e, production=server.settings.is_production,
+                                                            request_id=state.get("request_id", "")) for e in result.errors]
+        processed = await super().process_result(request, result)
+        if graphql_response:
+            status, executed = response_status(processed)
+            if not executed:
+                processed.pop("data", None)  # a request error: the GraphQL response has no data entry
+            state[STATUS_STATE] = status
+        return processed
 
     def encode_json(self, data: object) -> str | bytes:
         if isinstance(data, EncodedResponse):

@@ -1,4 +1,5 @@
-"""HTTP protections and caching: request ids, body size limit, per-request timeout, ETag/304."""
+"""HTTP protections and caching: request ids, body size limit, per-request timeout, ETag/304, and the
+media type a GraphQL response is sent in."""
 
 from __future__ import annotations
 
@@ -11,16 +12,78 @@ import secrets
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kernelindex.graphql.errors import HTTP_CODES
+
 log = logging.getLogger("kernelindex.web")
 
+GRAPHQL_PATH = "/graphql"
+# The two media types of a GraphQL response (GraphQL over HTTP): application/json, the legacy one,
+# answers GraphQL errors with 200; application/graphql-response+json with the status they call for.
+JSON = "application/json"
+GRAPHQL_RESPONSE_JSON = "application/graphql-response+json"
+CONTENT_TYPES = {JSON: "application/json", GRAPHQL_RESPONSE_JSON: "application/graphql-response+json; charset=utf-8"}
+_WILDCARDS = ("*/*", "application/*")
 
-def _json_response(status: int, payload: dict, request_id: str) -> list[Message]:
+
+def graphql_media_type(accept: str | None) -> str | None:
+    """The media type to answer a GraphQL request in, by its Accept header: the one with the highest
+    q, a named type before a wildcard and then the first listed; `*/*` and `application/*` mean
+    application/json, as does no Accept header at all (the spec's default for clients that predate
+    it; every such client reads JSON). None when the header accepts neither (406)."""
+    if accept is None or not accept.strip():
+        return JSON
+    best: tuple[float, bool] | None = None
+    chosen = None
+    for part in accept.split(","):
+        name, *params = part.split(";")
+        name = name.strip().lower()
+        if name == GRAPHQL_RESPONSE_JSON or name == JSON:
+            offered, named = name, True
+        elif name in _WILDCARDS:
+            offered, named = JSON, False
+        else:
+            continue
+        q = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = min(float(value.strip()), 1.0)
+                except ValueError:
+                    q = 0.0
+        if not q > 0:  # q=0 (or nonsense) refuses the type
+            continue
+        if best is None or (q, named) > best:
+            best, chosen = (q, named), offered
+    return chosen
+
+
+def wants_graphql_response(scope: Scope) -> bool:
+    """A request to /graphql whose Accept header prefers application/graphql-response+json."""
+    return scope["path"] == GRAPHQL_PATH and graphql_media_type(Headers(scope=scope).get("accept")) == GRAPHQL_RESPONSE_JSON
+
+
+def refusal_payload(scope: Scope, status: int, message: str, request_id: str) -> dict:
+    """The body of a request this module refuses: {error, request_id}, and on /graphql the same as a
+    GraphQL error with its code; a client of application/graphql-response+json gets only the GraphQL
+    response (no other top-level keys, no `data`: nothing was executed)."""
+    error = {"message": message, "extensions": {"code": HTTP_CODES.get(status, f"HTTP_{status}"), "request_id": request_id}}
+    if wants_graphql_response(scope):
+        return {"errors": [error]}
+    payload: dict = {"error": message, "request_id": request_id}
+    if scope["path"] == GRAPHQL_PATH:  # and in the shape a GraphQL client reads
+        payload["errors"] = [error]
+    return payload
+
+
+def _json_response(status: int, payload: dict, request_id: str, scope: Scope | None = None) -> list[Message]:
     body = json.dumps(payload).encode()
+    media = GRAPHQL_RESPONSE_JSON if scope is not None and wants_graphql_response(scope) else JSON
     return [
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            "headers": [(b"content-type", CONTENT_TYPES[media].encode()), (b"content-length", str(len(body)).encode()),
                         (b"x-request-id", request_id.encode())],
         },
         {"type": "http.response.body", "body": body},
@@ -68,11 +131,9 @@ class BodySizeLimitMiddleware:
         request_id = scope.get("state", {}).get("request_id", "")
         declared = Headers(scope=scope).get("content-length")
         refusal = f"request body over the limit of {self.max_bytes} bytes"
-        too_big: dict = {"error": refusal, "request_id": request_id}
-        if scope["path"] == "/graphql":  # and in the shape a GraphQL client reads
-            too_big["errors"] = [{"message": refusal, "extensions": {"code": "PAYLOAD_TOO_LARGE", "request_id": request_id}}]
+        too_big = refusal_payload(scope, 413, refusal, request_id)
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            for message in _json_response(413, too_big, request_id):
+            for message in _json_response(413, too_big, request_id, scope):
                 await send(message)
             return
         received = 0
@@ -98,7 +159,7 @@ class BodySizeLimitMiddleware:
             await self.app(scope, counting_receive, tracking_send)
         except _BodyTooLarge:
             if not started:
-                for message in _json_response(413, too_big, request_id):
+                for message in _json_response(413, too_big, request_id, scope):
                     await send(message)
 
 
@@ -153,8 +214,8 @@ class TimeoutMiddleware:
         if expired and not started:
             request_id = scope.get("state", {}).get("request_id", "")
             log.warning("request %s timed out after %ss: %s", request_id, self.timeout_s, scope["path"])
-            payload = {"error": f"the request took longer than {self.timeout_s:g} s", "request_id": request_id}
-            for message in _json_response(504, payload, request_id):
+            payload = refusal_payload(scope, 504, f"the request took longer than {self.timeout_s:g} s", request_id)
+            for message in _json_response(504, payload, request_id, scope):
                 await send(message)
 
 
@@ -195,7 +256,11 @@ class ConditionalGetMiddleware:
             await send(start)
             await send({"type": "http.response.body", "body": body})
             return
-        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        # The media type is part of the representation: the same GraphQL answer as application/json and
+        # as application/graphql-response+json are two (Vary: Accept), with two strong validators.
+        digest = hashlib.sha256(body)
+        digest.update(headers.get("content-type", "").encode())
+        etag = '"' + digest.hexdigest()[:32] + '"'
         headers["etag"] = etag
         headers["cache-control"] = f"public, max-age={self.max_age_s}"
         headers.append("vary", "Accept, Origin")

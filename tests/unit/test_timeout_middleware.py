@@ -43,7 +43,10 @@ async def test_a_handler_past_the_limit_is_cancelled_and_answered_504():
     assert sent[0]["status"] == 504
     assert (b"x-request-id", b"req-timeout-1") in sent[0]["headers"]
     body = json.loads(sent[1]["body"])
-    assert body == {"error": "the request took longer than 0.05 s", "request_id": "req-timeout-1"}
+    assert body == {
+        "error": "the request took longer than 0.05 s", "request_id": "req-timeout-1",
+        "errors": [{"message": "the request took longer than 0.05 s", "extensions": {"code": "TIMEOUT", "request_id": "req-timeout-1"}}],
+    }
     # The task's cancellation was ours and is undone: the task can go on awaiting.
     assert asyncio.current_task().cancelling() == 0
     await asyncio.sleep(0)
