@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from sqlalchemy import delete, select, tuple_
+from sqlalchemy import delete, select, text, tuple_
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -47,7 +47,6 @@ async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], 
     ids = sorted(set(workload_ids))
     if not ids:
         return RefreshSummary()
-    await session.execute(delete(CohortBest).where(CohortBest.workload_id.in_(ids)))
     rows = (
         await session.execute(
             select(Run.workload_revision_id, Run.configuration_key, Run.protocol_id, Run.environment_id)
@@ -64,6 +63,16 @@ async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], 
     ).all()
     summary = RefreshSummary()
     keys: list[CohortKey] = [(r[0], r[1], r[2], r[3]) for r in rows]
+    # Bests of cohorts that no longer hold records (an old revision, another canonical configuration)
+    # go; the others are rewritten below only where they differ, so a refresh that changes nothing
+    # writes nothing (and moves no data version).
+    stale = delete(CohortBest).where(CohortBest.workload_id.in_(ids))
+    if keys:
+        stale = stale.where(
+            tuple_(CohortBest.workload_revision_id, CohortBest.configuration_key, CohortBest.protocol_id,
+                   CohortBest.environment_id).not_in(keys)
+        )
+    await session.execute(stale)
     # Bounded statements: PostgreSQL takes at most 32,767 parameters, and a cohort key is four.
     for start in range(0, len(keys), COHORTS_PER_CALL):
         part = await refresh_cohorts(session, keys[start:start + COHORTS_PER_CALL], now=now)
@@ -183,18 +192,41 @@ async def refresh_cohorts(
     # Flags are few (implausible runs): executemany, for its ON CONFLICT DO NOTHING.
     if new_flags:
         await session.execute(pg_insert(RunFlag).on_conflict_do_nothing(index_elements=["run_id", "code"]), new_flags)
-    await session.execute(
-        delete(CohortBest).where(
-            tuple_(CohortBest.workload_revision_id, CohortBest.configuration_key, CohortBest.protocol_id,
-                   CohortBest.environment_id).in_(keys)
-        )
-    )
-    if bests:
-        await copy_rows(session, "cohort_bests", BEST_COLUMNS, dict_rows(bests, BEST_COLUMNS))
+    await _write_bests(session, keys, bests)
     if drafts:
         await copy_rows(session, "record_events", EVENT_COLUMNS, dict_rows(drafts, EVENT_COLUMNS))
     summary.events = len(drafts)
     return summary
+
+
+async def _write_bests(session: AsyncSession, keys: list[CohortKey], bests: list[dict]) -> None:
+    """The cohorts' bests become `bests`, touching only the rows that differ: the new bests are
+    COPYed into a temporary table, then the rows no longer wanted are deleted and the others
+    inserted or updated where they are not equal already."""
+    for statement in _CREATE_REFRESH_BESTS:
+        await session.execute(text(statement))
+    if bests:
+        await copy_rows(session, "refresh_bests", BEST_COLUMNS, dict_rows(bests, BEST_COLUMNS))
+    await session.execute(
+        delete(CohortBest).where(
+            tuple_(CohortBest.workload_revision_id, CohortBest.configuration_key, CohortBest.protocol_id,
+                   CohortBest.environment_id).in_(keys),
+            text(
+                "NOT EXISTS (SELECT 1 FROM refresh_bests s WHERE s.workload_revision_id = cohort_bests.workload_revision_id "
+                "AND s.configuration_key = cohort_bests.configuration_key AND s.protocol_id = cohort_bests.protocol_id "
+                "AND s.environment_id = cohort_bests.environment_id AND s.implementation_id = cohort_bests.implementation_id)"
+            ),
+        )
+    )
+    if bests:
+        await session.execute(_UPSERT_BESTS)
+
+
+_BEST_KEY = ("workload_revision_id", "configuration_key", "protocol_id", "environment_id", "implementation_id")
+_CREATE_REFRESH_BESTS = (
+    "CREATE TEMPORARY TABLE IF NOT EXISTS refresh_bests (LIKE cohort_bests)",
+    "TRUNCATE refresh_bests",
+)
 
 
 # The columns the refresh writes by COPY (one statement, its triggers fired once, however many rows).
@@ -202,6 +234,12 @@ BEST_COLUMNS = (
     "workload_revision_id", "configuration_key", "protocol_id", "environment_id", "implementation_id", "workload_id",
     "hardware_id", "run_id", "mean_ms", "observed_at", "run_count", "last_observed_at", "evidence_kinds",
     "source_snapshot_ids",
+)
+_UPSERT_BESTS = text(
+    f"INSERT INTO cohort_bests ({', '.join(BEST_COLUMNS)}) SELECT {', '.join(BEST_COLUMNS)} FROM refresh_bests "
+    f"ON CONFLICT ({', '.join(_BEST_KEY)}) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in BEST_COLUMNS if c not in _BEST_KEY)
+    + f" WHERE ({', '.join(f'cohort_bests.{c}' for c in BEST_COLUMNS)}) IS DISTINCT FROM ({', '.join(f'excluded.{c}' for c in BEST_COLUMNS)})"
 )
 EVENT_COLUMNS = (
     "workload_id", "workload_revision_id", "configuration_key", "protocol_id", "environment_id", "kind", "run_id",

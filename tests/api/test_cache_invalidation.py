@@ -170,6 +170,39 @@ async def test_a_no_op_write_moves_no_version_and_keeps_every_entry(app, client,
     assert (await page(client, RUNS, A))[1] == "hit"
 
 
+async def count_bests(db_url: str) -> int:
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        return await conn.fetchval("SELECT count(*) FROM cohort_bests")
+    finally:
+        await conn.close()
+
+
+async def test_a_refresh_that_changes_nothing_moves_no_version(app, client, db_url):
+    """Rebuilding the records of workloads whose records are already right (a no-op seed, an
+    unchanged KernelBench re-import) writes no row, so every cached entry stays."""
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.services.records import refresh_all_records, refresh_workloads
+
+    await write_runs(db_url, synthetic_records(3, slug=A))
+    await in_own_transaction(db_url, refresh_all_records)  # the records as a rebuild makes them
+    await page(client, RUNS, A)
+    version, _ = await version_and_log(db_url)
+    bests = await count_bests(db_url)
+    for _ in range(2):
+        await in_own_transaction(db_url, refresh_all_records)
+        await in_own_transaction(db_url, lambda session: refresh_workloads(session, [1, 2, 3]))
+    assert (await version_and_log(db_url))[0] == version
+    assert await count_bests(db_url) == bests
+    assert (await page(client, RUNS, A))[1] == "hit"
+    # And a refresh that does change a best still moves it (the write is not lost).
+    await sql(db_url, "UPDATE cohort_bests SET run_count = run_count + 1 WHERE workload_id = $1", await workload_id(db_url, A))
+    moved, _ = await version_and_log(db_url)
+    await in_own_transaction(db_url, refresh_all_records)
+    assert (await version_and_log(db_url))[0] == moved + 1
+    assert await count_bests(db_url) == bests
+
+
 # -- what each response depends on ------------------------------------------------------------------
 
 
