@@ -40,6 +40,7 @@ from datetime import UTC, date, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Table, or_, select, text, tuple_
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -68,6 +69,8 @@ from kernelindex.services.records import CohortKey, RefreshSummary, refresh_coho
 VOLATILE_ENVIRONMENT_DETAILS = ("clocks", "current_clocks", "fingerprint", "captured_at")
 
 KEYS_PER_LOOKUP = 5000
+# More new dimension rows than this in a batch go in by COPY (_insert_staged), fewer by executemany.
+STAGE_DIMENSIONS_FROM = 50
 COHORTS_PER_REFRESH = 500
 
 
@@ -658,7 +661,9 @@ class RunWriter:
             return
         columns = [table.c[name] for name in key_columns]
         single = len(columns) == 1
-        if not dry_run:
+        if not dry_run and len(missing) > STAGE_DIMENSIONS_FROM:
+            await self._insert_staged(table, [wanted[k] for k in missing], key_columns)
+        elif not dry_run:
             # executemany of one cached statement (a multi-row VALUES would be compiled anew each time).
             await self.session.execute(
                 pg_insert(table).on_conflict_do_nothing(index_elements=list(key_columns)), [wanted[k] for k in missing]
@@ -672,6 +677,27 @@ class RunWriter:
                 if not dry_run:
                     raise RuntimeError(f"{table.name}: the row for {k!r} was inserted but cannot be read back")
                 cache[k] = next(self._placeholders)
+
+    async def _insert_staged(self, table: Table, rows: list[dict[str, Any]], key_columns: Sequence[str]) -> None:
+        """Many new dimension rows (a file of a thousand machines) in one statement: COPYed into a
+        temporary table of the same shape, then INSERT … SELECT … ON CONFLICT DO NOTHING in the
+        order given. executemany would be a statement, and a firing of every trigger, per row."""
+        names = list(rows[0])
+        stage = f"stage_{table.name}"
+        await self.session.execute(text(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} AS SELECT {', '.join(names)}, 0 AS ord FROM {table.name} WITH NO DATA"
+        ))
+        await self.session.execute(text(f"TRUNCATE {stage}"))
+        as_json = {name for name in names if isinstance(table.c[name].type, JSONB)}
+        values = [
+            (*(json.dumps(row[n]) if n in as_json and row[n] is not None else row[n] for n in names), i)
+            for i, row in enumerate(rows)
+        ]
+        await copy_rows(self.session, stage, [*names, "ord"], values)
+        await self.session.execute(text(
+            f"INSERT INTO {table.name} ({', '.join(names)}) SELECT {', '.join(names)} FROM {stage} ORDER BY ord "
+            f"ON CONFLICT ({', '.join(key_columns)}) DO NOTHING"
+        ))
 
     async def hardware_index(self) -> HardwareIndex:
         if self._known is not None:
