@@ -33,6 +33,8 @@ from kernelindex.settings import get_settings
 EXIT_OK = 0
 EXIT_SOME_REJECTED = 1
 EXIT_FATAL = 2
+# --strict found a problem: nothing was written (not "some lines rejected, the rest landed").
+EXIT_NOTHING_WRITTEN = 3
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 EXIT_TERMINATED = 128 + signal.SIGTERM

@@ -2,8 +2,8 @@
 the ingest pipelines (kernelindex.ingest.runs, kernelindex.ingest.kernelbench), and how their
 summaries are told.
 
-Exit status: 0 everything landed, 1 some input was rejected (the rest landed; with --strict nothing
-did), 2 a fatal error (no such file, no database, an internal error).
+Exit status: 0 everything landed, 1 some input was rejected (the rest landed), 2 a fatal error (no
+such file, no database, an internal error), 3 --strict found a problem and nothing was written.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def report(summary: IngestSummary, *, dry_run: bool) -> int:
         )
     elif summary.inserted == 0 and summary.superseded == 0:
         say("nothing new: every record is already stored" if not summary.rejected else "nothing new was written")
-    print_table(summary.table())
+    print_table(summary.table(dry_run=dry_run))
     return EXIT_SOME_REJECTED if summary.rejected else EXIT_OK
 
 
@@ -140,17 +140,20 @@ def configure_runs(parser: argparse.ArgumentParser) -> None:
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--strict", action="store_true", help="any problem aborts with nothing written")
+    parser.add_argument("--strict", action="store_true", help="any problem aborts with nothing written (exit status 3)")
     parser.add_argument("--dry-run", action="store_true", help="print what would be inserted, superseded and skipped; write nothing")
-    parser.add_argument("--batch-size", type=int, default=5000, help="runs per transaction (default 5000)")
+    parser.add_argument("--batch-size", type=int, default=5000, metavar="N", help="runs per transaction")
 
 
 def configure_kernelbench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="a checkout of the KernelBench repository")
-    parser.add_argument("--revision", help="source revision when PATH is not a git checkout")
-    parser.add_argument("--observed", help="observation date (YYYY-MM-DD) when PATH is not a git checkout")
-    parser.add_argument("--levels", default="1,2,3,4", help="levels to import (default 1,2,3,4)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds allowed to trace one problem")
+    parser.add_argument("--revision", metavar="SHA",
+                        help="the checkout's upstream revision (default: PATH's git HEAD; required when PATH is not a git checkout)")
+    parser.add_argument("--observed", metavar="DATE",
+                        help="when the timings were observed, YYYY-MM-DD (default: the date of PATH's git HEAD; required "
+                             "when PATH is not a git checkout)")
+    parser.add_argument("--levels", default="1,2,3,4", metavar="LIST", help="levels to import, comma-separated")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="seconds allowed to trace one problem")
     _common_options(parser)
     parser.set_defaults(func=cmd_ingest_kernelbench)
 

@@ -17,6 +17,7 @@ from kernelindex.cli.common import (
     EXIT_BROKEN_PIPE,
     EXIT_FATAL,
     EXIT_INTERRUPTED,
+    EXIT_NOTHING_WRITTEN,
     EXIT_OK,
     EXIT_SOME_REJECTED,
     EXIT_TERMINATED,
@@ -180,7 +181,9 @@ def _run(args: argparse.Namespace) -> int:
         if len(exc.problems) > 50:
             say(f"… and {len(exc.problems) - 50} more")
         say(f"error: {exc}")
-        return EXIT_SOME_REJECTED
+        # --strict refused the input whole; without it, an import refused before it began (a checkout
+        # that is not one) is input rejected, as before.
+        return EXIT_NOTHING_WRITTEN if getattr(args, "strict", False) else EXIT_SOME_REJECTED
     except KeyboardInterrupt:
         say("interrupted")
         return EXIT_INTERRUPTED

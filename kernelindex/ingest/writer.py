@@ -106,8 +106,9 @@ class IngestSummary:
     def problem_count(self) -> int:
         return len(self.problems) + self.problems_not_kept
 
-    def table(self) -> list[tuple[str, int]]:
-        return [
+    def table(self, *, dry_run: bool = False) -> list[tuple[str, int]]:
+        """The closing table; a dry run's says what would happen (DRY_RUN_LABELS)."""
+        rows = [
             ("workloads", len(self.workloads)),
             ("implementations", len(self.implementations)),
             ("environments", len(self.environments)),
@@ -116,6 +117,14 @@ class IngestSummary:
             ("runs superseded", self.superseded),
             ("runs rejected", self.rejected),
         ]
+        return [(DRY_RUN_LABELS.get(name, name), value) for name, value in rows] if dry_run else rows
+
+
+# A dry run writes nothing: its table says what the real run would do.
+DRY_RUN_LABELS = {
+    "runs inserted": "runs that would be inserted", "runs superseded": "runs that would be superseded",
+    "runs rejected": "runs that would be rejected",
+}
 
 
 def environment_fingerprint(sku: str, env: dict[str, Any]) -> str:

@@ -72,7 +72,7 @@ def test_bad_input(name, ingest, corpus_db):
     before = snapshot(corpus_db)
 
     status, out, err = ingest("--strict", path)
-    assert status == 1, err
+    assert status == 3, err
     assert "Traceback" not in err
     lines = [line for line in err.splitlines() if f"{path}: {expected['where']}{key}: " in line]
     assert lines, err
