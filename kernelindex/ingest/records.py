@@ -777,6 +777,9 @@ def read_pending(number: int, raw: bytes | str | _TooLong, file: str) -> Pending
         data = _fast_decode(raw)
         if data is not None and data.get("format") not in CATALOG_FORMATS:
             return PendingLine(number, f"line {number}", data, raw, line_digest(raw))
+        item = read_item(number, raw, file)
+        # Read by the strict reader, but a line of bytes all the same: its run keeps the digest.
+        return replace(item, line_sha=line_digest(raw)) if isinstance(item, RunRecord) else item
     return read_item(number, raw, file)
 
 

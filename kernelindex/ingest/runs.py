@@ -32,7 +32,7 @@ import os
 import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from kernelindex.db.errors import refusal_reason
 from kernelindex.ingest.catalog import apply_catalog, check_catalogue_line, overlay_catalog
 from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
 from kernelindex.ingest.progress import Progress
-from kernelindex.ingest.records import CatalogueLine, PendingLine, RunRecord, check_pending, line_digest, raw_lines, read_pending
+from kernelindex.ingest.records import CatalogueLine, PendingLine, RunRecord, check_pending, raw_lines, read_pending
 from kernelindex.ingest.writer import (
     HardwareIndex,
     IngestSummary,
@@ -165,8 +165,6 @@ class PartReader:
                 part.problems.extend(item)
                 part.bad_lines += 1
             else:
-                if isinstance(raw, bytes):  # read by the strict reader, but a line of bytes all the same
-                    item = replace(item, line_sha=line_digest(raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw))
                 part.records.append(item)
         return part if seen else None
 

@@ -501,10 +501,14 @@ _SAME_LINE = (
     "FROM ingest_lines s JOIN runs r ON r.line_sha = s.line_sha AND r.workload_revision_id = s.workload_revision_id "
     "AND r.superseded_at IS NULL AND r.line_sha IS NOT NULL"  # the partial index's own predicate, stated
 )
-_KNOWN_LINES = text(f"SELECT s.ord, r.workload_id, r.implementation_id, r.environment_id {_SAME_LINE}")
+# One join: the live runs found, and which of their keys this line is the first to claim.
 _CLAIM_KNOWN = text(
-    f"INSERT INTO ingest_keys ({_KEYS}, ord, place) SELECT {', '.join(f'r.{c}' for c in _KEY_COLUMNS)}, s.ord, s.place "
-    f"{_SAME_LINE} ORDER BY s.ord ON CONFLICT DO NOTHING RETURNING ord"
+    f"WITH found AS (SELECT s.ord, s.place, r.workload_id, "
+    f"{', '.join(f'r.{c}' for c in _KEY_COLUMNS)} {_SAME_LINE}), "
+    f"claimed AS (INSERT INTO ingest_keys ({_KEYS}, ord, place) SELECT {_KEYS}, ord, place FROM found ORDER BY ord "
+    "ON CONFLICT DO NOTHING RETURNING ord) "
+    "SELECT f.ord, f.workload_id, f.implementation_id, f.environment_id, c.ord IS NOT NULL "
+    "FROM found f LEFT JOIN claimed c ON c.ord = f.ord"
 )
 _FIRST_PLACES_KNOWN = text(
     f"SELECT s.ord, k.place {_SAME_LINE} JOIN ingest_keys k ON {' AND '.join(f'k.{c} = r.{c}' for c in _KEY_COLUMNS)} "
@@ -717,16 +721,7 @@ class RunWriter:
 
     async def resolve_workloads(self, records: list[RunRecord]) -> dict[int, tuple[WorkloadRef, int] | tuple[str, str]]:
         """Per record index: its workload and the revision it measured, or (key, why it cannot be found)."""
-        slugs = {r.data["workload"]["slug"] for r in records if "slug" in r.data["workload"]}
-        triples = {
-            (r.data["workload"]["suite"], r.data["workload"]["level"], r.data["workload"]["problem"])
-            for r in records
-            if "slug" not in r.data["workload"]
-        }
-        if self._known is not None:
-            by_slug, by_triple = self._known[0], self._known[1]
-        else:
-            by_slug, by_triple = await load_workload_refs(self.session, slugs, triples)
+        by_slug, by_triple = await self._workload_refs([rec.data for rec in records])
         resolve = workload_resolver(by_slug, by_triple)
         return {i: resolve(rec.data["workload"], rec.data["source"].get("revision")) for i, rec in enumerate(records)}
 
@@ -898,10 +893,11 @@ class RunWriter:
             await session.execute(text(statement))
         await session.execute(text("TRUNCATE ingest_lines"))
         await copy_rows(session, "ingest_lines", ("ord", "place", "line_sha", "workload_revision_id"), candidates)
-        found = {row[0]: row[1:] for row in (await session.execute(_KNOWN_LINES)).all()}
-        if not found:
+        rows = (await session.execute(_CLAIM_KNOWN)).all()
+        if not rows:
             return summary, lines
-        claimed = set((await session.execute(_CLAIM_KNOWN)).scalars().all())
+        found = {row[0]: row[1:4] for row in rows}
+        claimed = {row[0] for row in rows if row[4]}
         again = sorted(set(found) - claimed)
         if again:
             first: dict[int, str] = dict((await session.execute(_FIRST_PLACES_KNOWN, {"ords": again})).all())
