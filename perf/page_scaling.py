@@ -1,6 +1,6 @@
 """The uncached workload page as its one cohort grows: latency at 10, 1,000 and 10,000 eligible runs.
 
-    python -m perf.page_scaling [--sizes 10,1000,10000] [--repeat 30] [--out figures.json]
+    python -m perf.page_scaling [--sizes 10,1000,10000] [--repeat 30] [--split] [--out figures.json]
 
 Starts an embedded PostgreSQL in a temporary folder, migrates, builds perf.dataset's dataset (a few
 synthetic workloads), then gives one synthetic workload per size that many more passed runs, every
@@ -11,7 +11,10 @@ times `GET /workloads/<slug>.json` (the workload page: headline, records, the co
 sources…) `--repeat` times after two warm-up requests, and prints the median and p90 per size with
 the page's eligible run count, comparison rows and sources.
 
-What must hold: the latency stays flat (within noise) from 10 to 10,000 eligible runs. A script,
+What must hold: the latency stays flat (within noise) from 10 to 10,000 eligible runs. The
+comparison's rows are an index range of ix_runs_cohort_top (migration 0010), not a sort of the cohort;
+`--split` then prints, per size, perf.page_split's split of the request (SQL, SQLAlchemy, rules/read
+model, GraphQL, JSON), timed after the figures above: what still grows with the cohort shows there. A script,
 not a test: the figures depend on the machine. To compare with another commit, run this file
 against that commit's code (e.g. a `git worktree` with this file copied in).
 """
@@ -120,6 +123,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m perf.page_scaling", description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,1000,10000", help="eligible runs in the one cohort, comma-separated")
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--split", action="store_true", help="then print perf.page_split's split per size")
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -133,12 +137,23 @@ def main() -> int:
         asyncio.run(build_dataset(pg.url, max(10, len(sizes)), 2000))
         slugs = asyncio.run(grow(pg.url, sizes))
         results = asyncio.run(measure(pg.url, slugs, args.repeat))
+        split = None
+        if args.split:
+            from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
+            from perf import page_split
+
+            queries = {f"{size:,} runs": (WORKLOAD_PAGE_QUERY, {"slug": slug}) for size, slug in slugs.items()}
+            split = asyncio.run(page_split.measure(pg.url, queries, 10, 3))
     print(f"{'cohort runs':>11} {'eligible':>9} {'rows':>5} {'sources':>8} {'median':>9} {'p90':>9}")
     for r in results:
         print(f"{r['cohort_runs']:>11,} {r['eligible_runs']:>9,} {r['comparison_rows']:>5} {r['sources']:>8} "
               f"{r['median_ms']:>6.1f} ms {r['p90_ms']:>6.1f} ms")
+    figures: dict = {"scaling": results}
+    if split is not None:
+        print()
+        figures["split"] = page_split.report(split, "the page per cohort size; 3 rounds of 10 requests, medians", 10)
     if args.out:
-        Path(args.out).write_text(json.dumps(results, indent=2))
+        Path(args.out).write_text(json.dumps(figures, indent=2))
     return 0
 
 

@@ -382,6 +382,19 @@ class Run(Base):
         ),
         Index("ix_runs_line_sha_live", "line_sha", postgresql_where=text("superseded_at IS NULL AND line_sha IS NOT NULL")),
         Index("ix_runs_fastest", "workload_revision_id", "configuration_key", text("coalesce(mean_ms, 'Infinity'::float8)"), "id", postgresql_where=text("superseded_at IS NULL AND retracted_at IS NULL AND status = 'passed'")),
+        # A cohort's live passed runs in ranking order, and its measured ones latest first per
+        # implementation (migration 0010; services.pages.load_cohort_tops). The expression is written
+        # as PostgreSQL prints it back, so Alembic's comparison sees the same text.
+        Index(
+            "ix_runs_cohort_top", "workload_revision_id", "configuration_key", "protocol_id", "environment_id",
+            text("least(greatest(mean_ms, '1e-06'::double precision), '86400000'::double precision)"), "observed_at", "id",
+            postgresql_where=text("superseded_at IS NULL AND retracted_at IS NULL AND status = 'passed'"),
+        ),
+        Index(
+            "ix_runs_cohort_measured", "workload_revision_id", "configuration_key", "protocol_id", "environment_id",
+            "implementation_id", text("observed_at DESC"), text("id DESC"),
+            postgresql_where=text("superseded_at IS NULL AND retracted_at IS NULL AND status = 'passed' AND evidence = 'measured'"),
+        ),
     )
 
 
@@ -521,3 +534,4 @@ class ChangeLog(Base):
     catalogue_tables: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
     everything: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+

@@ -265,9 +265,8 @@ async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage
         .join(Environment, Environment.id == Run.environment_id)
         .join(WorkloadRevision, WorkloadRevision.id == Run.workload_revision_id)
         .where(
-            Run.workload_revision_id == any_(id_array(revision_ids)), Run.evidence == "measured",
-            Run.configuration_key == WorkloadRevision.canonical_configuration_key,
-            Run.status == "passed", Run.superseded_at.is_(None), Run.retracted_at.is_(None),
+            Run.workload_revision_id == any_(id_array(revision_ids)), Run.evidence == literal_column("'measured'"),
+            Run.configuration_key == WorkloadRevision.canonical_configuration_key, *_live_passed(),
         )
         .subquery()
     )
@@ -297,15 +296,27 @@ def not_held_clause() -> ColumnElement[bool]:
     return or_(~flagged, func.coalesce(decision == APPROVED, False))
 
 
+def _float8(value: float) -> Any:
+    """A float8 constant written into the statement (never bound): see _ranking_order."""
+    return literal_column(f"'{value!r}'::double precision")
+
+
 def _ranking_order() -> tuple[Any, ...]:
     """ranking.order_key in SQL: the mean as the read side holds it (measurements.readable clamps a
-    stored mean to measurements-v1's bounds), then the earlier observation, then the run id."""
-    mean = func.least(func.greatest(Run.mean_ms, MIN_LATENCY_MS), MAX_LATENCY_MS)
+    stored mean to measurements-v1's bounds), then the earlier observation, then the run id.
+
+    The expression of ix_runs_cohort_top (migration 0010), with its bounds as constants in the text:
+    a bound parameter in ORDER BY never matches an index expression under a prepared statement's
+    generic plan, and the cohort's rows would be read in full and sorted again."""
+    mean = func.least(func.greatest(Run.mean_ms, _float8(MIN_LATENCY_MS)), _float8(MAX_LATENCY_MS))
     return (mean, Run.observed_at, Run.id)
 
 
 def _live_passed() -> tuple[ColumnElement[bool], ...]:
-    return (Run.status == "passed", Run.superseded_at.is_(None), Run.retracted_at.is_(None))
+    """Live and passed, 'passed' written into the statement: a plan kept for a prepared statement
+    uses a partial index (ix_runs_cohort_top, ix_runs_cohort_measured) only if the statement's own
+    text implies the index's predicate."""
+    return (Run.status == literal_column("'passed'"), Run.superseded_at.is_(None), Run.retracted_at.is_(None))
 
 
 @dataclass(frozen=True)
@@ -349,7 +360,7 @@ async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) 
     )
     checks = (
         select(Run.id.label("id"))
-        .where(in_cohort, *_live_passed(), not_held_clause(), Run.evidence == "measured",
+        .where(in_cohort, *_live_passed(), not_held_clause(), Run.evidence == literal_column("'measured'"),
                Run.correctness["passed"].is_distinct_from(literal_column("'false'::jsonb")))
         .ext(distinct_on(Run.implementation_id))
         .order_by(Run.implementation_id, Run.observed_at.desc(), Run.id.desc())
@@ -408,7 +419,7 @@ async def load_subject_measurements(session: AsyncSession, subjects: Sequence[Su
         wanted,
         (Run.workload_revision_id == wanted.c.rev) & (Run.configuration_key == wanted.c.cfg)
         & (Run.implementation_id == wanted.c.impl) & (Hardware.id == wanted.c.hw),
-    ).where(*_live_passed(), Run.evidence == "measured")
+    ).where(*_live_passed(), Run.evidence == literal_column("'measured'"))
     builder = FactsBuilder()
     facts = await with_holds(session, [builder.run(*row) for row in (await session.execute(statement)).all()])
     for f in facts:
