@@ -267,3 +267,10 @@ def capture_environment(
     }
     environment["details"]["fingerprint"] = fingerprint(environment)
     return environment
+
+
+def describe_device(payload: dict[str, Any]) -> dict[str, Any]:
+    """Sandbox entry point (``Sandbox.run("benchmarks.environment:describe_device", {...})``): the
+    environment object of ``payload["device"]``, so a worker learns its SKU without importing torch or
+    touching the device in its own process."""
+    return capture_environment(payload.get("device") or "cpu", provider=payload.get("provider"), label=payload.get("label"))

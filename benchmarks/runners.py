@@ -138,12 +138,17 @@ def tolerance_for(dtype: str) -> float:
     return 0.0
 
 
-def _flatten(value: Any) -> list[Any]:
+def flatten_outputs(value: Any) -> list[Any]:
+    """The leaves of an output (lists, tuples and dicts walked, dict keys in sorted order), in the order
+    compare_outputs pairs them with the reference's."""
     if isinstance(value, (list, tuple)):
-        return [leaf for item in value for leaf in _flatten(item)]
+        return [leaf for item in value for leaf in flatten_outputs(item)]
     if isinstance(value, dict):
-        return [leaf for key in sorted(value, key=str) for leaf in _flatten(value[key])]
+        return [leaf for key in sorted(value, key=str) for leaf in flatten_outputs(value[key])]
     return [value]
+
+
+_flatten = flatten_outputs
 
 
 def _finite_or_none(value: float | None) -> float | None:
@@ -226,13 +231,21 @@ def compare_outputs(actual: Any, expected: Any, atol: float, rtol: float) -> tup
 # ---------------------------------------------------------------- measurement
 
 
+def is_out_of_memory(exc: BaseException) -> bool:
+    """A CUDA out-of-memory, a MemoryError (an address-space limit), or the CPU allocator's refusal
+    (a RuntimeError from torch, worded \"can't allocate memory\")."""
+    if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):
+        return True
+    return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
+
+
 def describe_exception(phase: str, exc: BaseException, source_filename: str | None = None) -> str:
     """'<phase> failed: Type: message (at file:line)'.
 
     The location is the innermost frame in the problem's own source when there is one
     (that is the line its author has to fix), else the innermost frame.
     """
-    if isinstance(exc, torch.cuda.OutOfMemoryError):
+    if is_out_of_memory(exc):
         head = f"out of memory during {phase}"
     else:
         head = f"{phase} failed"
@@ -267,6 +280,12 @@ class Outcome:
     compile_time_ms: float | None = None
     correctness: dict[str, Any] | None = None
     observed_at: str = field(default_factory=utc_now_iso)
+
+
+def merge_correctness(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two checks of one implementation as one correctness object: passed when both passed, the larger
+    differences."""
+    return _merge_correctness(first, second)
 
 
 def _merge_correctness(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:

@@ -59,6 +59,7 @@ __all__ = [
     "Outcome",
     "Sandbox",
     "SandboxError",
+    "describe_sandbox_failure",
     "parse_result",
 ]
 
@@ -348,6 +349,45 @@ def parse_result(text: str, result_bytes: int = Limits.result_bytes) -> Outcome:
         if isinstance(data.get("setup"), str):
             return Outcome("sandbox-error", None, _clip("confinement failed: " + data["setup"]))
     return Outcome("bad-result", None, "result is not {'ok': ...} or {'raised': '...'}")
+
+
+def _size(value: int) -> str:
+    if value >= GiB and value % (GiB // 4) == 0:
+        return f"{value / GiB:g} GiB"
+    return f"{value / 2**20:.0f} MiB"
+
+
+def describe_sandbox_failure(outcome: Outcome, limits: Limits | None = None) -> str:
+    """The one-line failure reason for a job whose sandbox outcome is not ok (the worker's words for it)."""
+    detail = " ".join((outcome.detail or "").split())
+    status = outcome.status
+    if status == "ok":
+        raise ValueError("the outcome is ok: there is no failure to describe")
+    if status == "timeout":
+        wall = f"{limits.wall_s:g} s" if limits is not None else detail.removeprefix("no result within ").split(";")[0] or "the limit"
+        return f"timed out after {wall} (killed)"
+    if status == "cpu-limit":
+        return f"exceeded the CPU-time limit: {detail}" if detail else "exceeded the CPU-time limit"
+    if status == "crash":
+        signal_name = detail.removeprefix("killed by ") if detail.startswith("killed by ") else None
+        if signal_name == "SIGKILL" and limits is not None and limits.address_space is not None:
+            return f"crashed: SIGKILL (killed; possibly out of memory, limit {_size(limits.address_space)})"
+        if signal_name:
+            return f"crashed: {signal_name}"
+        return f"crashed: {detail}" if detail else "crashed"
+    if status == "raised":
+        head = detail.split(":", 1)[0]
+        if head == "MemoryError" or "can't allocate memory" in detail or "out of memory" in detail.lower():
+            limit = f" (limit {_size(limits.address_space)})" if limits is not None and limits.address_space else ""
+            return f"ran out of memory{limit}: {detail}"
+        if head == "PayloadError":
+            return f"the job's payload is malformed: {detail}"
+        return f"the measurement raised: {detail}"
+    if status == "bad-result":
+        return f"returned an unusable result: {detail}"
+    if status == "sandbox-error":
+        return f"the sandbox could not be set up (the job never ran): {detail}"
+    return f"{status}: {detail}"
 
 
 def _clip(text: str) -> str:

@@ -8,11 +8,16 @@ does not always reach. Samples come back in milliseconds.
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from . import stats
 
 PROTOCOL_VERSION = "1"
 
@@ -175,4 +180,277 @@ def make_timer(device: str | torch.device) -> Timer:
         return CudaEventTimer(device)
     if device.type == "cpu":
         return CpuTimer(device)
+    raise ValueError(f"no timer for device type {device.type!r}")
+
+
+# ---------------------------------------------------------------- adaptive timing of submitted code
+#
+# The protocols above time trusted implementations a fixed number of times. A submitted kernel is
+# timed by its own protocols (kernelindex-candidate-*), so its runs are never pooled with those:
+# fresh inputs per trial, a device-wide synchronize around each trial (work the candidate leaves on
+# a side stream is seen), and a trial count chosen by the stopping rule in AdaptiveSettings.
+
+# Bound at import, before any submitted code runs in this process (benchmarks.candidate imports this
+# module first): a candidate that later replaces time.perf_counter_ns or torch.cuda.Event.elapsed_time
+# changes what those names mean for others, not what this harness calls.
+_perf_counter_ns = time.perf_counter_ns
+_monotonic_ns = time.monotonic_ns
+_cuda_synchronize = torch.cuda.synchronize
+_CudaEvent = torch.cuda.Event
+_event_record = torch.cuda.Event.record
+_event_elapsed_time = torch.cuda.Event.elapsed_time
+_event_synchronize = torch.cuda.Event.synchronize
+
+CANDIDATE_PROTOCOL_VERSION = "1"
+# Trials of a call that does nothing, run through the same loop first: what the harness itself costs
+# per trial (input clone, flush, synchronizations), for the wall-clock cross-check.
+CALIBRATION_TRIALS = 5
+# CUDA: device time after the end event beyond a do-nothing call's tail plus this much is work the call
+# left on another stream; it is added to the trial's sample, so that work is counted.
+TAIL_ALLOWANCE_MS = 0.01
+
+
+@dataclass(frozen=True)
+class AdaptiveSettings:
+    """How many trials: at least ``min_trials`` kept ones, then stop when the 95% interval's half-width
+    is under ``target_half_width`` of the mean, at ``max_trials``, or once ``budget_s`` of timed trials
+    are spent (whichever comes first; at least one trial is always kept)."""
+
+    warmup: int = 3
+    min_trials: int = 10
+    max_trials: int = 200
+    target_half_width: float = 0.01
+    budget_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.warmup < 0:
+            raise ValueError("timing.warmup must not be negative")
+        if self.min_trials < 2:
+            raise ValueError("timing.min_trials must be at least 2 (an interval needs two trials)")
+        if self.max_trials < self.min_trials:
+            raise ValueError("timing.max_trials must be at least timing.min_trials")
+        if not self.target_half_width > 0:
+            raise ValueError("timing.target_half_width must be positive")
+        if not self.budget_s > 0:
+            raise ValueError("timing.budget_s must be positive")
+
+    def stopping_rule(self) -> str:
+        return (
+            f"adaptive: after at least {self.min_trials} kept trials, stop when the 95% interval half-width "
+            f"(Student t, n-1 df) is under {self.target_half_width:g} of the mean, or at {self.max_trials} "
+            f"kept trials, or once {self.budget_s:g} s of timed trials are spent"
+        )
+
+
+@dataclass
+class AdaptiveResult:
+    """The kept samples and what the cross-checks need. Times in milliseconds."""
+
+    samples_ms: list[float]
+    stop_reason: str  # "converged", "max_trials" or "budget"
+    half_width: float | None  # of the kept samples, relative to their mean
+    trials_run: int  # timed calls, the discarded first one included
+    timed_ms: float  # sum of every timed call's sample, the discarded one included
+    wall_ms: float  # an independent wall clock around all timed calls
+    overhead_ms_per_trial: float  # wall time per trial of the same loop around a call that does nothing
+    tail_ms: list[float] = field(default_factory=list)  # CUDA: per kept trial, end event → device idle
+    noop_tail_ms: float | None = None  # the same for the call that does nothing (median)
+    # Per kept trial, the independent wall clock around the whole trial (its inputs' clone included), and
+    # the median of the same for the call that does nothing: medians compare them, so one preemption of
+    # the process outside the timed region cannot make an honest run look like a tampered clock.
+    trial_wall_ms: list[float] = field(default_factory=list)
+    noop_trial_wall_ms: float = 0.0
+
+
+class AdaptiveTimer:
+    """Times ``call(inputs)`` with fresh inputs per trial and an adaptive trial count."""
+
+    protocol_name = ""
+    l2_flush = False
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def synchronize(self) -> None:
+        """Wait for all work on the device, every stream."""
+
+    def describe(self, settings: AdaptiveSettings, rotation: int) -> str:
+        raise NotImplementedError
+
+    def protocol(self, settings: AdaptiveSettings, kept_trials: int | None, rotation: int) -> dict[str, Any]:
+        return {
+            "name": self.protocol_name,
+            "version": CANDIDATE_PROTOCOL_VERSION,
+            "timer": self.describe(settings, rotation),
+            "warmup": settings.warmup,
+            "trials": kept_trials if kept_trials else None,
+            "statistic": "mean",
+            "l2_flush": self.l2_flush,
+        }
+
+    def _trial(self, call: Callable[[Any], Any], inputs: Any) -> tuple[float, float | None, Any]:
+        """One timed call: (sample ms, untimed device tail ms or None, output)."""
+        raise NotImplementedError
+
+    def run(
+        self,
+        call: Callable[[Any], Any],
+        inputs_for: Callable[[int], Any],
+        settings: AdaptiveSettings,
+        on_output: Callable[[int, Any, bool], None] | None = None,
+    ) -> AdaptiveResult:
+        """Calibrate, warm up, then time trials until the stopping rule says stop.
+
+        ``inputs_for(trial)`` gives each call its inputs (built outside the timed region);
+        ``on_output(trial, output, last)`` sees each kept trial's output outside the timed region.
+        """
+        noop_wall, noop_tails, noop_walls = self._loop(lambda inputs: None, inputs_for, CALIBRATION_TRIALS)
+        noop_tail = statistics.median(noop_tails) if noop_tails else None
+        for index in range(settings.warmup):
+            call(inputs_for(index))
+        self.synchronize()
+
+        samples: list[float] = []
+        tails: list[float] = []
+        trial_walls: list[float] = []
+        timed_ms = 0.0
+        count, mean, m2 = 0, 0.0, 0.0  # Welford, for the interval after every trial
+        half_width: float | None = None
+        stop_reason = ""
+        trial = 0
+        budget_ns = settings.budget_s * 1e9
+        started = _monotonic_ns()
+        while True:
+            trial_started = _monotonic_ns()
+            inputs = inputs_for(trial)
+            sample, tail, output = self._trial(call, inputs)
+            inputs = None
+            trial_wall = (_monotonic_ns() - trial_started) / 1e6
+            if tail is not None and noop_tail is not None and tail > noop_tail + TAIL_ALLOWANCE_MS:
+                sample += tail - noop_tail
+            timed_ms += sample
+            if trial > 0:  # the first timed call still pays for allocator growth and lazy set-up
+                samples.append(sample)
+                trial_walls.append(trial_wall)
+                if tail is not None:
+                    tails.append(tail)
+                count += 1
+                delta = sample - mean
+                mean += delta / count
+                m2 += delta * (sample - mean)
+                if count >= 2 and mean > 0:
+                    half_width = stats.t_95(count - 1) * math.sqrt(m2 / (count - 1)) / math.sqrt(count) / mean
+                if count >= settings.min_trials and half_width is not None and half_width < settings.target_half_width:
+                    stop_reason = "converged"
+                elif count >= settings.max_trials:
+                    stop_reason = "max_trials"
+                elif _monotonic_ns() - started >= budget_ns:
+                    stop_reason = "budget"
+                if on_output is not None:
+                    on_output(trial, output, bool(stop_reason))
+            output = None
+            trial += 1
+            if stop_reason:
+                break
+        wall_ms = (_monotonic_ns() - started) / 1e6
+        return AdaptiveResult(
+            samples_ms=samples,
+            stop_reason=stop_reason,
+            half_width=half_width,
+            trials_run=trial,
+            timed_ms=timed_ms,
+            wall_ms=wall_ms,
+            overhead_ms_per_trial=noop_wall / CALIBRATION_TRIALS,
+            tail_ms=tails,
+            noop_tail_ms=noop_tail,
+            trial_wall_ms=trial_walls,
+            noop_trial_wall_ms=statistics.median(noop_walls),
+        )
+
+    def _loop(
+        self, call: Callable[[Any], Any], inputs_for: Callable[[int], Any], count: int
+    ) -> tuple[float, list[float], list[float]]:
+        """``count`` trials of ``call``: (wall ms of the whole loop, the tails, each trial's wall ms)."""
+        tails, walls = [], []
+        started = _monotonic_ns()
+        for trial in range(count):
+            trial_started = _monotonic_ns()
+            _, tail, _ = self._trial(call, inputs_for(trial))
+            walls.append((_monotonic_ns() - trial_started) / 1e6)
+            if tail is not None:
+                tails.append(tail)
+        return (_monotonic_ns() - started) / 1e6, tails, walls
+
+
+class CpuAdaptiveTimer(AdaptiveTimer):
+    protocol_name = "kernelindex-candidate-cpu-perf-counter"
+    l2_flush = False
+
+    def describe(self, settings: AdaptiveSettings, rotation: int) -> str:
+        return (
+            f"time.perf_counter_ns around each call; inputs rotated among {rotation} pre-generated sets, "
+            f"cloned outside the timed region; no cache flush; first timed trial discarded; "
+            f"{settings.stopping_rule()}"
+        )
+
+    def _trial(self, call: Callable[[Any], Any], inputs: Any) -> tuple[float, float | None, Any]:
+        start = _perf_counter_ns()
+        output = call(inputs)
+        end = _perf_counter_ns()
+        return (end - start) / 1e6, None, output
+
+
+class CudaAdaptiveTimer(AdaptiveTimer):
+    """CUDA events on the current stream around each call; before it the L2 flush of CudaEventTimer
+    and a device-wide synchronize; after it another device-wide synchronize and a third event, whose
+    distance from the end event (the tail) shows work the call left running on another stream."""
+
+    protocol_name = "kernelindex-candidate-cuda-events"
+    l2_flush = True
+
+    def __init__(self, device: torch.device):
+        flush = CudaEventTimer(device)  # the one definition of the flush size
+        super().__init__(flush.device)
+        self._flush = flush
+        self._flush_buffer: torch.Tensor | None = None
+
+    def synchronize(self) -> None:
+        with torch.cuda.device(self.device):
+            _cuda_synchronize()
+
+    def describe(self, settings: AdaptiveSettings, rotation: int) -> str:
+        return (
+            f"torch.cuda.Event around each call on the current stream; inputs rotated among {rotation} "
+            f"pre-generated sets, cloned outside the timed region; before each trial zero_() of a "
+            f"{self._flush.flush_bytes / 2**20:.1f} MiB buffer ({self._flush.flush_source}) then a device-wide "
+            f"torch.cuda.synchronize(); after each trial a device-wide synchronize and a third event: device time "
+            f"after the end event beyond a do-nothing call's (+{TAIL_ALLOWANCE_MS:g} ms) is work left on another "
+            f"stream, added to the sample; first timed trial discarded; {settings.stopping_rule()}"
+        )
+
+    def _trial(self, call: Callable[[Any], Any], inputs: Any) -> tuple[float, float | None, Any]:
+        start, end, after = (_CudaEvent(enable_timing=True) for _ in range(3))
+        with torch.cuda.device(self.device):
+            if self._flush_buffer is None:
+                self._flush_buffer = torch.empty(self._flush.flush_bytes // 4, dtype=torch.int32, device=self.device)
+            self._flush_buffer.zero_()
+            _cuda_synchronize()
+            _event_record(start)
+            output = call(inputs)
+            _event_record(end)
+            _cuda_synchronize()
+            _event_record(after)
+            _event_synchronize(after)
+        return _event_elapsed_time(start, end), _event_elapsed_time(end, after), output
+
+    def release(self) -> None:
+        self._flush_buffer = None
+
+
+def make_adaptive_timer(device: str | torch.device) -> AdaptiveTimer:
+    device = torch.device(device)
+    if device.type == "cuda":
+        return CudaAdaptiveTimer(device)
+    if device.type == "cpu":
+        return CpuAdaptiveTimer(device)
     raise ValueError(f"no timer for device type {device.type!r}")

@@ -1,0 +1,533 @@
+"""benchmarks.candidate: a submitted ModelNew measured honestly, against cheat fixtures.
+
+Each fixture in tests/fixtures/candidates/ implements problem_matmul_relu.py (relu(A @ B)); every cheat
+must end as a failed record whose reason names the cheat, the honest one must pass. A few run through a
+real Sandbox (one zygote for the module), where a hang, a crash and an unbounded allocation become
+the sandbox's outcomes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import json
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmarks import candidate, timing
+from benchmarks.candidate import PayloadError, measure_job
+from benchmarks.records import FORMAT
+from benchmarks.sandbox import GiB, Limits, Outcome, Sandbox, describe_sandbox_failure
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "candidates"
+SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "run-record.schema.json"
+REFERENCE = (FIXTURES / "problem_matmul_relu.py").read_text()
+FAST_TIMING = {"warmup": 2, "min_trials": 5, "max_trials": 40, "target_half_width": 0.05, "budget_s": 0.3}
+SANDBOX_LIMITS = Limits(wall_s=10, address_space=4 * GiB)
+
+gpu = pytest.mark.gpu
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def payload(name: str | None = None, *, source: str | None = None, **changes) -> dict:
+    text = source if source is not None else (FIXTURES / f"{name}.py").read_text() if name else None
+    slug = (name or "inline").replace("_", "-")
+    base = {
+        "workload_slug": "fixture-matmul-relu",
+        "source_sha256": None,
+        "reference_source": REFERENCE,
+        "reference_filename": "problem_matmul_relu.py",
+        "implementation": {"slug": f"fixture-{slug}", "title": f"fixture {slug}", "role": "candidate",
+                           "framework": "PyTorch", "language": "python", "licence": None, "source_url": None,
+                           "source_availability": "mirrored"},
+        "builtin": None,
+        "candidate_source": text,
+        "candidate_filename": f"{name or 'inline'}.py",
+        "bindings": {},
+        "device": "cpu",
+        "baseline": False,
+        "correctness_sets": 5,
+        "tolerance": None,
+        "timing": dict(FAST_TIMING),
+        "provider": None,
+        "label": None,
+    }
+    base.update(changes)
+    return base
+
+
+def only_record(result: dict) -> dict:
+    (record,) = result["records"]
+    return record
+
+
+def validator():
+    jsonschema = pytest.importorskip("jsonschema")
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+
+
+# ---------------------------------------------------------------- the honest candidate
+
+
+def test_honest_candidate_passes_with_a_plausible_latency_and_an_adaptive_protocol():
+    result = measure_job(payload("honest"))
+    record = only_record(result)
+    assert record["status"] == "passed", record["failure_reason"]
+    validator().validate(record)
+    assert record["format"] == FORMAT and record["evidence"] == "measured"
+    assert record["implementation"]["slug"] == "fixture-honest"
+    assert record["configuration"] == {"bindings": {"M": 32, "K": 48, "N": 40}, "dtype": "fp32"}
+    # a 32x48 @ 48x40 matmul and a relu on a CPU: microseconds, not nanoseconds and not seconds
+    assert 0.0005 < record["statistics"]["mean"] < 50
+    protocol = record["protocol"]
+    assert protocol["name"] == "kernelindex-candidate-cpu-perf-counter" and protocol["version"] == "1"
+    assert protocol["trials"] == record["statistics"]["num_trials"] == len(record["samples_ms"])
+    assert FAST_TIMING["min_trials"] <= protocol["trials"] <= FAST_TIMING["max_trials"]
+    assert "adaptive" in protocol["timer"] and "half-width" in protocol["timer"] and "rotated among 3" in protocol["timer"]
+    assert record["correctness"]["passed"] is True and record["correctness"]["atol"] == 1e-4
+    checks = result["checks"]["implementations"][0]
+    assert [entry["passed"] for entry in checks["correctness_sets"]] == [True] * 6  # five sets, then the held-out one
+    assert "seed 42" in checks["correctness_sets"][0]["set"] and "held-out" in checks["correctness_sets"][-1]["set"]
+    assert checks["timed_outputs"] and all(entry["passed"] for entry in checks["timed_outputs"])
+    assert checks["timing"]["stop_reason"] in ("converged", "max_trials", "budget")
+    assert result["environment"]["details"]["device_type"] == "cpu"
+    json.dumps(result, allow_nan=False)  # what the sandbox sends back must be strict JSON
+
+
+def test_baseline_first_then_the_candidate_in_the_same_environment():
+    result = measure_job(payload("honest", baseline=True))
+    baseline, submitted = result["records"]
+    assert baseline["implementation"]["slug"] == "torch_eager" and baseline["implementation"]["role"] == "baseline"
+    assert submitted["implementation"]["slug"] == "fixture-honest"
+    assert baseline["status"] == submitted["status"] == "passed"
+    assert baseline["environment"] == submitted["environment"] == result["environment"]
+    assert baseline["protocol"]["name"] == submitted["protocol"]["name"]
+
+
+def test_a_builtin_implementation_is_measured_by_the_same_checks():
+    job = payload(candidate_source=None, builtin="torch_eager",
+                  implementation={"slug": "torch_eager", "role": "baseline"})
+    record = only_record(measure_job(job))
+    assert record["status"] == "passed", record["failure_reason"]
+    assert record["implementation"]["title"] == "PyTorch eager"
+
+
+def test_bindings_change_the_configuration_measured():
+    record = only_record(measure_job(payload("honest", bindings={"M": 8})))
+    assert record["status"] == "passed", record["failure_reason"]
+    assert record["configuration"]["bindings"]["M"] == 8
+
+
+# ---------------------------------------------------------------- cheats and faults, each with its reason
+
+
+CHEATS = {
+    "constant": ["constant output", "every element 0", "correctness set 0"],
+    "cache_first": ["same output", "cached or stale", "correctness set 1"],
+    "alias_input": ["aliases an input"],
+    "expanded": ["lazy view", "stride 0"],
+    "wrong_dtype": ["dtype torch.float64", "reference torch.float32"],
+    "wrong_shape": ["shape (40, 32)", "reference (32, 40)"],
+    "patch_clock": ["the candidate replaced time.perf_counter_ns", "torch.cuda.Event.elapsed_time"],
+    "memory_reader": ["decoy", "read the harness's memory"],
+    "stale_when_timed": ["while timed", "timed trial", "stale or cached"],
+    "init_raises": ["ModelNew.__init__ failed", "RuntimeError: kernel build failed", "init_raises.py:7"],
+    "forward_raises": ["ModelNew.forward on correctness set 0 failed", "ValueError: unsupported shape"],
+    "no_modelnew": ["defines no ModelNew class"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_each_cheat_fails_with_a_reason_that_names_it(name):
+    record = only_record(measure_job(payload(name)))
+    assert record["status"] == "failed"
+    reason = record["failure_reason"]
+    assert "\n" not in reason
+    for words in CHEATS[name]:
+        assert words in reason, reason
+    assert record["statistics"] is None and record["samples_ms"] is None
+    validator().validate(record)
+
+
+def test_a_replaced_clock_is_put_back_and_the_harness_never_used_it():
+    original = time.perf_counter_ns
+    record = only_record(measure_job(payload("patch_clock")))
+    assert "time.perf_counter_ns" in record["failure_reason"]
+    assert time.perf_counter_ns is original
+    assert torch.cuda.Event.elapsed_time is timing._event_elapsed_time
+    # the next job in the same process is measured with the real clock
+    assert only_record(measure_job(payload("honest")))["status"] == "passed"
+
+
+def test_replacing_a_function_the_reference_uses_is_caught():
+    source = (
+        "import torch\nimport torch.nn as nn\n"
+        "class ModelNew(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        torch.matmul = lambda a, b: torch.zeros(a.shape[0], b.shape[1])\n"
+        "    def forward(self, A, B):\n"
+        "        return torch.zeros(A.shape[0], B.shape[1])\n"
+    )
+    original = torch.matmul
+    record = only_record(measure_job(payload(source=source)))
+    assert record["status"] == "failed"
+    assert "the candidate replaced torch.matmul" in record["failure_reason"]
+    assert torch.matmul is original
+
+
+@pytest.mark.parametrize(
+    ("target", "replacement"),
+    [
+        ("torch.Tensor.__eq__", "lambda self, other: torch.ones(self.shape, dtype=torch.bool)"),
+        ("torch.allclose", "lambda *args, **kwargs: True"),
+        ("torch.cuda.synchronize", "lambda *args, **kwargs: None"),
+        ("torch.cuda.Event.record", "lambda self, stream=None: None"),
+        ("torch.cuda.Stream.synchronize", "lambda self: None"),
+        ("time.monotonic", "lambda: 0.0"),
+        ("benchmarks.timing._perf_counter_ns", "lambda: 0"),
+    ],
+)
+def test_every_function_the_harness_relies_on_is_watched(target, replacement):
+    owner, name = target.rsplit(".", 1)
+    source = (
+        "import time, torch\nimport torch.nn as nn\nimport benchmarks.timing\n"
+        "class ModelNew(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        f"        setattr({owner}, {name!r}, {replacement})\n"
+        "    def forward(self, A, B):\n"
+        "        return torch.relu(A @ B)\n"
+    )
+    holder = {"torch.Tensor": torch.Tensor, "torch": torch, "torch.cuda": torch.cuda, "torch.cuda.Event": torch.cuda.Event,
+              "torch.cuda.Stream": torch.cuda.Stream, "time": time, "benchmarks.timing": timing}[owner]
+    original = vars(holder).get(name)
+    record = only_record(measure_job(payload(source=source)))
+    assert record["status"] == "failed"
+    assert f"the candidate replaced {target}" in record["failure_reason"]
+    assert vars(holder).get(name) is original  # put back
+
+
+def test_changing_a_global_torch_setting_is_caught_and_undone():
+    source = (
+        "import torch\nimport torch.nn as nn\n"
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, A, B):\n"
+        "        torch.set_float32_matmul_precision('medium')\n"
+        "        return torch.relu(A @ B)\n"
+    )
+    before = torch.get_float32_matmul_precision()
+    record = only_record(measure_job(payload(source=source)))
+    assert "changed torch's global settings" in record["failure_reason"]
+    assert "float32_matmul_precision" in record["failure_reason"]
+    assert torch.get_float32_matmul_precision() == before
+
+
+def test_the_candidate_works_on_a_clone_and_the_reference_runs_after_it():
+    # The candidate zeroes its inputs in place: with a shared copy the reference would see zeros too and
+    # agree. Both sides write to one log, so the order of the calls shows.
+    log: list[str] = []
+    builtins._candidate_test_log = log  # type: ignore[attr-defined]
+    source = (
+        "import builtins, torch\nimport torch.nn as nn\n"
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, A, B):\n"
+        "        builtins._candidate_test_log.append('candidate')\n"
+        "        A.zero_()\n"
+        "        return torch.relu(A @ B)\n"
+    )
+    reference = REFERENCE.replace(
+        "        return torch.relu(torch.matmul(A, B))",
+        "        import builtins\n        builtins._candidate_test_log.append('reference')\n"
+        "        return torch.relu(torch.matmul(A, B))",
+    )
+    assert reference != REFERENCE
+    try:
+        record = only_record(measure_job(payload(source=source, reference_source=reference)))
+    finally:
+        del builtins._candidate_test_log  # type: ignore[attr-defined]
+    assert record["status"] == "failed" and "constant output" in record["failure_reason"]
+    # the probe that learns the output's shape, then for the first set the candidate, then the reference
+    assert log == ["reference", "candidate", "reference"]
+
+
+def test_a_harness_method_replaced_by_the_candidate_is_caught():
+    source = (
+        "import torch\nimport torch.nn as nn\nimport benchmarks.candidate as harness\n"
+        "class ModelNew(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        harness._Measurement.compare = lambda *args: None\n"
+        "    def forward(self, A, B):\n"
+        "        return torch.zeros(A.shape[0], B.shape[1])\n"
+    )
+    original = candidate._Measurement.compare
+    record = only_record(measure_job(payload(source=source)))
+    assert "the candidate replaced benchmarks.candidate._Measurement.compare" in record["failure_reason"]
+    assert candidate._Measurement.compare is original
+
+
+def test_no_reference_output_exists_while_the_candidate_runs():
+    # A candidate that counts, at each call, the tensors shaped like the output that it did not make:
+    # only the harness's decoy may be there (the honest computation then passes).
+    builtins._candidate_seen = seen = []  # type: ignore[attr-defined]
+    source = (
+        "import builtins, gc, torch\nimport torch.nn as nn\n"
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, A, B):\n"
+        "        shape = torch.Size([A.shape[0], B.shape[1]])\n"
+        "        builtins._candidate_seen.append(sum(1 for o in gc.get_objects() if type(o) is torch.Tensor and o.shape == shape))\n"
+        "        return torch.relu(A @ B)\n"
+    )
+    try:
+        record = only_record(measure_job(payload(source=source, timing={**FAST_TIMING, "max_trials": 5})))
+    finally:
+        del builtins._candidate_seen  # type: ignore[attr-defined]
+    assert record["status"] == "passed", record["failure_reason"]
+    correctness_calls = seen[:5]
+    assert correctness_calls == [1] * 5, seen  # the decoy alone
+
+
+def test_a_tensor_subclass_output_is_rejected():
+    source = (
+        "import torch\nimport torch.nn as nn\n"
+        "class Lazy(torch.Tensor):\n    pass\n"
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, A, B):\n"
+        "        return torch.relu(A @ B).as_subclass(Lazy)\n"
+    )
+    reason = only_record(measure_job(payload(source=source)))["failure_reason"]
+    assert "tensor subclass" in reason and "Lazy" in reason
+
+
+def test_a_problem_that_cannot_run_fails_every_record_with_its_reason():
+    broken = REFERENCE.replace("def get_inputs():", "def get_inputs():\n    raise RuntimeError('no inputs today')")
+    result = measure_job(payload("honest", reference_source=broken, baseline=True))
+    assert [r["status"] for r in result["records"]] == ["failed", "failed"]
+    assert all("no inputs today" in r["failure_reason"] for r in result["records"])
+
+
+# ---------------------------------------------------------------- timing
+
+
+def test_adaptive_timing_stops_by_each_rule():
+    timer = timing.make_adaptive_timer("cpu")
+
+    def inputs_for(trial):
+        return [trial]
+
+    def sleep(_inputs):
+        time.sleep(0.002)
+
+    converged = timer.run(sleep, inputs_for, timing.AdaptiveSettings(warmup=0, min_trials=4, max_trials=50,
+                                                                     target_half_width=0.5, budget_s=5))
+    assert converged.stop_reason == "converged" and 4 <= len(converged.samples_ms) < 50
+    assert converged.half_width is not None and converged.half_width < 0.5
+    capped = timer.run(sleep, inputs_for, timing.AdaptiveSettings(warmup=0, min_trials=2, max_trials=6,
+                                                                  target_half_width=1e-12, budget_s=5))
+    assert capped.stop_reason == "max_trials" and len(capped.samples_ms) == 6 and capped.trials_run == 7
+    spent = timer.run(sleep, inputs_for, timing.AdaptiveSettings(warmup=0, min_trials=2, max_trials=10_000,
+                                                                 target_half_width=1e-12, budget_s=0.03))
+    assert spent.stop_reason == "budget" and 1 <= len(spent.samples_ms) < 100
+    # the samples fit inside the wall clock around them, and cover most of it for a call this long
+    for result in (converged, capped, spent):
+        assert result.timed_ms <= result.wall_ms
+        assert result.timed_ms > 0.5 * result.wall_ms
+        assert all(1.5 < s < 200 for s in result.samples_ms)
+
+
+def test_each_trial_gets_its_own_inputs_and_outputs_are_seen_outside_the_timed_region():
+    timer = timing.make_adaptive_timer("cpu")
+    given, seen = [], []
+    timer.run(lambda inputs: given.append(inputs[0]) or inputs[0] * 10, lambda trial: [trial],
+              timing.AdaptiveSettings(warmup=1, min_trials=3, max_trials=3, target_half_width=1e-12, budget_s=5),
+              on_output=lambda trial, output, last: seen.append((trial, output, last)))
+    assert given == [0, 0, 1, 2, 3]  # warm-up, then the timed trials (the first discarded)
+    assert seen == [(1, 10, False), (2, 20, False), (3, 30, True)]
+
+
+def test_adaptive_settings_are_checked():
+    with pytest.raises(ValueError, match="min_trials"):
+        timing.AdaptiveSettings(min_trials=1)
+    with pytest.raises(ValueError, match="max_trials"):
+        timing.AdaptiveSettings(min_trials=10, max_trials=5)
+    with pytest.raises(ValueError, match="budget_s"):
+        timing.AdaptiveSettings(budget_s=0)
+
+
+def _result(**fields):
+    values = {"samples_ms": [1.0] * 10, "stop_reason": "converged", "half_width": 0.0, "trials_run": 11,
+              "timed_ms": 11.0, "wall_ms": 12.0, "overhead_ms_per_trial": 0.01}
+    values.update(fields)
+    return timing.AdaptiveResult(**values)
+
+
+def _clock_check(result):
+    measurement = candidate._Measurement.__new__(candidate._Measurement)
+    measurement.check_clock(result)
+
+
+def test_samples_are_checked_against_the_independent_wall_clock():
+    _clock_check(_result(trial_wall_ms=[1.1] * 10, noop_trial_wall_ms=0.1))  # consistent: no complaint
+    with pytest.raises(candidate.CandidateFailure, match="more than the wall-clock time"):
+        _clock_check(_result(timed_ms=50.0, wall_ms=12.0))
+    # samples of 1 µs in trials that took 20 ms beyond a do-nothing trial: the work was not in the samples
+    with pytest.raises(candidate.CandidateFailure, match="cover under 1%"):
+        _clock_check(_result(samples_ms=[0.001] * 10, timed_ms=0.011, trial_wall_ms=[20.0] * 10, noop_trial_wall_ms=0.05))
+    # the same small samples when the do-nothing trial explains the trial's wall time are fine
+    _clock_check(_result(samples_ms=[0.001] * 10, timed_ms=0.011, trial_wall_ms=[20.0] * 10, noop_trial_wall_ms=19.99))
+    # one long preemption outside the timed region moves a median not at all
+    _clock_check(_result(trial_wall_ms=[1.1] * 9 + [500.0], noop_trial_wall_ms=0.1, wall_ms=510.0))
+
+
+def test_an_output_a_background_thread_fills_in_later_is_caught():
+    # forward hands back an uninitialised tensor at once and a thread fills it in after: checked as returned.
+    source = (
+        "import threading, time, torch\nimport torch.nn as nn\n"
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, A, B):\n"
+        "        out = torch.empty(A.shape[0], B.shape[1])\n"
+        "        def work():\n"
+        "            time.sleep(0.005)\n"
+        "            out.copy_(torch.relu(A @ B))\n"
+        "        thread = threading.Thread(target=work)\n"
+        "        thread.start()\n"
+        "        self.thread = thread\n"
+        "        return out\n"
+    )
+    record = only_record(measure_job(payload(source=source)))
+    assert record["status"] == "failed"
+    # caught on a correctness set (which one depends on what the uninitialised memory held)
+    assert "on correctness set" in record["failure_reason"]
+    assert "incorrect output" in record["failure_reason"] or "NaN" in record["failure_reason"]
+
+
+def test_work_left_on_another_stream_fails_by_its_tail():
+    with pytest.raises(candidate.CandidateFailure, match="side stream"):
+        _clock_check(_result(tail_ms=[3.0] * 10, noop_tail_ms=0.01))
+    _clock_check(_result(tail_ms=[0.012] * 10, noop_tail_ms=0.01))
+
+
+def test_relative_half_width_uses_student_t():
+    from benchmarks.stats import relative_half_width, t_95
+
+    assert t_95(1) == pytest.approx(12.7062, abs=1e-3)
+    assert t_95(9) == pytest.approx(2.2622, abs=1e-3)
+    samples = [1.0, 1.1, 0.9, 1.0]
+    std = (sum((s - 1.0) ** 2 for s in samples) / 3) ** 0.5
+    assert relative_half_width(samples) == pytest.approx(t_95(3) * std / 2)
+    assert relative_half_width([1.0]) is None
+
+
+# ---------------------------------------------------------------- payloads
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"device": "tpu"}, "device must be one of"),
+        ({"builtin": "torch_eager"}, "exactly one of builtin and candidate_source"),
+        ({"builtin": "nonsense", "candidate_source": None}, "builtin 'nonsense'"),
+        ({"bindings": {"M": "8"}}, "bindings.M must be an integer"),
+        ({"correctness_sets": 0}, "correctness_sets must be between"),
+        ({"timing": {"min_trials": 1}}, "min_trials"),
+        ({"timing": {"trials": 5}}, "timing has unknown keys: trials"),
+        ({"source_sha256": "0" * 64}, "source_sha256 is not the sha256"),
+        ({"workload_slug": None}, "workload_slug is required"),
+        ({"baseline": "yes"}, "baseline must be a boolean"),
+    ],
+)
+def test_a_malformed_payload_raises_naming_the_key(change, words):
+    job = payload("honest")
+    job.update(change)
+    with pytest.raises(PayloadError, match=words):
+        measure_job(job)
+
+
+def test_a_bad_implementation_object_raises():
+    job = payload("honest")
+    job["implementation"] = {**job["implementation"], "slug": "Not A Slug"}
+    with pytest.raises(PayloadError, match="implementation.slug"):
+        measure_job(copy.deepcopy(job))
+
+
+# ---------------------------------------------------------------- the sandbox's verdicts in words
+
+
+def test_describe_sandbox_failure_gives_one_line_per_status():
+    limits = Limits(wall_s=10, address_space=4 * GiB)
+    assert describe_sandbox_failure(Outcome("timeout", None, "no result within 10 s; killed"), limits) == "timed out after 10 s (killed)"
+    assert describe_sandbox_failure(Outcome("timeout", None, "no result within 7 s; killed")) == "timed out after 7 s (killed)"
+    assert describe_sandbox_failure(Outcome("crash", None, "killed by SIGSEGV")) == "crashed: SIGSEGV"
+    assert describe_sandbox_failure(Outcome("crash", None, "exited with code 3")) == "crashed: exited with code 3"
+    assert "possibly out of memory, limit 4 GiB" in describe_sandbox_failure(Outcome("crash", None, "killed by SIGKILL"), limits)
+    assert describe_sandbox_failure(Outcome("raised", None, "MemoryError"), limits) == "ran out of memory (limit 4 GiB): MemoryError"
+    assert "CPU-time limit" in describe_sandbox_failure(Outcome("cpu-limit", None, "used more than 10 s of CPU time; killed"))
+    assert "malformed" in describe_sandbox_failure(Outcome("raised", None, "PayloadError: payload: device must be one of cpu"))
+    assert "unusable result" in describe_sandbox_failure(Outcome("bad-result", None, "result over 1,048,576 bytes"))
+    assert "never ran" in describe_sandbox_failure(Outcome("sandbox-error", None, "unshare: EPERM"))
+    with pytest.raises(ValueError):
+        describe_sandbox_failure(Outcome("ok", {}, ""))
+
+
+@pytest.fixture(scope="module")
+def box():
+    with Sandbox(preload=["torch", "benchmarks.candidate"], workers=2, limits=SANDBOX_LIMITS) as sandbox:
+        yield sandbox
+
+
+def test_through_the_sandbox_honest_passes_and_hang_crash_and_memory_fail(box):
+    names = ["honest", "hang", "segfault", "exits", "memory_hog", "constant"]
+    outcomes = box.map("benchmarks.candidate:measure_job", [payload(name) for name in names])
+    by_name = dict(zip(names, outcomes))
+
+    honest = by_name["honest"]
+    assert honest.status == "ok", honest.detail
+    record = only_record(honest.value)
+    assert record["status"] == "passed", record["failure_reason"]
+    validator().validate(record)
+
+    assert by_name["hang"].status == "timeout"
+    assert describe_sandbox_failure(by_name["hang"], SANDBOX_LIMITS) == "timed out after 10 s (killed)"
+    assert by_name["segfault"].status == "crash"
+    assert describe_sandbox_failure(by_name["segfault"]) == "crashed: SIGSEGV"
+    assert describe_sandbox_failure(by_name["exits"]) == "crashed: exited with code 3"
+
+    # The address-space limit makes the allocation fail inside forward: the job survives and says so.
+    hog = by_name["memory_hog"]
+    assert hog.status == "ok", hog.detail
+    reason = only_record(hog.value)["failure_reason"]
+    assert reason.startswith("out of memory during ModelNew.forward on correctness set 0"), reason
+
+    assert "constant output" in only_record(by_name["constant"].value)["failure_reason"]
+
+
+def test_a_malformed_payload_through_the_sandbox_is_a_raised_outcome(box):
+    outcome = box.run("benchmarks.candidate:measure_job", {**payload("honest"), "device": "tpu"})
+    assert outcome.status == "raised" and "PayloadError" in outcome.detail
+    assert describe_sandbox_failure(outcome).startswith("the job's payload is malformed")
+
+
+# ---------------------------------------------------------------- CUDA
+
+
+@gpu
+@needs_cuda
+def test_cuda_honest_candidate_passes_with_the_candidate_cuda_protocol():
+    record = only_record(measure_job(payload("honest", device="cuda")))
+    assert record["status"] == "passed", record["failure_reason"]
+    assert record["protocol"]["name"] == "kernelindex-candidate-cuda-events" and record["protocol"]["l2_flush"] is True
+
+
+@gpu
+@needs_cuda
+def test_cuda_side_stream_work_fails_or_is_counted():
+    honest = only_record(measure_job(payload("honest", device="cuda")))
+    record = only_record(measure_job(payload("side_stream", device="cuda")))
+    if record["status"] == "failed":
+        assert "side stream" in record["failure_reason"], record["failure_reason"]
+    else:  # counted: 200 extra kernels cannot take less time than the honest single matmul
+        assert record["statistics"]["mean"] > 5 * honest["statistics"]["mean"]
