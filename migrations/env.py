@@ -25,8 +25,13 @@ def _url() -> str:
     return to_async_url(url)
 
 
+def include_name(name, type_, parent_names) -> bool:
+    """procrastinate's tables (applied from its own schema by 0011) are not ours to compare."""
+    return not (type_ == "table" and name is not None and name.startswith("procrastinate_"))
+
+
 def _run_sync(connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
+    context.configure(connection=connection, target_metadata=target_metadata, compare_type=True, include_name=include_name)
     with context.begin_transaction():
         context.run_migrations()
 

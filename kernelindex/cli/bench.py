@@ -20,10 +20,12 @@ from benchmarks.bindings import parse_binding  # torch-free
 from benchmarks.naming import slug_for_path  # torch-free
 from benchmarks.records import cpu_hardware_line  # torch-free
 from kernelindex.cli.common import CommandError, database_url, say
+from kernelindex.cli.fleet import in_transaction, report_enqueued
 from kernelindex.cli.ingest import report
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.errors import shortage
 from kernelindex.db.models import Workload, WorkloadRevision
+from kernelindex.fleet.jobs import enqueue_sweep
 from kernelindex.ingest.runs import ingest_runs_file
 
 
@@ -49,7 +51,30 @@ async def load_problems(database_url: str, slugs: list[str], level: int | None, 
     return [(slug, source, filename or f"{slug}.py") for slug, source, filename in rows]
 
 
+def cmd_enqueue(args: argparse.Namespace) -> int:
+    """`bench --enqueue`: one fleet job per workload × implementation × hardware, measured by the workers."""
+    if args.file:
+        raise CommandError("--enqueue measures workloads of the index (--workload, --all): a --file is measured here only")
+    if not (args.workload or args.all):
+        raise CommandError("name what to queue: --workload SLUG, or --all [--level N]")
+    url = database_url()
+
+    async def work(session):
+        return await enqueue_sweep(
+            session, workload_slugs=args.workload, level=args.level, everything=args.all,
+            implementations=args.impl or ["torch_eager", "torch_compile_inductor"], hardware=args.hardware,
+            bindings=dict(args.bindings), replicas=args.replicas,
+        )
+
+    report_enqueued(asyncio.run(in_transaction(url, work)))
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.enqueue:
+        return cmd_enqueue(args)
+    if args.hardware:
+        raise CommandError("--hardware names where queued jobs run: use it with --enqueue")
     from benchmarks.sweep import TablePrinter, run_sweep
 
 
@@ -143,4 +168,10 @@ def add_bench_command(sub) -> None:
     bench.add_argument("--ingest", action="store_true", help="also write the runs to the database")
     bench.add_argument("--provider", help="provider name recorded with the environment (default: none)")
     bench.add_argument("--label", help="machine or pool label recorded with the environment (default: none)")
+    bench.add_argument("--enqueue", action="store_true",
+                       help="queue the measurements for the fleet's workers instead of measuring here")
+    bench.add_argument("--hardware", action="append", default=[], metavar="NAME",
+                       help="with --enqueue: the hardware to queue for, 'cpu' or a GPU of the catalogue (repeatable)")
+    bench.add_argument("--replicas", type=int, default=1, metavar="N",
+                       help="with --enqueue: measure each on N distinct machines of that hardware")
     bench.set_defaults(func=cmd_bench)

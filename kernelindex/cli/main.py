@@ -1,4 +1,4 @@
-"""The `kernelindex` command: serve, migrate, seed, export-schema, and the ingest, bench and token commands.
+"""The `kernelindex` command: serve, migrate, seed, export-schema, and the ingest, bench, fleet and token commands.
 
 Progress and errors go to stderr in plain words; exit status 0 means everything landed (the exit
 statuses: kernelindex.cli.common). An operational error is one line, never a traceback.
@@ -31,6 +31,7 @@ from kernelindex.cli.common import (
     tracebacks_wanted,
     write_stdout,
 )
+from kernelindex.cli.fleet import add_fleet_commands
 from kernelindex.cli.ingest import add_ingest_commands
 from kernelindex.cli.parser import Parser, version
 from kernelindex.cli.tokens import add_token_commands
@@ -154,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_ingest_commands(sub)
     add_token_commands(sub)
     add_bench_command(sub)
+    add_fleet_commands(sub)
     return parser
 
 

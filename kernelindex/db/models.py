@@ -535,3 +535,86 @@ class ChangeLog(Base):
     everything: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
+
+# --- the fleet: submitted kernels and the jobs that measure them (kernelindex.fleet) ---------------------
+
+
+class Submission(Base):
+    """A submitted implementation of a workload: a ``ModelNew`` module, kept as submitted.
+
+    Identity is the file's bytes for the workload revision it was written against: the same file
+    submitted again for the same revision is this row, whatever title it comes with. Its
+    implementation row (role candidate, source mirrored here) is what its runs are filed under.
+    """
+
+    __tablename__ = "submissions"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id"))
+    workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id"))
+    implementation_id: Mapped[int] = mapped_column(ForeignKey("implementations.id"))
+    source_sha256: Mapped[str] = mapped_column(Text)
+    source_text: Mapped[str] = mapped_column(Text)
+    filename: Mapped[str] = mapped_column(Text)
+    submitted_by_token_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (
+        UniqueConstraint("workload_revision_id", "source_sha256"),
+        Index("ix_submissions_workload_id", "workload_id"),
+    )
+
+
+FLEET_JOB_STATES = ("queued", "running", "passed", "failed", "cancelled")
+
+
+class FleetJob(Base):
+    """One measurement to make on one kind of hardware: a workload revision × an implementation (a
+    builtin runner or a submission) × a hardware SKU (or 'cpu') × a configuration.
+
+    The queue itself is procrastinate's (procrastinate_jobs, queue ``queue_name``; ``queue_job_id``
+    is its id); this row is what users follow: state, reason, which worker and environment, the runs
+    it produced. ``dedupe_key`` makes a repeated request the same job.
+    """
+
+    __tablename__ = "fleet_jobs"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    dedupe_key: Mapped[str] = mapped_column(Text, unique=True)
+    kind: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(Text, server_default=text("'queued'"))
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id"))
+    workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id"))
+    implementation_slug: Mapped[str] = mapped_column(Text)
+    submission_id: Mapped[int | None] = mapped_column(ForeignKey("submissions.id"))
+    hardware: Mapped[str] = mapped_column(Text)
+    queue_name: Mapped[str] = mapped_column(Text)
+    bindings: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    # Replicas of one measurement (0, 1, …) are measured on distinct machines, for the Replicated rung.
+    replica: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    machine_id: Mapped[str | None] = mapped_column(Text)
+    queue_job_id: Mapped[int | None] = mapped_column(BigInteger)
+    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    max_attempts: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str | None] = mapped_column(Text)
+    worker: Mapped[str | None] = mapped_column(Text)
+    environment_id: Mapped[int | None] = mapped_column(ForeignKey("environments.id"))
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    baseline_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    requested_by_token_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = _created_at()
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (
+        CheckConstraint("kind IN ('submission', 'sweep')", name="kind_known"),
+        CheckConstraint("state IN ('queued', 'running', 'passed', 'failed', 'cancelled')", name="state_known"),
+        CheckConstraint("(kind = 'submission') = (submission_id IS NOT NULL)", name="submission_named"),
+        CheckConstraint("max_attempts >= 1", name="attempts_positive"),
+        CheckConstraint("replica >= 0", name="replica_known"),
+        Index("ix_fleet_jobs_state_hardware", "state", "hardware"),
+        Index("ix_fleet_jobs_workload_id", "workload_id"),
+        Index("ix_fleet_jobs_submission_id", "submission_id"),
+        Index("ix_fleet_jobs_subject", "workload_revision_id", "implementation_slug", "hardware"),
+    )

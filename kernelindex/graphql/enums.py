@@ -39,3 +39,18 @@ class RunOrder(Enum):
     NEWEST = "newest"
     FASTEST = "fastest"
     RECENTLY_OBSERVED = "recently_observed"
+
+
+@strawberry.enum(description="Where a fleet job is: queued → running → passed, failed (with its reason) or cancelled.")
+class JobState(Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@strawberry.enum(description="Why a fleet job exists: a submitted implementation, or one of KernelIndex's own sweeps.")
+class JobKind(Enum):
+    SUBMISSION = "submission"
+    SWEEP = "sweep"

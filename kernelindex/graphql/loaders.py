@@ -52,6 +52,9 @@ class Reads:
     def __init__(self) -> None:
         self.workloads: set[int] = set()
         self.unscoped = False
+        # Read something the data version does not follow (a fleet job: it moves while it is read):
+        # the response is never stored.
+        self.volatile = False
 
     def found(self, rows: Sequence[Workload], wanted: int) -> None:
         self.workloads.update(w.id for w in rows)

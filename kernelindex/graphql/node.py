@@ -9,10 +9,10 @@ import strawberry
 
 from kernelindex.graphql.errors import UserInputError
 
-NODE_TYPES = ("Workload", "Run", "Implementation", "Hardware", "Environment")
+NODE_TYPES = ("Workload", "Run", "Implementation", "Hardware", "Environment", "Job")
 # The id columns are integer, runs.id is bigint.
 _MAX_INTEGER = 2**31 - 1
-_MAX_DATABASE_ID = {"Run": 2**63 - 1}
+_MAX_DATABASE_ID = {"Run": 2**63 - 1, "Job": 2**63 - 1}
 
 
 def to_global_id(type_name: str, database_id: int) -> strawberry.ID:

@@ -31,6 +31,7 @@ from kernelindex.graphql.mutations import Mutation as WriteMutations
 from kernelindex.graphql.mutations import ReviewMutations
 from kernelindex.graphql.queries.catalogue import CatalogueQueries
 from kernelindex.graphql.queries.compare import CompareQueries
+from kernelindex.graphql.queries.fleet import FleetMutations, FleetQueries
 from kernelindex.graphql.queries.history import HistoryQueries
 from kernelindex.graphql.queries.node import NodeQueries
 from kernelindex.graphql.queries.policy import PolicyQueries
@@ -47,13 +48,14 @@ from kernelindex.settings import Settings, get_settings
 # The order of the areas is the order of the root fields in the SDL.
 Query = merge_types(
     "Query",
-    (WorkloadQueries, RunQueries, RecordQueries, HistoryQueries, CatalogueQueries, PolicyQueries, CompareQueries, NodeQueries),
+    (WorkloadQueries, RunQueries, RecordQueries, HistoryQueries, CatalogueQueries, PolicyQueries, CompareQueries,
+     FleetQueries, NodeQueries),
 )
 get_object_definition(Query, strict=True).description = (
     "KernelIndex: the fastest known implementation of a workload on a GPU, and how far to trust that number."
 )
 
-Mutation = merge_types("Mutation", (WriteMutations, ReviewMutations))
+Mutation = merge_types("Mutation", (WriteMutations, ReviewMutations, FleetMutations))
 get_object_definition(Mutation, strict=True).description = get_object_definition(WriteMutations, strict=True).description
 
 CACHE_SIZE = 512

@@ -34,10 +34,12 @@ MAX_NAME_LENGTH = 200
 SCOPE_RUNS_WRITE = "runs:write"
 SCOPE_RUNS_RETRACT = "runs:retract"
 SCOPE_RUNS_REVIEW = "runs:review"
+SCOPE_IMPLEMENTATIONS_SUBMIT = "implementations:submit"
 KNOWN_SCOPES: dict[str, str] = {
     SCOPE_RUNS_REVIEW: "review a run held as suspicious (reviewRun)",
     SCOPE_RUNS_WRITE: "submit run records (submitRuns)",
     SCOPE_RUNS_RETRACT: "retract a run (retractRun)",
+    SCOPE_IMPLEMENTATIONS_SUBMIT: "submit an implementation to be measured by the fleet (submitImplementation)",
 }
 
 INVALID_TOKEN_MESSAGE = "invalid or revoked API token"

@@ -218,7 +218,7 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
                 request, request_adapter, sub_response, context, root_value, request_data)
             reads = context.loaders.reads
             deps = response_dependencies(root_fields(key.query, key.operation_name), reads.workloads, reads.unscoped)
-            if result.errors or result.data is None:
+            if result.errors or result.data is None or reads.volatile:
                 return None, deps, result
             processed = await super(KernelIndexGraphQL, self).process_result(request, result)
             return EncodedResponse(self.encode_json_string(processed)), deps, result

@@ -252,7 +252,8 @@ REVIEWED_WORKLOAD_FIELDS = {
         "notMeasured", "headroom", "roofline", "floors", "recordHistory", "sources", "lastObserved",
         "lastObservedDisplay", "runs",
     },
-    "Run": {"workloadSlug", "revision", "stale", "flags", "reviewStatus"},
+    # trustLevel: the measurements of its own subject (same workload revision) and their holds.
+    "Run": {"workloadSlug", "revision", "stale", "flags", "reviewStatus", "trustLevel"},
     "WorkloadRevision": {"snapshots"},
     "Comparison": {"rows"},
     "ComparisonRow": {"stale"},

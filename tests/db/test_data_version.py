@@ -10,6 +10,9 @@ from kernelindex.db.migrate import upgrade
 from kernelindex.db.urls import to_libpq_url
 
 NOT_VERSIONED = {"alembic_version", "data_version", "change_log", "api_tokens"}
+# The fleet's tables (0011): no cached response reads them, and a job changing state must evict nothing.
+NOT_VERSIONED |= {"submissions", "fleet_jobs", "procrastinate_jobs", "procrastinate_workers", "procrastinate_events",
+                  "procrastinate_periodic_defers"}
 TRIGGERS = {"log_change_insert", "log_change_update", "log_change_delete", "log_change_truncate"}
 
 

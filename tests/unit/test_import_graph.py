@@ -5,7 +5,7 @@ functions alike: an import moved into a function to dodge a circle is still a ci
 imports under `if TYPE_CHECKING:`, which never run.
 
 - kernelindex/ is a stack of rooms. A module may import its own room and the rooms below it, never a
-  room above: cli → web → graphql → ingest → services → db → rules / settings.
+  room above: cli → web → graphql → fleet → ingest → services → db → rules / settings.
 - No import circle between modules, inside a room or across rooms.
 - An import inside a function is for a module that is heavy to load and not always needed (torch,
   the web stack): only the modules named in LAZY may be imported that way.
@@ -33,9 +33,10 @@ RANKS = {
     "kernelindex.db": 1,
     "kernelindex.services": 2,
     "kernelindex.ingest": 3,
-    "kernelindex.graphql": 4,
-    "kernelindex.web": 5,
-    "kernelindex.cli": 6,
+    "kernelindex.fleet": 4,
+    "kernelindex.graphql": 5,
+    "kernelindex.web": 6,
+    "kernelindex.cli": 7,
 }
 
 # Modules that are imported inside functions on purpose, and why.
@@ -44,6 +45,7 @@ LAZY = {
     "kernelindex.ingest.seed": "the seed is loaded only by `seed` and `serve --seed`",
     "kernelindex.web.app": "the web stack; only `serve` needs it",
     "kernelindex.graphql.schema": "builds the whole schema; only `serve` and `export-schema` need it",
+    "kernelindex.fleet.worker": "procrastinate's worker and the sandbox; only `worker` needs them",
 }
 
 BENCHMARKS_MAY_IMPORT = {"torch", "numpy", "benchmarks"}

@@ -9,9 +9,11 @@ from kernelindex.db.models import Environment as EnvironmentRow
 from kernelindex.db.models import Hardware as HardwareRow
 from kernelindex.db.models import Implementation as ImplementationRow
 from kernelindex.db.models import Run as RunRow
+from kernelindex.fleet import jobs as fleet_jobs
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.node import Node, from_global_id
 from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
+from kernelindex.graphql.types.fleet import Job
 from kernelindex.graphql.types.run import Run
 from kernelindex.graphql.types.workload import Workload
 from kernelindex.services.facts import FactsBuilder, environment_facts, implementation_facts, run_rows_statement
@@ -32,6 +34,10 @@ class NodeQueries:
         if type_name == "Implementation":
             impl = await session.get(ImplementationRow, database_id)
             return Implementation(facts=implementation_facts(impl)) if impl else None
+        if type_name == "Job":
+            info.context.loaders.reads.volatile = True  # a job moves while it is read: never cached
+            job = await fleet_jobs.get_job(session, database_id)
+            return Job(row=job) if job else None
         if type_name == "Hardware":
             hw = next((h for h in await info.context.loaders.catalogue() if h.id == database_id), None)
             return Hardware(facts=FactsBuilder().hardware(hw)) if hw else None

@@ -13,7 +13,7 @@ from kernelindex.graphql.text import MAX_SAMPLES_SHOWN, SAMPLES_KIB, SHORT_TEXT_
 from kernelindex.graphql.types.catalogue import Environment, Implementation, Protocol, Source
 from kernelindex.graphql.types.holds import RunFlag
 from kernelindex.graphql.types.revision import WorkloadRevision
-from kernelindex.rules import stats
+from kernelindex.rules import stats, trust_ladder
 from kernelindex.rules import trust_labels as trust
 from kernelindex.rules.display import format_date, format_latency, plus_minus_display
 from kernelindex.rules.facts import RunFacts
@@ -176,6 +176,17 @@ class Run(Node):
     @strawberry.field(description="'Reported · MIT · source': evidence, licence, source availability.")
     def trust_label(self) -> str:
         return trust.trust_label(self.facts.evidence, self.facts.implementation)
+
+    @strawberry.field(
+        description="trust-v2 ladder: 'Replicated' (measured by KernelIndex on two machines of the same SKU, agreeing), "
+        "'Verified' (measured by a KernelIndex worker, correctness checked), 'Reproducible' or 'Reported'. Set by the rules "
+        "from how the run was measured, never by whoever submitted it."
+    )
+    async def trust_level(self, info: strawberry.Info[Context, None]) -> str:
+        facts = self.facts
+        subject = (facts.workload_revision_id, facts.configuration_key, facts.implementation.id, facts.environment.hardware.id)
+        measured = await info.context.loaders.subject_measurements.load(subject)
+        return trust_ladder.trust_level(facts, measured).word
 
     @strawberry.field(description="Observed more than 180 days before now.")
     def stale(self, info: strawberry.Info[Context, None]) -> bool:

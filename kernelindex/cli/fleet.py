@@ -1,0 +1,219 @@
+"""`kernelindex submit`, `kernelindex worker` and `kernelindex jobs`: the fleet from the command line.
+
+`submit` records a ``ModelNew`` module for a workload and queues its measurement on the hardware
+named; `bench --enqueue` (kernelindex.cli.bench) queues our own sweeps; `worker` runs on a GPU (or
+CPU) machine and measures the jobs of its hardware; `jobs` lists them, with their state and reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bindings import parse_binding  # torch-free
+from kernelindex.cli.common import EXIT_OK, CommandError, database_url, say, write_stdout
+from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.db.models import FLEET_JOB_STATES, FleetJob
+from kernelindex.fleet import jobs as fleet_jobs
+from kernelindex.fleet.jobs import Enqueued, FleetInputError
+from kernelindex.ingest.progress import Progress
+
+
+def job_line(job: FleetJob) -> str:
+    """One line per job, for `submit`, `bench --enqueue` and `jobs`."""
+    when = (job.finished_at or job.started_at or job.created_at).strftime("%Y-%m-%d %H:%M:%S")
+    parts = [f"job {job.id}", job.state, job.implementation_slug, f"on {job.hardware}"]
+    if job.replica:
+        parts.append(f"replica {job.replica}")
+    parts += [f"attempts {job.attempts}/{job.max_attempts}", when]
+    if job.run_id:
+        parts.append(f"run {job.run_id}")
+    if job.reason:
+        parts.append(f"— {job.reason}")
+    return "  ".join(parts)
+
+
+def job_json(job: FleetJob) -> dict[str, Any]:
+    return {
+        "id": job.id, "state": job.state, "kind": job.kind, "implementation": job.implementation_slug,
+        "hardware": job.hardware, "queue": job.queue_name, "bindings": job.bindings, "replica": job.replica,
+        "machine_id": job.machine_id, "attempts": job.attempts,
+        "max_attempts": job.max_attempts, "reason": job.reason, "worker": job.worker, "run_id": job.run_id,
+        "baseline_run_id": job.baseline_run_id, "environment_id": job.environment_id,
+        "created_at": job.created_at.isoformat(), "started_at": job.started_at.isoformat() if job.started_at else None,
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+    }
+
+
+async def in_transaction(url: str, work: Any) -> Any:
+    engine = make_engine(url, pool_size=1, max_overflow=0)
+    try:
+        async with make_sessionmaker(engine)() as session, session.begin():
+            return await work(session)
+    except FleetInputError as exc:
+        raise CommandError(str(exc)) from exc
+    finally:
+        await engine.dispose()
+
+
+def report_enqueued(results: list[Enqueued]) -> None:
+    created = sum(r.created for r in results)
+    for result in results:
+        say(("queued " if result.created else "already asked: ") + job_line(result.job))
+    say(f"{created} job(s) queued, {len(results) - created} already asked for")
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CommandError(f"no such file: {args.file}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"cannot read {args.file}: {exc}") from exc
+    url = database_url()
+
+    async def work(session):
+        return await fleet_jobs.submit_implementation(
+            session, workload_slug=args.workload, source=source, filename=path.name, title=args.title or path.stem,
+            licence=args.licence, source_url=args.source_url, hardware=args.hardware, bindings=dict(args.bindings),
+            max_attempts=args.max_attempts, replicas=args.replicas,
+        )
+
+    results = asyncio.run(in_transaction(url, work))
+    report_enqueued(results)
+    if args.json:
+        write_stdout("".join(json.dumps(job_json(r.job)) + "\n" for r in results))
+    return EXIT_OK
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    # The worker loop (procrastinate's worker, the sandbox): loaded only by this command.
+    from kernelindex.fleet.worker import WorkerOptions, WorkerStartError, run_worker
+
+    if args.device != "cpu" and not args.device.startswith("cuda"):
+        raise CommandError(f"--device must be cpu, cuda or cuda:N, got {args.device!r}")
+    options = WorkerOptions(
+        database_url=database_url(), device=args.device, until_idle=args.until_idle, name=args.name,
+        provider=args.provider, label=args.label, heartbeat_s=args.heartbeat, stalled_after_s=args.stalled_after,
+        poll_s=args.poll, job_wall_s=args.job_timeout,
+        memory_bytes=int(args.memory_gib * 1024**3) if args.memory_gib else None,
+    )
+    try:
+        report = asyncio.run(run_worker(options, say))
+    except WorkerStartError as exc:
+        raise CommandError(str(exc)) from exc
+    say(f"worker {report.name}: {report.passed} passed, {report.failed} failed, {report.retried} to try again, "
+        f"{report.recovered} recovered from stalled workers")
+    return EXIT_OK
+
+
+async def _follow(url: str, args: argparse.Namespace) -> dict[str, int]:
+    """Counts by state until nothing is queued or running, with a progress bar of the jobs finished."""
+    engine = make_engine(url, pool_size=1, max_overflow=0)
+    bar: Progress | None = None
+    try:
+        sessions = make_sessionmaker(engine)
+        while True:
+            async with sessions() as session:
+                counts = await fleet_jobs.count_by_state(session, hardware=args.hardware, workload_slug=args.workload)
+            total = sum(counts.values())
+            finished = total - counts.get("queued", 0) - counts.get("running", 0)
+            if bar is None:
+                bar = Progress("jobs finished", total=total, every_s=args.every)
+            elif bar.total != total:
+                bar.total = total  # jobs queued meanwhile
+            if finished > bar.done:
+                bar.advance(finished - bar.done, note=f"{counts.get('running', 0)} running, {counts.get('failed', 0)} failed")
+            if finished >= total:
+                return counts
+            await asyncio.sleep(args.every)
+    except FleetInputError as exc:
+        raise CommandError(str(exc)) from exc
+    finally:
+        if bar is not None:
+            bar.close()
+        await engine.dispose()
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    url = database_url()
+    if args.follow:
+        counts = asyncio.run(_follow(url, args))
+        say("all finished: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in FLEET_JOB_STATES))
+        return EXIT_OK
+
+    async def work(session):
+        found = await fleet_jobs.list_jobs(session, states=args.state or None, hardware=args.hardware,
+                                           workload_slug=args.workload, limit=args.limit)
+        counts = await fleet_jobs.count_by_state(session, hardware=args.hardware, workload_slug=args.workload)
+        return found, counts
+
+    found, counts = asyncio.run(in_transaction(url, work))
+    if args.json:
+        write_stdout("".join(json.dumps(job_json(j)) + "\n" for j in found))
+    else:
+        write_stdout("".join(job_line(j) + "\n" for j in found))
+    total = sum(counts.values())
+    finished = counts.get("passed", 0) + counts.get("failed", 0) + counts.get("cancelled", 0)
+    summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in FLEET_JOB_STATES)
+    say(f"{total} job(s): {summary}; {finished}/{total} finished" if total else "no jobs")
+    return EXIT_OK
+
+
+def add_fleet_commands(sub) -> None:
+    submit = sub.add_parser(
+        "submit", help="submit an implementation (a KernelBench ModelNew module) to be measured by the fleet",
+        description="Record a KernelBench-format candidate (a module defining ModelNew with the reference Model's "
+        "constructor arguments) for a workload's current revision, and queue its measurement on the hardware named. "
+        "The same file for the same workload, hardware and configuration is the same job.")
+    submit.add_argument("--workload", required=True, metavar="SLUG", help="the workload it implements")
+    submit.add_argument("--file", required=True, metavar="PATH", help="the candidate module (Python source)")
+    submit.add_argument("--hardware", required=True, metavar="NAME",
+                        help="where to measure: 'cpu', or a GPU of the catalogue by SKU, short name or product name "
+                        "(e.g. 'NVIDIA H200')")
+    submit.add_argument("--title", help="what it is, in a few words (default: the file name)")
+    submit.add_argument("--licence", metavar="SPDX", help="its licence, e.g. MIT (default: none stated)")
+    submit.add_argument("--source-url", metavar="URL", help="where its source lives (default: none)")
+    submit.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding, metavar="NAME=INT",
+                        help="measure at another configuration, e.g. batch_size=8")
+    submit.add_argument("--max-attempts", type=int, default=fleet_jobs.DEFAULT_MAX_ATTEMPTS, metavar="N",
+                        help="times a worker may start it before it is failed")
+    submit.add_argument("--replicas", type=int, default=1, metavar="N",
+                        help="measure it on N distinct machines of that hardware (two that agree: Replicated)")
+    submit.add_argument("--json", action="store_true", help="print the job(s) as JSON on stdout, one a line")
+    submit.set_defaults(func=cmd_submit)
+
+    worker = sub.add_parser(
+        "worker", help="measure queued jobs for this machine's hardware",
+        description="Take the jobs queued for this machine's hardware (its GPU's catalogue SKU, detected; or 'cpu' "
+        "with --device cpu), measure each in the sandbox, and store the runs. Needs only the database "
+        "(KERNELINDEX_DATABASE_URL). Stops on SIGINT/SIGTERM, or with --until-idle when the queue is empty.")
+    worker.add_argument("--device", default="cuda", help="cpu, cuda or cuda:N")
+    worker.add_argument("--until-idle", action="store_true",
+                        help="drain the queue and exit (waits for jobs running elsewhere, and recovers stalled ones)")
+    worker.add_argument("--name", help="worker name in jobs and logs (default: host:pid)")
+    worker.add_argument("--provider", help="provider recorded with the environment (default: $KERNELINDEX_PROVIDER)")
+    worker.add_argument("--label", help="machine or pool label recorded with the environment (default: $KERNELINDEX_LABEL)")
+    worker.add_argument("--job-timeout", type=float, default=600.0, metavar="S", help="wall-clock limit of one job")
+    worker.add_argument("--memory-gib", type=float, default=16.0, metavar="GIB",
+                        help="address-space limit of a CPU job (0: none; CUDA jobs are not limited this way)")
+    worker.add_argument("--heartbeat", type=float, default=10.0, metavar="S", help="seconds between heartbeats")
+    worker.add_argument("--stalled-after", type=float, default=30.0, metavar="S",
+                        help="a worker silent this long is dead: its running job is queued again")
+    worker.add_argument("--poll", type=float, default=2.0, metavar="S", help="seconds between polls of the queue")
+    worker.set_defaults(func=cmd_worker)
+
+    listing = sub.add_parser("jobs", help="list fleet jobs, newest first, with state and reason")
+    listing.add_argument("--state", action="append", choices=FLEET_JOB_STATES, help="only these states (repeatable)")
+    listing.add_argument("--hardware", metavar="NAME", help="only jobs for this hardware")
+    listing.add_argument("--workload", metavar="SLUG", help="only jobs of this workload")
+    listing.add_argument("--limit", type=int, default=50, metavar="N", help="at most this many")
+    listing.add_argument("--json", action="store_true", help="one JSON object per job on stdout")
+    listing.add_argument("--follow", action="store_true",
+                         help="show progress (jobs finished, rate, ETA) until nothing is queued or running")
+    listing.add_argument("--every", type=float, default=2.0, metavar="S", help="with --follow: seconds between looks")
+    listing.set_defaults(func=cmd_jobs)

@@ -1,0 +1,458 @@
+"""Fleet jobs: what a submission or a sweep asks to be measured, and the states a worker moves it through.
+
+One row per measurement (``fleet_jobs``): a workload's current revision × an implementation (a builtin
+runner, or a submitted ``ModelNew`` module) × a kind of hardware (a catalogue SKU, or 'cpu') × a
+configuration. The same request made again is the same row (``dedupe_key``), whatever its state, so a
+file submitted twice is one job; a new revision of the workload is a new measurement, so a new job.
+
+States: queued → running → passed | failed (with its reason) | cancelled. A job whose worker dies is
+put back to queued by another worker of its SKU (kernelindex.fleet.worker) until it has been started
+``max_attempts`` times, then failed with that reason. Nothing here runs submitted code: a submission's
+source is parsed (``ast``), never imported, on this side.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kernelindex.db.models import FLEET_JOB_STATES, FleetJob, Hardware, Implementation, Submission, Workload, WorkloadRevision
+from kernelindex.fleet.queue import CPU, defer, queue_for
+
+DEFAULT_MAX_ATTEMPTS = 3
+MAX_SOURCE_BYTES = 512 * 1024
+MAX_TITLE_CHARS = 200
+# Measurements of one subject on distinct machines: two make the Replicated rung reachable.
+MAX_REPLICAS = 4
+# The builtin runners a sweep may queue (benchmarks.runners.IMPLEMENTATIONS, named here so the API
+# never imports torch to check a name).
+BUILTIN_IMPLEMENTATIONS = (
+    "torch_eager", "torch_compile_inductor", "torch_compile_inductor_reduce_overhead",
+    "torch_compile_inductor_max_autotune", "torch_compile_inductor_max_autotune_no_cudagraphs",
+)
+_BINDING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class FleetInputError(ValueError):
+    """A request the fleet refuses: ``key`` names the field, the message says why and what to do."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    job: FleetJob
+    created: bool  # False: the same request was made before; this is that job
+
+
+# --- checks ----------------------------------------------------------------------------------------------
+
+
+async def resolve_hardware(session: AsyncSession, name: str) -> str:
+    """'cpu', or the catalogue SKU that ``name`` names (its SKU, short name or a driver product name,
+    case and spacing ignored). FleetInputError when it names none, or several."""
+    wanted = " ".join(name.split()).casefold()
+    if not wanted:
+        raise FleetInputError("hardware", "name the hardware to measure on: 'cpu' or a GPU of the catalogue (e.g. 'NVIDIA H200')")
+    if wanted == CPU:
+        return CPU
+    rows = (await session.execute(select(Hardware.sku, Hardware.short_name, Hardware.driver_product_names))).all()
+    exact = [sku for sku, short, names in rows if wanted in {sku.casefold(), short.casefold(), *(n.casefold() for n in names or [])}]
+    if len(exact) == 1:
+        return exact[0]
+    if not exact:
+        # "NVIDIA H200" for "NVIDIA H200 SXM 141GB": a prefix of exactly one SKU.
+        exact = [sku for sku, _, _ in rows if sku.casefold().startswith(wanted + " ")]
+        if len(exact) == 1:
+            return exact[0]
+    if exact:
+        raise FleetInputError("hardware", f"{name!r} names several SKUs ({', '.join(sorted(exact))}): name one")
+    known = ", ".join(sorted(sku for sku, _, _ in rows if not sku.casefold().startswith("cpu"))[:12])
+    raise FleetInputError("hardware", f"no hardware {name!r} in the catalogue; 'cpu' or one of: {known}")
+
+
+async def current_revision(session: AsyncSession, slug: str) -> tuple[Workload, WorkloadRevision]:
+    row = (
+        await session.execute(
+            select(Workload, WorkloadRevision)
+            .join(WorkloadRevision, WorkloadRevision.id == Workload.current_revision_id)
+            .where(Workload.slug == slug)
+        )
+    ).first()
+    if row is None:
+        raise FleetInputError("workload", f"no workload {slug!r} (with a current revision)")
+    return row[0], row[1]
+
+
+def check_candidate_source(source: str, filename: str) -> None:
+    """The submitted module parses and defines ``ModelNew`` at top level. Parsed only, never run."""
+    size = len(source.encode("utf-8", "surrogatepass"))
+    if size > MAX_SOURCE_BYTES:
+        raise FleetInputError("file", f"{filename}: {size:,} bytes; a submission is at most {MAX_SOURCE_BYTES:,}")
+    if "\x00" in source:
+        raise FleetInputError("file", f"{filename}: holds a NUL character; a submission is Python source text")
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise FleetInputError("file", f"{filename}, line {exc.lineno}: not valid Python ({exc.msg})") from None
+    names = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    names |= {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    if "ModelNew" not in names:
+        raise FleetInputError(
+            "file", f"{filename}: defines no ModelNew at top level; a submission is a KernelBench candidate module "
+            "(class ModelNew(nn.Module) with the reference Model's constructor arguments)"
+        )
+
+
+def check_bindings(bindings: dict[str, Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, value in bindings.items():
+        if not _BINDING_NAME.match(name):
+            raise FleetInputError("bindings", f"binding name {name[:40]!r} is not a Python identifier")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**31:
+            raise FleetInputError("bindings", f"binding {name} must be a positive integer, got {value!r}")
+        out[name] = value
+    return dict(sorted(out.items()))
+
+
+def framework_of(source: str) -> str:
+    """What the module is written in, from its imports and calls (for the implementation's label)."""
+    if "load_inline" in source or "cpp_extension" in source:
+        return "CUDA C++ (load_inline)"
+    if re.search(r"^\s*(import triton|from triton)", source, re.M):
+        return "Triton"
+    return "PyTorch"
+
+
+def dedupe_key(*, kind: str, revision_id: int, implementation: str, hardware: str, bindings: dict[str, int], replica: int = 0) -> str:
+    parts: list[Any] = [kind, revision_id, implementation, hardware, bindings]
+    if replica:
+        parts.append(replica)  # replica 0 keeps the key a single measurement always had
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def check_replicas(replicas: int) -> int:
+    if type(replicas) is not int or not 1 <= replicas <= MAX_REPLICAS:
+        raise FleetInputError("replicas", f"replicas must be 1 to {MAX_REPLICAS}, got {replicas!r}")
+    return replicas
+
+
+# --- requests --------------------------------------------------------------------------------------------
+
+
+async def _enqueue(
+    session: AsyncSession, *, kind: str, workload: Workload, revision: WorkloadRevision, implementation_slug: str,
+    hardware: str, bindings: dict[str, int], submission_id: int | None, token_id: int | None, max_attempts: int,
+    replica: int = 0,
+) -> Enqueued:
+    key = dedupe_key(kind=kind, revision_id=revision.id, implementation=implementation_slug, hardware=hardware,
+                     bindings=bindings, replica=replica)
+    queue = queue_for(hardware)
+    inserted = (
+        await session.execute(
+            pg_insert(FleetJob)
+            .values(
+                dedupe_key=key, kind=kind, workload_id=workload.id, workload_revision_id=revision.id,
+                implementation_slug=implementation_slug, submission_id=submission_id, hardware=hardware,
+                queue_name=queue, bindings=bindings, replica=replica, max_attempts=max_attempts, requested_by_token_id=token_id,
+            )
+            .on_conflict_do_nothing(index_elements=["dedupe_key"])
+            .returning(FleetJob.id)
+        )
+    ).scalar_one_or_none()
+    if inserted is None:
+        job = (await session.execute(select(FleetJob).where(FleetJob.dedupe_key == key))).scalar_one()
+        return Enqueued(job, created=False)
+    queue_job_id = await defer(session, queue=queue, job_id=inserted, lock=key)
+    await session.execute(update(FleetJob).where(FleetJob.id == inserted).values(queue_job_id=queue_job_id))
+    job = (await session.execute(select(FleetJob).where(FleetJob.id == inserted))).scalar_one()
+    return Enqueued(job, created=True)
+
+
+async def submit_implementation(
+    session: AsyncSession, *, workload_slug: str, source: str, filename: str, title: str, licence: str | None,
+    source_url: str | None, hardware: str, bindings: dict[str, Any] | None = None, token_id: int | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS, replicas: int = 1,
+) -> list[Enqueued]:
+    """Record a submitted ``ModelNew`` module for a workload's current revision and queue its measurement
+    on ``hardware`` (``replicas`` of them, each on a machine of its own), in the session's transaction.
+    The same bytes for the same revision and hardware (and configuration) are the jobs already made."""
+    check_replicas(replicas)
+    title = " ".join(title.split())
+    if not title:
+        raise FleetInputError("title", "a submission needs a title (what the implementation is, in a few words)")
+    if len(title) > MAX_TITLE_CHARS:
+        raise FleetInputError("title", f"title of {len(title)} characters; at most {MAX_TITLE_CHARS}")
+    if source_url is not None and not re.match(r"^https?://\S+$", source_url):
+        raise FleetInputError("sourceUrl", f"source URL {source_url[:60]!r} is not an http(s) URL")
+    check_candidate_source(source, filename)
+    checked_bindings = check_bindings(bindings or {})
+    workload, revision = await current_revision(session, workload_slug)
+    sku = await resolve_hardware(session, hardware)
+    sha = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+    slug = f"submitted-{sha[:16]}"
+    await session.execute(
+        pg_insert(Implementation)
+        .values(
+            slug=slug, title=title, framework=framework_of(source), language="python", runtime_id=slug, role="candidate",
+            compile_mode=None, licence=licence, source_availability="mirrored", source_url=source_url, install_recipe=None,
+        )
+        .on_conflict_do_nothing(index_elements=["slug"])
+    )
+    implementation_id = (await session.execute(select(Implementation.id).where(Implementation.slug == slug))).scalar_one()
+    await session.execute(
+        pg_insert(Submission)
+        .values(
+            workload_id=workload.id, workload_revision_id=revision.id, implementation_id=implementation_id,
+            source_sha256=sha, source_text=source, filename=filename, submitted_by_token_id=token_id,
+        )
+        .on_conflict_do_nothing(index_elements=["workload_revision_id", "source_sha256"])
+    )
+    submission_id = (
+        await session.execute(
+            select(Submission.id).where(Submission.workload_revision_id == revision.id, Submission.source_sha256 == sha)
+        )
+    ).scalar_one()
+    return [
+        await _enqueue(
+            session, kind="submission", workload=workload, revision=revision, implementation_slug=slug, hardware=sku,
+            bindings=checked_bindings, submission_id=submission_id, token_id=token_id, max_attempts=max_attempts,
+            replica=replica,
+        )
+        for replica in range(replicas)
+    ]
+
+
+async def enqueue_sweep(
+    session: AsyncSession, *, workload_slugs: list[str], level: int | None, everything: bool, implementations: list[str],
+    hardware: list[str], bindings: dict[str, Any] | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    replicas: int = 1,
+) -> list[Enqueued]:
+    """One job per workload × builtin implementation × hardware (× replica), for the current revisions."""
+    check_replicas(replicas)
+    unknown = [s for s in implementations if s not in BUILTIN_IMPLEMENTATIONS]
+    if unknown:
+        raise FleetInputError("impl", f"unknown implementation(s) {', '.join(unknown)}; known: {', '.join(BUILTIN_IMPLEMENTATIONS)}")
+    if not hardware:
+        raise FleetInputError("hardware", "name the hardware to queue for (--hardware, repeatable)")
+    skus = [await resolve_hardware(session, h) for h in hardware]
+    checked_bindings = check_bindings(bindings or {})
+    statement = select(Workload, WorkloadRevision).join(WorkloadRevision, WorkloadRevision.id == Workload.current_revision_id)
+    if not everything:
+        statement = statement.where(Workload.slug.in_(workload_slugs))
+    if level is not None:
+        statement = statement.where(Workload.level == level)
+    rows = (await session.execute(statement.order_by(Workload.level, Workload.problem_number, Workload.slug))).all()
+    missing = sorted(set(workload_slugs) - {w.slug for w, _ in rows}) if not everything else []
+    if missing:
+        raise FleetInputError("workload", f"unknown workload(s): {', '.join(missing)}")
+    out = []
+    for workload, revision in rows:
+        for sku in dict.fromkeys(skus):
+            for implementation in dict.fromkeys(implementations):
+                for replica in range(replicas):
+                    out.append(await _enqueue(
+                        session, kind="sweep", workload=workload, revision=revision, implementation_slug=implementation,
+                        hardware=sku, bindings=checked_bindings, submission_id=None, token_id=None,
+                        max_attempts=max_attempts, replica=replica,
+                    ))
+    return out
+
+
+# --- reading ---------------------------------------------------------------------------------------------
+
+
+async def get_job(session: AsyncSession, job_id: int) -> FleetJob | None:
+    return (await session.execute(select(FleetJob).where(FleetJob.id == job_id))).scalar_one_or_none()
+
+
+async def list_jobs(
+    session: AsyncSession, *, states: list[str] | None = None, hardware: str | None = None, workload_slug: str | None = None,
+    submission_id: int | None = None, limit: int = 100, before_id: int | None = None,
+) -> list[FleetJob]:
+    """Newest first."""
+    bad = [s for s in states or [] if s not in FLEET_JOB_STATES]
+    if bad:
+        raise FleetInputError("state", f"unknown state(s) {', '.join(bad)}; states are {', '.join(FLEET_JOB_STATES)}")
+    statement = select(FleetJob)
+    if states:
+        statement = statement.where(FleetJob.state.in_(states))
+    if hardware:
+        sku = hardware if hardware == CPU else await resolve_hardware(session, hardware)
+        statement = statement.where(FleetJob.hardware == sku)
+    if workload_slug:
+        statement = statement.where(FleetJob.workload_id == select(Workload.id).where(Workload.slug == workload_slug).scalar_subquery())
+    if submission_id is not None:
+        statement = statement.where(FleetJob.submission_id == submission_id)
+    if before_id is not None:
+        statement = statement.where(FleetJob.id < before_id)
+    return list((await session.execute(statement.order_by(FleetJob.id.desc()).limit(limit))).scalars())
+
+
+async def count_by_state(session: AsyncSession, *, hardware: str | None = None, workload_slug: str | None = None) -> dict[str, int]:
+    statement = select(FleetJob.state, func.count()).group_by(FleetJob.state)
+    if hardware:
+        sku = hardware if hardware == CPU else await resolve_hardware(session, hardware)
+        statement = statement.where(FleetJob.hardware == sku)
+    if workload_slug:
+        statement = statement.where(FleetJob.workload_id == select(Workload.id).where(Workload.slug == workload_slug).scalar_subquery())
+    rows = (await session.execute(statement)).all()
+    return {state: count for state, count in rows}
+
+
+# --- the worker's transitions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Work:
+    """What a worker needs to measure a job (read in the trusted worker; handed to the sandbox as JSON)."""
+
+    job_id: int
+    attempt: int
+    workload_slug: str
+    source_sha256: str
+    reference_source: str
+    reference_filename: str
+    implementation: dict[str, Any]
+    builtin: str | None
+    candidate_source: str | None
+    candidate_filename: str | None
+    bindings: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Declined:
+    """This machine already measures (or measured) another replica of the job's measurement: a replica is
+    worth something only from another machine, so the job goes back to the queue for one."""
+
+    sibling_job_id: int
+
+
+async def start(session: AsyncSession, job_id: int, worker: str, machine_id: str, now: datetime) -> Work | Declined | None:
+    """Mark the job running on ``worker`` (one more attempt) and read what measuring it needs; None when
+    the job is not there to run (cancelled, or already finished: a queue entry outliving its job).
+    Declined when a sibling replica is running or passed on this machine (the job is left queued)."""
+    subject = (
+        await session.execute(
+            select(FleetJob.workload_revision_id, FleetJob.implementation_slug, FleetJob.hardware, FleetJob.bindings)
+            .where(FleetJob.id == job_id)
+        )
+    ).first()
+    if subject is None:
+        return None
+    revision_id, slug, hardware, bindings = subject
+    # Replicas of one subject are started one at a time, so two workers of one machine cannot both take one.
+    await session.execute(
+        text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 17))"),
+        {"k": json.dumps([revision_id, slug, hardware, bindings], sort_keys=True)},
+    )
+    sibling = (
+        await session.execute(
+            select(FleetJob.id).where(
+                FleetJob.workload_revision_id == revision_id, FleetJob.implementation_slug == slug,
+                FleetJob.hardware == hardware, FleetJob.bindings == bindings, FleetJob.id != job_id,
+                FleetJob.machine_id == machine_id, FleetJob.state.in_(("running", "passed")),
+            ).limit(1)
+        )
+    ).first()
+    if sibling is not None:
+        await session.execute(
+            update(FleetJob).where(FleetJob.id == job_id, FleetJob.state.in_(("queued", "running")))
+            .values(state="queued", updated_at=now,
+                    reason=f"waiting for another machine: job {sibling[0]} measures the same on this one")
+        )
+        return Declined(sibling[0])
+    started = (
+        await session.execute(
+            update(FleetJob)
+            .where(FleetJob.id == job_id, FleetJob.state.in_(("queued", "running")))
+            .values(state="running", attempts=FleetJob.attempts + 1, worker=worker, machine_id=machine_id,
+                    started_at=now, updated_at=now, finished_at=None, reason=None)
+            .returning(FleetJob.attempts, FleetJob.workload_revision_id, FleetJob.implementation_slug,
+                       FleetJob.submission_id, FleetJob.bindings, FleetJob.workload_id)
+        )
+    ).first()
+    if started is None:
+        return None
+    attempt, revision_id, slug, submission_id, bindings, workload_id = started
+    workload_slug, source_sha, reference, filename = (
+        await session.execute(
+            select(Workload.slug, WorkloadRevision.source_sha256, WorkloadRevision.reference_source, WorkloadRevision.source_filename)
+            .join(WorkloadRevision, WorkloadRevision.workload_id == Workload.id)
+            .where(WorkloadRevision.id == revision_id)
+        )
+    ).one()
+    implementation = (await session.execute(select(Implementation).where(Implementation.slug == slug))).scalar_one_or_none()
+    fields: dict[str, Any] = {"slug": slug}
+    if implementation is not None:
+        fields.update(
+            title=implementation.title, framework=implementation.framework, language=implementation.language,
+            role=implementation.role, licence=implementation.licence, source_url=implementation.source_url,
+            source_availability=implementation.source_availability,
+        )
+    candidate_source = candidate_filename = None
+    if submission_id is not None:
+        candidate_source, candidate_filename = (
+            await session.execute(select(Submission.source_text, Submission.filename).where(Submission.id == submission_id))
+        ).one()
+    return Work(
+        job_id=job_id, attempt=attempt, workload_slug=workload_slug, source_sha256=source_sha, reference_source=reference,
+        reference_filename=filename or f"{workload_slug}.py", implementation=fields,
+        builtin=None if submission_id is not None else slug, candidate_source=candidate_source,
+        candidate_filename=candidate_filename, bindings=dict(bindings or {}),
+    )
+
+
+async def finish(
+    session: AsyncSession, job_id: int, *, state: str, now: datetime, reason: str | None = None,
+    run_id: int | None = None, baseline_run_id: int | None = None, environment_id: int | None = None,
+) -> None:
+    assert state in ("passed", "failed", "cancelled")
+    await session.execute(
+        update(FleetJob).where(FleetJob.id == job_id).values(
+            state=state, reason=reason, run_id=run_id, baseline_run_id=baseline_run_id, environment_id=environment_id,
+            finished_at=now, updated_at=now,
+        )
+    )
+
+
+async def requeue(session: AsyncSession, job_id: int, *, reason: str, now: datetime) -> None:
+    """Back to queued after an attempt that did not finish (the worker died, or failed on its side)."""
+    await session.execute(
+        update(FleetJob).where(FleetJob.id == job_id, FleetJob.state.in_(("queued", "running")))
+        .values(state="queued", reason=reason, updated_at=now)
+    )
+
+
+async def attempts_of(session: AsyncSession, job_id: int) -> tuple[int, int] | None:
+    row = (await session.execute(select(FleetJob.attempts, FleetJob.max_attempts).where(FleetJob.id == job_id))).first()
+    return None if row is None else (row[0], row[1])
+
+
+async def cancel(session: AsyncSession, job_id: int, now: datetime) -> bool:
+    """Cancel a queued job (a running one finishes). True when it was cancelled."""
+    done = await session.execute(
+        update(FleetJob).where(FleetJob.id == job_id, FleetJob.state == "queued")
+        .values(state="cancelled", reason="cancelled before it ran", finished_at=now, updated_at=now)
+        .returning(FleetJob.queue_job_id)
+    )
+    row = done.first()
+    if row is None:
+        return False
+    if row[0] is not None:
+        # procrastinate's entry too (a no-op when a worker already took it: that worker finds the job cancelled).
+        await session.execute(text("SELECT procrastinate_cancel_job_v1(:id, false, false)"), {"id": row[0]})
+    return True

@@ -1,0 +1,125 @@
+"""The fleet: follow jobs (`job`, `jobs`) and submit an implementation to be measured
+(`submitImplementation`). Answers about jobs are never cached: a job moves while it is read
+(kernelindex.web.response_cache leaves these root fields out)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import strawberry
+from strawberry.scalars import JSON
+
+from kernelindex.fleet import jobs as fleet_jobs
+from kernelindex.fleet.jobs import FleetInputError
+from kernelindex.graphql.auth import token_with_scope
+from kernelindex.graphql.context import Context
+from kernelindex.graphql.enums import JobState
+from kernelindex.graphql.errors import UserInputError
+from kernelindex.graphql.node import from_global_id
+from kernelindex.graphql.types.fleet import Job, SubmissionProblem, SubmitImplementationResult
+from kernelindex.services.tokens import SCOPE_IMPLEMENTATIONS_SUBMIT
+
+MAX_JOBS_PER_PAGE = 200
+
+
+def _job_id(raw: str) -> int:
+    if raw.isdigit():
+        return int(raw)
+    type_name, database_id = from_global_id(raw)
+    if type_name != "Job":
+        raise UserInputError(f"ID {raw[:40]!r} is not a job's")
+    return database_id
+
+
+@strawberry.input(description="Which jobs: every filter given must hold.")
+class JobFilter:
+    states: list[JobState] | None = strawberry.field(default=None, description="Only jobs in these states.")
+    hardware: str | None = strawberry.field(default=None, description="Only jobs for this hardware ('cpu' or a catalogue name).")
+    workload: str | None = strawberry.field(default=None, description="Only jobs of this workload (slug).")
+    submission: int | None = strawberry.field(default=None, description="Only the jobs of this submission (database id).")
+
+
+@strawberry.type
+class FleetQueries:
+    @strawberry.field(description="A fleet job by its ID (or database id); null when there is none. Never cached.")
+    async def job(self, info: strawberry.Info[Context, None], id: strawberry.ID) -> Job | None:
+        info.context.loaders.reads.volatile = True
+        job_id = _job_id(str(id))
+        if job_id > 2**63 - 1:
+            return None
+        row = await fleet_jobs.get_job(info.context.session, job_id)
+        return Job(row=row) if row else None
+
+    @strawberry.field(description="Fleet jobs, newest first; page with `before` (the last databaseId seen). Never cached.")
+    async def jobs(
+        self,
+        info: strawberry.Info[Context, None],
+        filter: JobFilter | None = None,
+        first: Annotated[int, strawberry.argument(description=f"At most this many (1 to {MAX_JOBS_PER_PAGE}).")] = 50,
+        before: Annotated[int | None, strawberry.argument(description="Only jobs with a smaller databaseId.")] = None,
+    ) -> list[Job]:
+        info.context.loaders.reads.volatile = True
+        if not 1 <= first <= MAX_JOBS_PER_PAGE:
+            raise UserInputError(f"first must be between 1 and {MAX_JOBS_PER_PAGE}, got {first}")
+        wanted = filter or JobFilter()
+        try:
+            rows = await fleet_jobs.list_jobs(
+                info.context.session, states=[s.value for s in wanted.states] if wanted.states else None,
+                hardware=wanted.hardware, workload_slug=wanted.workload, submission_id=wanted.submission,
+                limit=first, before_id=before,
+            )
+        except FleetInputError as exc:
+            raise UserInputError(str(exc)) from exc
+        return [Job(row=r) for r in rows]
+
+
+@strawberry.input(description="An implementation to measure: a KernelBench candidate module (a ModelNew class taking the "
+                  "reference Model's constructor arguments; plain PyTorch, Triton, or torch.utils.cpp_extension.load_inline).")
+class SubmitImplementationInput:
+    workload: str = strawberry.field(description="Slug of the workload it implements (its current revision is measured).")
+    source: str = strawberry.field(description="The module's Python source.")
+    title: str = strawberry.field(description="What it is, in a few words.")
+    hardware: str = strawberry.field(description="Where to measure: 'cpu' or a GPU of the catalogue (SKU, short name or product name).")
+    filename: str = strawberry.field(default="model_new.py", description="File name, for tracebacks and the record.")
+    licence: str | None = strawberry.field(default=None, description="SPDX licence identifier.")
+    source_url: str | None = strawberry.field(default=None, description="Where its source lives (http or https).")
+    bindings: JSON | None = strawberry.field(default=None, description="Configuration overrides, e.g. {\"batch_size\": 8}.")
+    replicas: int = strawberry.field(default=1, description="Measurements on distinct machines of that hardware (1 to 4); "
+                                     "two that agree make the run Replicated.")
+
+
+@strawberry.type
+class FleetMutations:
+    @strawberry.mutation(
+        description="Submit an implementation to be measured by KernelIndex's workers on the hardware named. Needs the "
+        "implementations:submit scope. The source is checked (it parses, it defines ModelNew) but never run here; a "
+        "worker of that hardware runs it in its sandbox, checks it against the reference and times it. The same file "
+        "for the same workload revision, hardware and configuration is the same job (created: false). The runs it "
+        "produces are Verified (measured by KernelIndex) at most: a submitter sets neither the figures nor the rung."
+    )
+    async def submit_implementation(
+        self, info: strawberry.Info[Context, None], input: SubmitImplementationInput
+    ) -> SubmitImplementationResult:
+        ctx = info.context
+        token = await token_with_scope(ctx, SCOPE_IMPLEMENTATIONS_SUBMIT)
+        bindings: object = input.bindings if input.bindings is not None else {}
+        if not isinstance(bindings, dict):
+            return SubmitImplementationResult(ok=False, created=False, job=None, jobs=[], problems=[
+                SubmissionProblem(key="bindings", reason="bindings must be an object of NAME: positive integer")])
+        savepoint = await ctx.session.begin_nested()
+        try:
+            result = await fleet_jobs.submit_implementation(
+                ctx.session, workload_slug=input.workload, source=input.source, filename=input.filename, title=input.title,
+                licence=input.licence, source_url=input.source_url, hardware=input.hardware, bindings=bindings,
+                token_id=token.id, replicas=input.replicas,
+            )
+        except FleetInputError as exc:
+            await savepoint.rollback()
+            return SubmitImplementationResult(ok=False, created=False, job=None, jobs=[],
+                                              problems=[SubmissionProblem(key=exc.key, reason=str(exc))])
+        except BaseException:
+            await savepoint.rollback()
+            raise
+        await savepoint.commit()
+        return SubmitImplementationResult(ok=True, created=any(r.created for r in result), job=Job(row=result[0].job),
+                                          jobs=[Job(row=r.job) for r in result], problems=[])

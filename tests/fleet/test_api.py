@@ -1,0 +1,101 @@
+"""The fleet through GraphQL: submitImplementation needs its scope and words its refusals; jobs are
+followed with job/jobs/node and are never served from the response cache."""
+
+from __future__ import annotations
+
+from tests.api.helpers import make_token
+from tests.fleet.conftest import candidate
+
+SUBMIT = """
+mutation ($input: SubmitImplementationInput!) {
+  submitImplementation(input: $input) {
+    ok created problems { key reason }
+    job { id databaseId state kind hardware attempts maxAttempts reason implementationSlug
+          workload { slug } submission { sourceSha256 filename } implementation { slug title } run { databaseId } }
+  }
+}"""
+JOB = "query ($id: ID!) { job(id: $id) { databaseId state reason worker } }"
+
+
+def _input(slug: str, **change) -> dict:
+    return {"workload": slug, "source": candidate("honest"), "title": "fair relu", "hardware": "cpu",
+            "filename": "honest.py", "licence": "MIT"} | change
+
+
+async def test_submitting_needs_the_implementations_submit_scope(client, db_url, tiny_workload):
+    body = (await client.post("/graphql", json={"query": SUBMIT, "variables": {"input": _input(tiny_workload)}})).json()
+    assert body["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+    runs_token = await make_token(db_url, "runs:write")
+    body = (await client.post("/graphql", json={"query": SUBMIT, "variables": {"input": _input(tiny_workload)}},
+                              headers={"Authorization": f"Bearer {runs_token}"})).json()
+    assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    assert "implementations:submit" in body["errors"][0]["message"]
+
+
+async def test_a_submission_is_a_job_that_can_be_followed_and_a_repeat_is_the_same_job(client, db_url, tiny_workload):
+    token = await make_token(db_url, "implementations:submit")
+    headers = {"Authorization": f"Bearer {token}"}
+    first = (await client.post("/graphql", json={"query": SUBMIT, "variables": {"input": _input(tiny_workload)}}, headers=headers)).json()
+    result = first["data"]["submitImplementation"]
+    assert result["ok"] and result["created"] and result["problems"] == []
+    job = result["job"]
+    assert (job["state"], job["kind"], job["hardware"], job["attempts"], job["run"]) == ("QUEUED", "SUBMISSION", "cpu", 0, None)
+    assert job["workload"]["slug"] == tiny_workload and job["submission"]["filename"] == "honest.py"
+    assert job["implementation"] == {"slug": job["implementationSlug"], "title": "fair relu"}
+
+    again = (await client.post("/graphql", json={"query": SUBMIT, "variables": {"input": _input(tiny_workload, title="x")}},
+                               headers=headers)).json()["data"]["submitImplementation"]
+    assert again["ok"] and not again["created"] and again["job"]["databaseId"] == job["databaseId"]
+
+    by_id = (await client.post("/graphql", json={"query": JOB, "variables": {"id": job["id"]}})).json()["data"]["job"]
+    assert by_id == {"databaseId": job["databaseId"], "state": "QUEUED", "reason": None, "worker": None}
+    node = (await client.post("/graphql", json={"query": "query ($id: ID!) { node(id: $id) { ... on Job { state } } }",
+                                                "variables": {"id": job["id"]}})).json()["data"]["node"]
+    assert node == {"state": "QUEUED"}
+    listed = (await client.post("/graphql", json={"query": "{ jobs(filter: {states: [QUEUED], hardware: \"cpu\"}) { databaseId } }"})).json()
+    assert listed["data"]["jobs"] == [{"databaseId": job["databaseId"]}]
+    none = (await client.post("/graphql", json={"query": "{ jobs(filter: {states: [PASSED]}) { databaseId } }"})).json()
+    assert none["data"]["jobs"] == []
+
+
+async def test_refusals_name_the_field(client, db_url, tiny_workload):
+    token = await make_token(db_url, "implementations:submit")
+    headers = {"Authorization": f"Bearer {token}"}
+    for change, key, words in [
+        ({"source": "class Model: pass\n"}, "file", "defines no ModelNew"),
+        ({"hardware": "TPU v9"}, "hardware", "no hardware 'TPU v9'"),
+        ({"workload": "nope"}, "workload", "no workload 'nope'"),
+        ({"bindings": [1, 2]}, "bindings", "must be an object"),
+    ]:
+        body = (await client.post("/graphql", json={"query": SUBMIT, "variables": {"input": _input(tiny_workload, **change)}},
+                                  headers=headers)).json()
+        result = body["data"]["submitImplementation"]
+        assert not result["ok"] and result["job"] is None
+        assert result["problems"][0]["key"] == key and words in result["problems"][0]["reason"], result
+    listed = (await client.post("/graphql", json={"query": "{ jobs { databaseId } }"})).json()
+    assert listed["data"]["jobs"] == []
+
+
+async def test_job_answers_are_never_cached_so_a_state_change_shows_at_once(client, db_url, tiny_workload):
+    import asyncpg
+
+    from kernelindex.db.urls import to_libpq_url
+
+    token = await make_token(db_url, "implementations:submit")
+    created = (await client.post("/graphql", json={"query": SUBMIT, "variables": {"input": _input(tiny_workload)}},
+                                 headers={"Authorization": f"Bearer {token}"})).json()["data"]["submitImplementation"]["job"]
+    query = {"query": JOB, "variables": {"id": created["id"]}}
+    first = await client.post("/graphql", json=query)
+    assert first.json()["data"]["job"]["state"] == "QUEUED"
+    # A worker's update moves no data version (the fleet's tables carry no change-log triggers) …
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        before = await conn.fetchval("SELECT version FROM data_version")
+        await conn.execute("UPDATE fleet_jobs SET state = 'running', worker = 'w1' WHERE id = $1", created["databaseId"])
+        assert await conn.fetchval("SELECT version FROM data_version") == before
+    finally:
+        await conn.close()
+    # … so only never storing the answer keeps it right.
+    second = await client.post("/graphql", json=query)
+    assert second.headers.get("x-cache") != "hit"
+    assert second.json()["data"]["job"] == {"databaseId": created["databaseId"], "state": "RUNNING", "reason": None, "worker": "w1"}
