@@ -17,8 +17,9 @@ from kernelindex.fleet import jobs
 from tests.fleet.conftest import candidate
 
 JOB = """query ($id: ID!) { job(id: $id) {
-  state reason worker attempts
-  run { databaseId evidence status meanMs trustLevel reviewStatus flags { code } implementation { slug } }
+  state reason worker attempts environment { hardware { sku } }
+  run { databaseId evidence status meanMs trustLevel reviewStatus flags { code } implementation { slug }
+        environment { hardware { sku } } }
   baselineRun { implementation { slug } status }
 } }"""
 
@@ -74,7 +75,8 @@ async def test_two_workers_drain_one_queue_and_every_job_ends_with_its_reason(
     from kernelindex.graphql.node import to_global_id
 
     job = (await graphql(JOB, {"id": to_global_id("Job", ids["honest"])}))["job"]
-    assert job["state"] == "PASSED" and job["reason"] is None
+    assert job["state"] == "PASSED" and job["reason"] is None and job["worker"] in ("worker-a", "worker-b")
+    assert job["environment"]["hardware"]["sku"] == run_sku(job)
     run = job["run"]
     assert run["evidence"] == "measured" and run["status"] == "passed" and run["meanMs"] > 0
     assert run["trustLevel"] == "Verified"
@@ -109,6 +111,10 @@ async def test_a_worker_killed_mid_job_has_its_job_finished_by_another(engine, d
     job = (await _jobs(db_url))[job_id]
     assert (job["state"], job["worker"], job["attempts"]) == ("passed", "rescuer", 2), logs
     assert "stalled worker" in logs
+
+
+def run_sku(job: dict) -> str:
+    return job["run"]["environment"]["hardware"]["sku"]
 
 
 REPLICA = """query ($id: ID!) { job(id: $id) { state replica run {

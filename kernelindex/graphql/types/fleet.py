@@ -10,17 +10,19 @@ import strawberry
 from sqlalchemy import select
 from strawberry.scalars import JSON
 
+from kernelindex.db.models import Environment as EnvironmentRow
 from kernelindex.db.models import FleetJob
+from kernelindex.db.models import Hardware as HardwareRow
 from kernelindex.db.models import Implementation as ImplementationRow
 from kernelindex.db.models import Run as RunRow
 from kernelindex.db.models import Submission as SubmissionRow
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.enums import JobKind, JobState
 from kernelindex.graphql.node import Node, to_global_id
-from kernelindex.graphql.types.catalogue import Implementation
+from kernelindex.graphql.types.catalogue import Environment, Implementation
 from kernelindex.graphql.types.run import Run
 from kernelindex.graphql.types.workload import Workload
-from kernelindex.services.facts import FactsBuilder, implementation_facts, run_rows_statement
+from kernelindex.services.facts import FactsBuilder, environment_facts, implementation_facts, run_rows_statement
 
 
 @strawberry.type(description="A submitted implementation: the module as submitted, identified by the sha256 of its bytes.")
@@ -112,6 +114,18 @@ class Job(Node):
         if self.row.started_at is None or self.row.finished_at is None:
             return None
         return (self.row.finished_at - self.row.started_at).total_seconds()
+
+    @strawberry.field(description="The environment the worker measured in (its SKU, software and machine); null until it ran.")
+    async def environment(self, info: strawberry.Info[Context, None]) -> Environment | None:
+        if self.row.environment_id is None:
+            return None
+        found = (
+            await info.context.session.execute(
+                select(EnvironmentRow, HardwareRow).join(HardwareRow, HardwareRow.id == EnvironmentRow.hardware_id)
+                .where(EnvironmentRow.id == self.row.environment_id)
+            )
+        ).first()
+        return Environment(facts=environment_facts(found[0], FactsBuilder().hardware(found[1]))) if found else None
 
     @strawberry.field(description="The workload measured.")
     async def workload(self, info: strawberry.Info[Context, None]) -> Workload | None:
