@@ -48,6 +48,18 @@ class Settings(BaseSettings):
     response_cache_bytes: int = 64 * 1024 * 1024
     response_cache_ttl_s: float = 600.0
 
+    # Persisted queries (kernelindex.web.persisted). APQ documents clients register by hash are kept
+    # per process in a bounded LRU (a miss costs the client one re-send of the full query); 0 entries
+    # turns APQ registration off (hash-only requests then answer PERSISTED_QUERY_NOT_SUPPORTED).
+    persisted_query_entries: int = 1000
+    persisted_query_bytes: int = 8 * 1024 * 1024
+    # Files or folders of operations registered at start-up, never evicted (JSON list in the
+    # environment): .graphql/.gql (one document a file) and .json (an Apollo persisted-query manifest,
+    # or {"<sha256>": "<document>"}). Checked against the schema: a bad file stops the server.
+    persisted_query_files: list[Path] = []
+    # The production allow-list: only the registered documents run (by hash or in full).
+    persisted_only: bool = False
+
     # `ingest runs` refuses a larger file before reading it (kernelindex.ingest.runs.check_input_file).
     ingest_max_file_bytes: int = 2 * 1024**3
 

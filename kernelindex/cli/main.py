@@ -69,6 +69,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     # GraphiQLPage by way of the app module, which imports it: the web stack loads only for `serve`.
     from kernelindex.web.app import GraphiQLPage, create_app
+    from kernelindex.web.persisted import PersistedQueryFileError
 
     if args.workers < 1:
         raise CommandError(f"--workers must be 1 or more, got {args.workers}")
@@ -80,6 +81,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             run_migrations(url)
         if args.seed:
             asyncio.run(_seed(url))
+        try:
+            # Built here even for --workers N, so that a bad persisted-query file is one line and exit 2, not an
+            # error in every worker uvicorn starts.
+            application = create_app(database_url=url)
+        except PersistedQueryFileError as exc:
+            raise CommandError(f"cannot serve: {exc}") from exc
         say(f"serving on http://{args.host}:{args.port}"
             + (f" with {args.workers} worker processes" if args.workers > 1 else ""))
         if not get_settings().graphiql_enabled:
@@ -99,7 +106,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             else:
                 # uvicorn shuts down gracefully on SIGINT or SIGTERM, then raises the signal again with our
                 # handlers back in place: KeyboardInterrupt or Terminated, caught here.
-                uvicorn.run(create_app(database_url=url), host=args.host, port=args.port, log_level=args.log_level)
+                uvicorn.run(application, host=args.host, port=args.port, log_level=args.log_level)
         except (KeyboardInterrupt, Terminated) as stop:
             say(f"stopped ({'SIGTERM' if isinstance(stop, Terminated) else 'SIGINT'})")
     return EXIT_OK

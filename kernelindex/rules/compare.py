@@ -3,7 +3,8 @@
 compare-v1:
 - the differences, field by field, in this order: hardware SKU, provider, software versions (torch,
   CUDA, driver, Python, Triton), protocol name and version, configuration bindings and dtype, source
-  name and revision, workload revision; each with every run's value and whether they differ;
+  name and revision, workload revision; each with every run's value and whether they differ (as
+  text, by display-v1's `format_value`: absent is None, bindings 'batch_size=2');
 - a winner (the fastest mean, ties broken as in ranking-v1) only when all runs are in one cohort
   (same workload revision, configuration, protocol and environment), and only among passed runs
   with a mean; the runs whose 95% intervals tie with the winner (ranking-v2) are named beside it;
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernelindex.rules.display import format_bindings, format_value
 from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.ranking import order_key
 from kernelindex.rules.ties import tied_ranks
@@ -25,10 +27,6 @@ from kernelindex.rules.ties import tied_ranks
 COMPARE_VERSION = "compare-v1"
 MIN_RUNS = 2
 MAX_RUNS = 8
-
-
-def _bindings_text(bindings: dict[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(bindings.items())) or "no bindings"
 
 
 # (field, label used in the words, getter), in the order the differences are listed.
@@ -58,6 +56,12 @@ class FieldDiff:
     values: tuple[Any, ...]  # one per run, in the order given
     differs: bool
 
+    @property
+    def texts(self) -> tuple[str | None, ...]:
+        """The values as the API shows them (display-v1 `format_value`): None where the run does not
+        record the field, bindings as 'batch_size=2', never a Python repr."""
+        return tuple(format_value(v) for v in self.values)
+
     def as_dict(self) -> dict[str, Any]:
         return {"field": self.field, "values": list(self.values), "differs": self.differs}
 
@@ -82,11 +86,9 @@ def _same_key(value: Any) -> str:
 
 
 def _text(value: Any) -> str:
-    if value is None:
-        return "unknown"
-    if isinstance(value, dict):
-        return _bindings_text(value)
-    return str(value)
+    """A value in the words of `incomparable_because`: an unrecorded one is 'unknown'."""
+    text = format_value(value)
+    return "unknown" if text is None else text
 
 
 def _distinct(texts: Sequence[str]) -> list[str]:
@@ -106,9 +108,9 @@ def _incomparable_because(runs: Sequence[RunFacts]) -> str | None:
         return len({_same_key(get(r)) for r in runs}) > 1
 
     if differs(lambda r: r.workload_revision_id):
-        return _words("workload revisions", [str(r.workload_revision_id) for r in runs])
+        return _words("workload revisions", [_text(r.workload_revision_id) for r in runs])
     if differs(lambda r: r.configuration_key):
-        return _words("configuration", [f"{_bindings_text(r.bindings)}, {r.dtype}" for r in runs])
+        return _words("configuration", [f"{format_bindings(r.bindings)}, {r.dtype}" for r in runs])
     if differs(lambda r: r.protocol.id):
         texts = [f"{r.protocol.name} {r.protocol.version}" for r in runs]
         if len(_distinct(texts)) == 1:  # same name and version, yet different protocols

@@ -26,7 +26,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernelindex.rules.display import format_latency
+from kernelindex.rules.display import computed, format_change, format_latency
 from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.ranking import order_key
 
@@ -58,9 +58,9 @@ class EventDraft:
             if self.mean_ms is None or self.previous_mean_ms is None:
                 # The latencies come from the runs' facts, which a caller may not have (e.g. an event read
                 # back from the database whose run is no longer loaded): say what is known rather than fail.
-                return f"New record, {self.improvement_percent:.1f}% faster than the previous record."
+                return f"New record, {format_change(self.improvement_percent)} than the previous record."
             return (
-                f"New record: {format_latency(self.mean_ms)}, {self.improvement_percent:.1f}% faster than the "
+                f"New record: {format_latency(self.mean_ms)}, {format_change(self.improvement_percent)} than the "
                 f"previous record ({format_latency(self.previous_mean_ms)})."
             )
         if self.run_id is None:
@@ -69,7 +69,9 @@ class EventDraft:
         if self.mean_ms is not None:
             text += f" to {format_latency(self.mean_ms)}"
         if self.improvement_percent is not None:
-            text += f" ({-self.improvement_percent:.1f}% slower)"
+            # improvement_percent is ≤ 0 here (the record got slower, or stayed): "4.3% slower", never
+            # "-0.0% slower"; an equal time reads "the same time" (display-v1, format_change).
+            text += f" ({format_change(self.improvement_percent)})"
         return text + "."
 
     def as_dict(self) -> dict[str, Any]:
@@ -82,9 +84,11 @@ class EventDraft:
 
 
 def improvement_percent(previous_ms: float | None, new_ms: float | None) -> float | None:
+    """(previous − new) / previous × 100, as a number for computing (display-v1 `computed`: no binary
+    noise, 0.0 rather than -0.0 for an equal time)."""
     if previous_ms is None or new_ms is None or previous_ms == 0:
         return None
-    return (previous_ms - new_ms) / previous_ms * 100
+    return computed((previous_ms - new_ms) / previous_ms * 100)
 
 
 def current_holder_id(events: Sequence[Any]) -> int | None:

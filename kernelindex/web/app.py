@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cross_web import HTTPException
+from graphql import validate
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -41,12 +42,20 @@ from kernelindex.web.http import (
     GRAPHQL_RESPONSE_JSON,
     JSON,
     BodySizeLimitMiddleware,
-    ConditionalGetMiddleware,
     RequestIdMiddleware,
     TimeoutMiddleware,
     graphql_media_type,
 )
 from kernelindex.web.middleware import DatabaseSessionMiddleware, mark_read_only
+from kernelindex.web.persisted import (
+    NO_STORE,
+    NO_STORE_STATE,
+    CacheableGetMiddleware,
+    PersistedQueries,
+    PersistedQueryError,
+    PersistedQueryRefusal,
+    persisted_queries,
+)
 from kernelindex.web.response_cache import (
     DataVersionReader,
     Dependencies,
@@ -117,10 +126,17 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
     in JSON as before (or with GraphiQL's page, where it is served).
     """
 
-    def __init__(self, schema: BaseSchema, *, graphiql: GraphiQLPage | None = None, **options: Any):
+    def __init__(self, schema: BaseSchema, *, graphiql: GraphiQLPage | None = None,
+                 persisted: PersistedQueries | None = None, **options: Any):
         # The IDE is ours (kernelindex.web.graphiql: assets served here), not strawberry's page of CDN scripts.
         super().__init__(schema, graphql_ide="graphiql" if graphiql is not None else None, **options)
         self.graphiql = graphiql
+        # APQ and the allow-list (kernelindex.web.persisted); None: requests run as they come.
+        self.persisted = persisted
+
+    def should_render_graphql_ide(self, request: Any) -> bool:
+        # A persisted query over GET names no `query`: it is a request, not a browser opening the IDE.
+        return "extensions" not in request.query_params and super().should_render_graphql_ide(request)
 
     async def render_graphql_ide(self, request: Request) -> Response:
         assert self.graphiql is not None  # strawberry asks for the IDE only when graphql_ide is set
@@ -156,6 +172,9 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             if status_wanted is not None:  # a GraphQL response for application/graphql-response+json
                 response.status_code = status_wanted
                 response.headers["content-type"] = CONTENT_TYPES[GRAPHQL_RESPONSE_JSON]
+        if request.method == "GET" and (response.status_code != 200 or scope.get("state", {}).get(NO_STORE_STATE)):
+            # Errors, and answers that read a fleet job, are kept by no cache (CacheableGetMiddleware).
+            response.headers["cache-control"] = NO_STORE
         await response(scope, receive, send)
 
     async def parse_http_body(self, request: AsyncHTTPRequestAdapter) -> Any:
@@ -191,7 +210,20 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         self, request: Request, request_adapter: AsyncHTTPRequestAdapter, sub_response: Response, context: Context,
         root_value: None, request_data: GraphQLRequestData,
     ) -> ExecutionResult:
+        resolved = None
+        if self.persisted is not None:
+            try:
+                resolved = self.persisted.resolve(request_data)
+            except PersistedQueryError as exc:  # refused before anything ran
+                request.scope.setdefault("state", {})[NO_STORE_STATE] = True
+                mark_read_only(request)
+                return PersistedQueryRefusal(exc)
+            request_data = resolved.request
         result = await self._execute_or_cached(request, request_adapter, sub_response, context, root_value, request_data)
+        if resolved is not None and self.persisted is not None:
+            self.persisted.ran(resolved, result)  # a document sent with its hash is stored once it has run
+        if result.errors or context.loaders.reads.volatile:
+            request.scope.setdefault("state", {})[NO_STORE_STATE] = True
         if context.read_only:
             # A query (or its cached answer) wrote nothing: the session middleware rolls back instead of committing.
             mark_read_only(request)
@@ -238,6 +270,13 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             if graphql_response:
                 state[STATUS_STATE] = 200  # only answers without errors are cached
             return result.body
+        if isinstance(result, PersistedQueryRefusal):
+            # Refused before execution (kernelindex.web.persisted), with the status its code calls for.
+            errors = [result.error.formatted]
+            if graphql_response:
+                state[STATUS_STATE] = result.error.status
+                return {"errors": errors}
+            return {"data": None, "errors": errors}
         if result.errors and not all(code_of(e) for e in result.errors):
             # Errors ErrorPolicy never saw: strawberry reports an exception raised by an extension
             # after the operation has ended. They get their code here, and are masked like the rest.
@@ -396,7 +435,9 @@ def create_app(
     # No GraphiQL in production unless asked for (KERNELINDEX_GRAPHIQL): a public server serves the API,
     # not an IDE that runs queries from whoever opens the page.
     graphiql = GraphiQLPage(show_reasons=not settings.is_production) if settings.graphiql_enabled else None
-    graphql_app = KernelIndexGraphQL(schema, graphiql=graphiql, allow_queries_via_get=True)
+    # Registered operations are read and checked against the schema now: a bad file stops start-up.
+    persisted = persisted_queries(settings, validate=lambda document: validate(schema._schema, document))
+    graphql_app = KernelIndexGraphQL(schema, graphiql=graphiql, persisted=persisted, allow_queries_via_get=True)
     app = Starlette(
         routes=[
             Route("/healthz", healthz),
@@ -413,7 +454,7 @@ def create_app(
     # Outermost last: request id → body limit → timeout → CORS → ETag → database session → routes.
     app.add_middleware(DatabaseSessionMiddleware)
     # GraphiQL's assets carry their own year-long caching (their URLs name their digest): no ETag pass over MBs.
-    app.add_middleware(ConditionalGetMiddleware, max_age_s=settings.cache_max_age_s,
+    app.add_middleware(CacheableGetMiddleware, max_age_s=settings.cache_max_age_s,
                        exempt_prefixes=("/exports/", "/healthz", ASSETS_PREFIX))
     app.add_middleware(
         CORSMiddleware,

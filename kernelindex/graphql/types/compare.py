@@ -21,9 +21,11 @@ class FieldDifference:
     def label(self) -> str:
         return self.diff.label
 
-    @strawberry.field(description="The value for each run, in the order asked.")
-    def values(self) -> list[str]:
-        return [str(v) for v in self.diff.values]
+    @strawberry.field(description="The value for each run, in the order asked, as text (display-v1): null where that "
+                                  "run does not record it (e.g. no Triton version stated); bindings as 'batch_size=2' "
+                                  "(axes by name, comma-separated; 'no bindings' when none).")
+    def values(self) -> list[str | None]:
+        return list(self.diff.texts)
 
     @strawberry.field(description="Whether the runs differ on it.")
     def differs(self) -> bool:

@@ -13,6 +13,7 @@ from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.pagination import Connection, keyset_page
 from kernelindex.graphql.types.run import Run
+from kernelindex.rules.display import computed_or_none
 from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.history import EventDraft
 from kernelindex.services.facts import FactsBuilder, run_rows_statement
@@ -41,9 +42,11 @@ class RecordEvent:
     def previous_run(self) -> Run | None:
         return Run(facts=self.previous_facts) if self.previous_facts else None
 
-    @strawberry.field(description="(previous − new) / previous × 100; negative when a restore is slower.")
+    @strawberry.field(description="(previous − new) / previous × 100; negative when a restore is slower. A number for "
+                                  "computing: 12 significant figures, no binary noise (`words` says it rounded).")
     def improvement_percent(self) -> float | None:
-        return self.row.improvement_percent
+        # Events stored before display-v1 keep their raw double; the API returns every one alike.
+        return computed_or_none(self.row.improvement_percent)
 
     @strawberry.field(description="When it happened.")
     def created_at(self) -> datetime:
