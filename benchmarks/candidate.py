@@ -566,6 +566,9 @@ class _Context:
         with torch.no_grad():
             output = detach_output(self.reference_model(*inputs))
         _synchronize(self.device)
+        # Its own call may change its buffers (a BatchNorm in training mode, as KernelBench models run, updates
+        # its running statistics): what the candidate must not change is the state as the reference left it.
+        self.weights_fingerprint = self._weights()
         return output
 
 

@@ -40,6 +40,7 @@ import importlib
 import json
 import math
 import os
+import resource  # at import, before any fork: see _wait
 import select
 import shutil
 import signal
@@ -667,7 +668,11 @@ def _supervise(job: _Job, zygote: int, result_w: int, status_w: int, limits: Lim
 
 
 def _wait(pid: int, deadline: float) -> tuple[int, Any, bool]:
-    """(wait status, rusage, timed out) of the runner; killed at the deadline."""
+    """(wait status, rusage, timed out) of the runner; killed at the deadline.
+
+    os.wait4 needs the `resource` module, imported at the top of this file: imported here, lazily, its
+    shared object could be unreadable while the runner remounts directories in the mount namespace the
+    supervisor shares with it (0.4% of jobs crashed "the sandbox supervisor died" that way)."""
     try:
         pidfd: int | None = os.pidfd_open(pid)
     except (AttributeError, OSError):
@@ -803,11 +808,6 @@ def _first_closed(path: str) -> str | None:
 
 
 def _set_limits(limits: Limits) -> None:
-    try:
-        import resource
-    except ImportError:  # not on this platform: the wall-clock limit still holds
-        return
-
     def cap(which: int, value: int) -> None:
         _, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:

@@ -102,6 +102,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         poll_s=args.poll, job_wall_s=args.job_timeout,
         memory_bytes=int(args.memory_gib * 1024**3) if args.memory_gib else None,
     )
+    options.timing["budget_s"] = args.timing_budget
     try:
         report = asyncio.run(run_worker(options, say))
     except WorkerStartError as exc:
@@ -201,6 +202,8 @@ def add_fleet_commands(sub) -> None:
     worker.add_argument("--job-timeout", type=float, default=600.0, metavar="S", help="wall-clock limit of one job")
     worker.add_argument("--memory-gib", type=float, default=16.0, metavar="GIB",
                         help="address-space limit of a CPU job (0: none; CUDA jobs are not limited this way)")
+    worker.add_argument("--timing-budget", type=float, default=10.0, metavar="S",
+                        help="seconds of timed trials per implementation before the adaptive count stops")
     worker.add_argument("--heartbeat", type=float, default=10.0, metavar="S", help="seconds between heartbeats")
     worker.add_argument("--stalled-after", type=float, default=30.0, metavar="S",
                         help="a worker silent this long is dead: its running job is queued again")
