@@ -618,3 +618,35 @@ class FleetJob(Base):
         Index("ix_fleet_jobs_submission_id", "submission_id"),
         Index("ix_fleet_jobs_subject", "workload_revision_id", "implementation_slug", "hardware"),
     )
+
+
+# --- derived for the workload page (kernelindex.services.records keeps it) ------------------------------
+
+
+class WorkloadSource(Base):
+    """Precomputed: each source snapshot the cohort bests of a (workload revision, configuration) name,
+    once, with the source's name and the snapshot's revision as the page sorts them.
+
+    The page shows its first SOURCES_SHOWN sources by name then revision; read through
+    ix_workload_sources_order that is an index range of that many entries, however many runs (and
+    snapshots) the workload has. Kept by kernelindex.services.records in the same transaction as
+    the cohort bests it is derived from; rebuildable from them (and so from runs) at any time. The
+    name and revision are copied because a LIMIT can only follow an index of this table; sources and
+    snapshots are never renamed (their names are their natural keys). Collation "C": the page's
+    order is by code point (workload_page.sorted_sources).
+    """
+
+    __tablename__ = "workload_sources"
+
+    workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id", ondelete="CASCADE"), primary_key=True)
+    configuration_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    source_snapshot_id: Mapped[int] = mapped_column(ForeignKey("source_snapshots.id"), primary_key=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"))
+    source_name: Mapped[str] = mapped_column(Text(collation="C"))
+    snapshot_revision: Mapped[str] = mapped_column(Text(collation="C"))
+
+    __table_args__ = (
+        Index("ix_workload_sources_order", "workload_revision_id", "configuration_key", "source_name",
+              "snapshot_revision", "source_snapshot_id"),
+        Index("ix_workload_sources_workload", "workload_id"),
+    )

@@ -8,8 +8,9 @@ loader returns its values and changes nothing it was given: the page (`load_page
 only for the fields that ask, the rows a comparison shows (`load_cohort_tops`), the latest
 measurements (`load_measured_runs`) and every measurement of the subjects shown
 (`load_subject_measurements`). What is read grows with what is shown, not with what is stored:
-a cohort's count, latest observation and sources come from its cohort-best rows, its rows from an
-ordered LIMIT. `load_comparisons` reads a record's whole cohort, for checks only.
+a cohort's count and latest observation come from its cohort-best rows, its rows from an ordered
+LIMIT, the page's sources from an ordered LIMIT over workload_sources (each snapshot the cohort bests
+name, kept with them), the latest measurements from index descents of ix_runs_cohort_measured. `load_comparisons` reads a record's whole cohort, for checks only.
 `tests/api/test_page_paths.py` and `tests/api/test_page_scaling.py` check this path against the
 full computation (kernelindex.services.evidence).
 """
@@ -21,14 +22,29 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Integer, Text, any_, column, func, literal, literal_column, or_, select, true, union_all, values
-from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy import (
+    BigInteger,
+    Integer,
+    Text,
+    any_,
+    bindparam,
+    column,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    text,
+    true,
+    union_all,
+    values,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from kernelindex.db.models import (
     CohortBest,
-    Environment,
     Hardware,
     Implementation,
     Run,
@@ -38,6 +54,7 @@ from kernelindex.db.models import (
     SourceSnapshot,
     Workload,
     WorkloadRevision,
+    WorkloadSource,
 )
 from kernelindex.rules import ranking
 from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts
@@ -179,7 +196,7 @@ async def load_page_evidence(
             rows = (await session.execute(run_rows_statement().where(Run.id == any_(id_array(wanted))))).all()
             runs_by_id = {row[0].id: builder.run(*row) for row in rows}
         if bests:
-            for workload_id, snapshot, source in await session.execute(_first_sources(current)):
+            for workload_id, snapshot, source in await session.execute(_first_sources(revision_ids)):
                 sources_of[workload_id].append(source_facts(snapshot, source))
     return {
         w.id: _page(w, revisions.get(w.current_revision_id) if w.current_revision_id else None, catalogue_facts,
@@ -188,33 +205,32 @@ async def load_page_evidence(
     }
 
 
-def _first_sources(current: ColumnElement[bool]) -> Any:
+def _first_sources(revision_ids: Sequence[int]) -> Any:
     """Each workload's first SOURCES_SHOWN sources of its eligible runs, by name then revision
-    (workload_page.sorted_sources's order: code points, hence COLLATE "C"), in that order.
+    (workload_page.sorted_sources's order: code points, hence collation "C"), in that order.
 
-    The snapshot ids stay in PostgreSQL (unnested from the cohort bests): a cohort of 10,000 runs
-    may name a thousand snapshots, of which the page shows at most SOURCES_SHOWN."""
-    named = (
-        select(CohortBest.workload_id, func.unnest(CohortBest.source_snapshot_ids).label("snapshot_id"))
-        .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
-        .where(current)
-        .distinct()
-        .subquery()
-    )
-    order = (Source.name.collate("C"), SourceSnapshot.revision.collate("C"))
-    ranked = (
-        select(named.c.workload_id, named.c.snapshot_id,
-               func.row_number().over(partition_by=named.c.workload_id, order_by=order).label("n"))
-        .join(SourceSnapshot, SourceSnapshot.id == named.c.snapshot_id)
-        .join(Source, Source.id == SourceSnapshot.source_id)
-        .subquery()
+    Read from workload_sources (each snapshot the cohort bests of a revision and configuration name,
+    kept by kernelindex.services.records): per current revision an ordered LIMIT along
+    ix_workload_sources_order, so a cohort of 10,000 runs naming a thousand snapshots reads the
+    SOURCES_SHOWN the page shows, not every snapshot id of its bests."""
+    top = (
+        select(WorkloadSource.source_snapshot_id, WorkloadSource.source_name, WorkloadSource.snapshot_revision)
+        .where(
+            WorkloadSource.workload_revision_id == WorkloadRevision.id,
+            WorkloadSource.configuration_key == WorkloadRevision.canonical_configuration_key,
+        )
+        .order_by(WorkloadSource.source_name, WorkloadSource.snapshot_revision, WorkloadSource.source_snapshot_id)
+        .limit(SOURCES_SHOWN)
+        .lateral("top")
     )
     return (
-        select(ranked.c.workload_id, SourceSnapshot, Source)
-        .join(SourceSnapshot, SourceSnapshot.id == ranked.c.snapshot_id)
+        select(WorkloadRevision.workload_id, SourceSnapshot, Source)
+        .select_from(WorkloadRevision)
+        .join(top, true())
+        .join(SourceSnapshot, SourceSnapshot.id == top.c.source_snapshot_id)
         .join(Source, Source.id == SourceSnapshot.source_id)
-        .where(ranked.c.n <= SOURCES_SHOWN)
-        .order_by(ranked.c.workload_id, ranked.c.n)
+        .where(WorkloadRevision.id == any_(id_array(revision_ids)))
+        .order_by(WorkloadRevision.workload_id, top.c.source_name, top.c.snapshot_revision, top.c.source_snapshot_id)
     )
 
 
@@ -254,29 +270,59 @@ async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage
     revision_ids = [p.workload.current_revision_id for p in pages if p.workload.current_revision_id]
     if not revision_ids:
         return out
-    ranked = (
-        select(
-            Run.id,
-            func.row_number().over(
-                partition_by=(Run.workload_revision_id, Run.configuration_key, Run.implementation_id, Environment.hardware_id),
-                order_by=(Run.observed_at.desc(), Run.id.desc()),
-            ).label("n"),
-        )
-        .join(Environment, Environment.id == Run.environment_id)
-        .join(WorkloadRevision, WorkloadRevision.id == Run.workload_revision_id)
-        .where(
-            Run.workload_revision_id == any_(id_array(revision_ids)), Run.evidence == literal_column("'measured'"),
-            Run.configuration_key == WorkloadRevision.canonical_configuration_key, *_live_passed(),
-        )
-        .subquery()
+    latest = (
+        text(_LATEST_MEASURED)
+        .bindparams(bindparam("revs", value=list(revision_ids), type_=ARRAY(Integer)))
+        .columns(id=BigInteger)
+        .subquery("latest")
     )
-    latest = select(ranked.c.id).where(ranked.c.n <= MEASURED_PER_IMPLEMENTATION_AND_SKU)
     builder = FactsBuilder()
-    rows = (await session.execute(run_rows_statement().where(Run.id.in_(latest)))).all()
+    rows = (await session.execute(run_rows_statement().join(latest, latest.c.id == Run.id).order_by(Run.id))).all()
     facts = await with_holds(session, [builder.run(*row) for row in rows])
     for page in pages:
         out[page.workload.id] = ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
     return out
+
+
+# A live, passed KernelIndex measurement: ix_runs_cohort_measured's predicate, written as constants
+# so a prepared statement's generic plan still uses the index (see _live_passed).
+_MEASURED = "m.superseded_at IS NULL AND m.retracted_at IS NULL AND m.status = 'passed' AND m.evidence = 'measured'"
+_NEXT_COMBINATION = f"""SELECT m.protocol_id, m.environment_id, m.implementation_id FROM runs m
+         WHERE m.workload_revision_id = {{rev}} AND m.configuration_key = {{cfg}} AND {_MEASURED}{{after}}
+         ORDER BY m.protocol_id, m.environment_id, m.implementation_id LIMIT 1"""
+# The latest MEASURED_PER_IMPLEMENTATION_AND_SKU measurements per implementation and SKU of each
+# current revision at its canonical configuration, read along ix_runs_cohort_measured (revision,
+# configuration, protocol, environment, implementation, observed_at DESC, id DESC): `combos` walks
+# the index's distinct (protocol, environment, implementation) one descent each (a loose index
+# scan), `picked` takes the latest few of each as an index range, and the window keeps the latest
+# few per SKU over its environments. What is read grows with the combinations, not with the runs.
+# Held runs are picked like any (the Python filter drops them after, as it did over the full scan).
+_LATEST_MEASURED = f"""
+WITH RECURSIVE combos (rev, cfg, proto, env, impl) AS (
+    SELECT r.id, r.canonical_configuration_key, f.protocol_id, f.environment_id, f.implementation_id
+      FROM workload_revisions r
+     CROSS JOIN LATERAL ({_NEXT_COMBINATION.format(rev="r.id", cfg="r.canonical_configuration_key", after="")}) f
+     WHERE r.id = ANY(:revs)
+    UNION ALL
+    SELECT c.rev, c.cfg, f.protocol_id, f.environment_id, f.implementation_id
+      FROM combos c
+     CROSS JOIN LATERAL ({_NEXT_COMBINATION.format(
+         rev="c.rev", cfg="c.cfg",
+         after=" AND (m.protocol_id, m.environment_id, m.implementation_id) > (c.proto, c.env, c.impl)")}) f
+),
+picked AS (
+    SELECT t.id, row_number() OVER (PARTITION BY c.rev, c.impl, e.hardware_id  -- cfg: the revision's canonical one
+                                    ORDER BY t.observed_at DESC, t.id DESC) AS n
+      FROM combos c
+      JOIN environments e ON e.id = c.env
+     CROSS JOIN LATERAL (
+        SELECT m.id, m.observed_at FROM runs m
+         WHERE m.workload_revision_id = c.rev AND m.configuration_key = c.cfg AND m.protocol_id = c.proto
+           AND m.environment_id = c.env AND m.implementation_id = c.impl AND {_MEASURED}
+         ORDER BY m.observed_at DESC, m.id DESC LIMIT {MEASURED_PER_IMPLEMENTATION_AND_SKU}) t
+)
+SELECT id FROM picked WHERE n <= {MEASURED_PER_IMPLEMENTATION_AND_SKU}
+"""
 
 
 def not_held_clause() -> ColumnElement[bool]:

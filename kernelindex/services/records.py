@@ -1,4 +1,5 @@
-"""Keeping the precomputed records (cohort_bests), plausibility flags and record history current.
+"""Keeping the precomputed records (cohort_bests, and workload_sources derived from them), plausibility
+flags and record history current.
 
 Every write path (ingest batches, seed, KernelBench import, submitRuns, retractRun, reviews) calls
 `refresh_cohorts` or `refresh_workloads` inside its own transaction, so a reader sees a batch's runs
@@ -72,7 +73,10 @@ async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], 
             tuple_(CohortBest.workload_revision_id, CohortBest.configuration_key, CohortBest.protocol_id,
                    CohortBest.environment_id).not_in(keys)
         )
-    await session.execute(stale)
+    # The sources of every (revision, configuration) that lost bests here follow them; those that
+    # are refreshed below are rewritten again there.
+    gone = (await session.execute(stale.returning(CohortBest.workload_revision_id, CohortBest.configuration_key))).all()
+    await _write_sources(session, {(r[0], r[1]) for r in gone})
     # Bounded statements: PostgreSQL takes at most 32,767 parameters, and a cohort key is four.
     for start in range(0, len(keys), COHORTS_PER_CALL):
         part = await refresh_cohorts(session, keys[start:start + COHORTS_PER_CALL], now=now)
@@ -220,6 +224,62 @@ async def _write_bests(session: AsyncSession, keys: list[CohortKey], bests: list
     )
     if bests:
         await session.execute(_UPSERT_BESTS)
+    await _write_sources(session, {(k[0], k[1]) for k in keys})
+
+
+async def _write_sources(session: AsyncSession, pairs: Collection[tuple[int, str]] | None) -> None:
+    """workload_sources of these (revision, configuration) pairs become what their cohort bests name
+    now (every pair when None): one statement, deleting the rows no longer named and inserting the
+    new ones, so a refresh that changes no bests writes nothing here either. Its cost is the
+    snapshot ids of those pairs' bests, read from the bests, never from runs."""
+    if pairs is None:
+        await session.execute(text(_REBUILD_SOURCES))
+        return
+    if not pairs:
+        return
+    ordered = sorted(pairs)
+    await session.execute(text(_WRITE_SOURCES), {"revs": [p[0] for p in ordered], "cfgs": [p[1] for p in ordered]})
+
+
+async def rebuild_workload_sources(session: AsyncSession) -> None:
+    """Every row of workload_sources recomputed from cohort_bests (derived data: after a repair of the
+    bests, or to check the maintained rows)."""
+    await _write_sources(session, None)
+
+
+# What each pair's bests name: every distinct snapshot, with the name and revision the page sorts by.
+_WANTED_SOURCES = """
+wanted AS (
+    SELECT DISTINCT b.workload_revision_id AS rev, b.configuration_key AS cfg, u.id AS sid, b.workload_id,
+           s.name AS source_name, ss.revision AS snapshot_revision
+      FROM pairs p
+      JOIN cohort_bests b ON b.workload_revision_id = p.rev AND b.configuration_key = p.cfg
+     CROSS JOIN LATERAL unnest(b.source_snapshot_ids) AS u(id)
+      JOIN source_snapshots ss ON ss.id = u.id
+      JOIN sources s ON s.id = ss.source_id
+),
+gone AS (
+    DELETE FROM workload_sources ws USING pairs p
+     WHERE ws.workload_revision_id = p.rev AND ws.configuration_key = p.cfg
+       AND NOT EXISTS (SELECT 1 FROM wanted w WHERE w.rev = ws.workload_revision_id AND w.cfg = ws.configuration_key
+                                                AND w.sid = ws.source_snapshot_id)
+)
+INSERT INTO workload_sources (workload_revision_id, configuration_key, source_snapshot_id, workload_id, source_name,
+                              snapshot_revision)
+SELECT w.rev, w.cfg, w.sid, w.workload_id, w.source_name, w.snapshot_revision FROM wanted w
+ WHERE NOT EXISTS (SELECT 1 FROM workload_sources ws WHERE ws.workload_revision_id = w.rev
+                      AND ws.configuration_key = w.cfg AND ws.source_snapshot_id = w.sid)
+"""
+_WRITE_SOURCES = (
+    "WITH pairs AS (SELECT DISTINCT p.rev, p.cfg FROM unnest(CAST(:revs AS integer[]), CAST(:cfgs AS text[])) AS p(rev, cfg)),"
+    + _WANTED_SOURCES
+)
+# Every pair either table holds: a pair whose bests are all gone loses its rows.
+_REBUILD_SOURCES = (
+    "WITH pairs AS (SELECT workload_revision_id AS rev, configuration_key AS cfg FROM cohort_bests "
+    "UNION SELECT workload_revision_id, configuration_key FROM workload_sources),"
+    + _WANTED_SOURCES
+)
 
 
 _BEST_KEY = ("workload_revision_id", "configuration_key", "protocol_id", "environment_id", "implementation_id")
