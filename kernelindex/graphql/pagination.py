@@ -27,8 +27,13 @@ class PaginationError(UserInputError):
     pass
 
 
+# One encoder for every cursor: json.dumps with separators builds a new encoder at each call, and a
+# page encodes a cursor per edge. The text is the same.
+_CURSOR_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
 def encode_cursor(kind: str, key: Sequence[Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps([kind, list(key)], separators=(",", ":")).encode()).decode()
+    return base64.urlsafe_b64encode(_CURSOR_JSON.encode([kind, list(key)]).encode()).decode()
 
 
 _MAX_BIGINT = 2**63 - 1
@@ -174,30 +179,28 @@ async def keyset_page(
                        count=counter(session, count_from))
 
 
-async def narrow_keyset_page(
-    session: AsyncSession,
+def narrow_page_statement(
     narrow: Select,
     rows_of: Callable[[Subquery], Select],
     *,
     id_column: Any,
     kind: str,
     order: Sequence[Any],
-    key_of: Callable[[Any], Sequence[Any]],
-    make_node: Callable[[Any], Any],
     first: int,
     after: str | None,
     max_page_size: int,
-) -> Connection:
-    """A page that is chosen before anything is joined to it, in one statement.
+) -> Select:
+    """The one statement of a page that is chosen before anything is joined to it.
 
     `narrow` selects the list's rows from its own table with every filter (conditions on that table
     alone, subqueries allowed), and `order` sorts them on its columns, ending in the unique
     `id_column`; the page (first + 1 ids and their sort keys) is cut there, where the table's
     indexes serve the filter, the order and the limit. `rows_of(page)` then joins whatever the
-    nodes need to just those ids: it must join the subquery `page` on its column `page_id`. The
-    page comes back in its order (the subquery's sort keys `page_key_0`…). The total is `narrow`
-    counted, if asked for. Cursors are those keyset_page gives for the same `kind` and `order`.
-    """
+    nodes need to just those ids: it must join the subquery `page` on its column `page_id`, and
+    select columns, not entities (narrow_keyset_page reads Core rows). The page comes back in its
+    order (the subquery's sort keys `page_key_0`…). Cursors are those keyset_page gives for the
+    same `kind` and `order`. The statement depends only on its arguments, so a caller may keep it
+    for the same arguments (queries.runs does)."""
     check_first(first, max_page_size)
     page = (
         narrow.with_only_columns(id_column.label("page_id"), *(e.label(f"page_key_{i}") for i, e in enumerate(order)))
@@ -206,8 +209,26 @@ async def narrow_keyset_page(
         .limit(first + 1)
         .subquery("page")
     )
-    statement = rows_of(page).order_by(*(page.c[f"page_key_{i}"] for i in range(len(order))))
-    rows = (await session.execute(statement)).all()
+    return rows_of(page).order_by(*(page.c[f"page_key_{i}"] for i in range(len(order))))
+
+
+async def narrow_keyset_page(
+    session: AsyncSession,
+    narrow: Select,
+    statement: Select,
+    *,
+    kind: str,
+    key_of: Callable[[Any], Sequence[Any]],
+    make_node: Callable[[Any], Any],
+    first: int,
+    after: str | None,
+) -> Connection:
+    """The page of narrow_page_statement(narrow, …, first=first, after=after): `statement` read in
+    one round trip, and `narrow` counted only if the query selects totalCount."""
+    # Executed on the session's connection, as Core: the rows come back as the driver's records,
+    # with no ORM loading step per row (a page's nodes are built from plain columns anyway), even
+    # when `narrow`'s conditions name ORM attributes, which would make session.execute load them.
+    rows = (await (await session.connection()).execute(statement)).all()
     return _connection(rows, kind=kind, key_of=key_of, make_node=make_node, first=first, after=after,
                        count=counter(session, narrow))
 

@@ -4,9 +4,11 @@ dimension between the runs that have it."""
 
 from __future__ import annotations
 
+from collections import namedtuple
+from dataclasses import fields
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import Row, Select, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Bundle
@@ -132,6 +134,62 @@ def run_rows_statement() -> Select[Any]:
     )
 
 
+# run_columns_statement(): the runs page's rows as plain columns, no entity at all. Each dimension's
+# columns are named as the fields of its facts (the models use the same names; a renamed column
+# fails here, at import), so a dimension's facts are built from its slice of the row, once per
+# dimension and statement; each row costs a few dictionary look-ups besides its own run's facts.
+_RUN_READ = (
+    "id", "workload_id", "workload_revision_id", "bindings", "dtype", "configuration_key", "status", "failure_reason",
+    "mean_ms", "std_ms", "min_ms", "max_ms", "median_ms", "p5_ms", "p95_ms", "num_trials", "samples_ms",
+    "compile_time_ms", "correctness", "observed_at", "evidence", "superseded_at", "retracted_at",
+)  # what run_facts reads
+_RunColumns = namedtuple("_RunColumns", _RUN_READ)  # type: ignore[misc]  # the names are data, as intended
+_IMPLEMENTATION_READ = tuple(f.name for f in fields(ImplementationFacts))
+_ENVIRONMENT_READ = tuple(f.name for f in fields(EnvironmentFacts) if f.name != "hardware")
+_HARDWARE_READ = tuple(f.name for f in fields(HardwareFacts))
+_PROTOCOL_READ = tuple(f.name for f in fields(ProtocolFacts))
+_SNAPSHOT_READ = ("id", "revision", "revision_date")
+_SOURCE_READ = ("name", "licence", "url")
+
+
+def _labelled(model: Any, names: tuple[str, ...], prefix: str) -> list[Any]:
+    table = model.__table__
+    return [table.c[name].label(f"{prefix}{name}") for name in names]
+
+
+_COLUMN_GROUPS = (
+    _labelled(Run, _RUN_READ, ""), _labelled(Implementation, _IMPLEMENTATION_READ, "implementation__"),
+    _labelled(Environment, _ENVIRONMENT_READ, "environment__"), _labelled(Hardware, _HARDWARE_READ, "hardware__"),
+    _labelled(Protocol, _PROTOCOL_READ, "protocol__"), _labelled(SourceSnapshot, _SNAPSHOT_READ, "snapshot__"),
+    _labelled(Source, _SOURCE_READ, "source__"),
+)
+_STARTS = [sum(len(g) for g in _COLUMN_GROUPS[:i]) for i in range(len(_COLUMN_GROUPS) + 1)]
+_IMPLEMENTATION_AT, _ENVIRONMENT_AT, _HARDWARE_AT, _PROTOCOL_AT, _SNAPSHOT_AT, _SOURCE_AT, _END = _STARTS[1:]
+_RUNS, _IMPLEMENTATIONS, _ENVIRONMENTS = Run.__table__.c, Implementation.__table__.c, Environment.__table__.c
+_HARDWARE, _PROTOCOLS = Hardware.__table__.c, Protocol.__table__.c
+_SNAPSHOTS, _SOURCES = SourceSnapshot.__table__.c, Source.__table__.c
+# Built once: the statement is immutable (a join onto it is a new one) and its cache key the same
+# every time, so SQLAlchemy compiles it once per shape of what is joined to it.
+_RUN_COLUMNS_STATEMENT: Select[Any] = (
+    select(*(c for group in _COLUMN_GROUPS for c in group))
+    .select_from(Run.__table__)
+    .join(Implementation.__table__, _RUNS.implementation_id == _IMPLEMENTATIONS.id)
+    .join(Environment.__table__, _RUNS.environment_id == _ENVIRONMENTS.id)
+    .join(Hardware.__table__, _ENVIRONMENTS.hardware_id == _HARDWARE.id)
+    .join(Protocol.__table__, _RUNS.protocol_id == _PROTOCOLS.id)
+    .join(SourceSnapshot.__table__, _RUNS.source_snapshot_id == _SNAPSHOTS.id)
+    .join(Source.__table__, _SNAPSHOTS.source_id == _SOURCES.id)
+)
+RUN_ID_COLUMN = _RUNS.id
+
+
+def run_columns_statement() -> Select[Any]:
+    """The rows of run_rows_statement() as plain columns of the tables (a Core statement: no ORM
+    loading, each row is the driver's record), for FactsBuilder.run_of_columns. For lists of runs
+    read per request; join or filter it on RUN_ID_COLUMN and the tables' own columns."""
+    return _RUN_COLUMNS_STATEMENT
+
+
 def workload_facts(workload: Workload, revision: WorkloadRevision | None) -> WorkloadFacts:
     """What eligibility needs of a workload: its current revision and canonical configuration."""
     bindings = revision.canonical_bindings if revision else {}
@@ -161,6 +219,37 @@ class FactsBuilder:
         if snapshot.id not in self._source:
             self._source[snapshot.id] = source_facts(snapshot, source)
         return self._source[snapshot.id]
+
+    def run_of_columns(self, row: Row[Any]) -> RunFacts:
+        """A row of run_columns_statement() as RunFacts, equal to what run() makes of the same run."""
+        impl = self._impl.get(row[_IMPLEMENTATION_AT])
+        if impl is None:
+            impl = ImplementationFacts(*row[_IMPLEMENTATION_AT:_ENVIRONMENT_AT])
+            self._impl[impl.id] = impl
+        env = self._env.get(row[_ENVIRONMENT_AT])
+        if env is None:
+            hw = self._hw.get(row[_HARDWARE_AT])
+            if hw is None:
+                values = dict(zip(_HARDWARE_READ, row[_HARDWARE_AT:_PROTOCOL_AT], strict=True))
+                values["driver_product_names"] = tuple(values["driver_product_names"] or ())
+                hw = HardwareFacts(**values)
+                self._hw[hw.id] = hw
+            env = EnvironmentFacts(hardware=hw, **dict(zip(_ENVIRONMENT_READ, row[_ENVIRONMENT_AT:_HARDWARE_AT], strict=True)))
+            self._env[env.id] = env
+        protocol = self._protocol.get(row[_PROTOCOL_AT])
+        if protocol is None:
+            protocol = ProtocolFacts(*row[_PROTOCOL_AT:_SNAPSHOT_AT])
+            self._protocol[protocol.id] = protocol
+        source = self._source.get(row[_SNAPSHOT_AT])
+        if source is None:
+            snapshot_id, revision, revision_date = row[_SNAPSHOT_AT:_SOURCE_AT]
+            name, licence, url = row[_SOURCE_AT:_END]
+            source = SourceFacts(id=snapshot_id, name=name, licence=licence, url=url, revision=revision or None,
+                                 revision_date=revision_date)
+            self._source[snapshot_id] = source
+        # A named tuple of the run's columns: run_facts reads them by name, and a Row's attribute
+        # look-up costs about twenty times a tuple field's (half of this method's time).
+        return run_facts(_RunColumns._make(row[:_IMPLEMENTATION_AT]), impl, env, protocol, source)
 
     def run(
         self, run: Any, impl: Implementation, env: Environment, hw: Hardware, protocol: Protocol,

@@ -26,7 +26,7 @@ def hardware_matches(name: str) -> ColumnElement[bool]:
     return or_(func.lower(Hardware.sku) == lowered, func.lower(Hardware.family) == lowered)
 
 
-@dataclass
+@dataclass(frozen=True)  # hashable: queries.runs keeps statements by their filters
 class RunFilters:
     workload: str | None = None
     implementation: str | None = None
@@ -42,7 +42,8 @@ class RunFilters:
 
     def conditions(self, now: datetime) -> list[ColumnElement[bool]]:
         """Conditions over Run alone; the same with Implementation, Environment and Hardware joined
-        (each run has exactly one of each), as the exports read them."""
+        (each run has exactly one of each), as the exports read them. `now` is read for `stale`
+        alone: queries.runs keeps the statements of filters without it, whatever the time."""
         out: list[ColumnElement[bool]] = []
         if not self.include_superseded:
             out.append(Run.superseded_at.is_(None))
@@ -76,18 +77,21 @@ class RunFilters:
                 raise FilterError("observed_since needs a time zone, e.g. 2026-03-05T00:00:00Z")
             out.append(Run.observed_at >= self.observed_since)
         if self.eligible_only:
-            out.append(eligible_run_clause())
-            if self.workload is not None:
-                out.extend(eligible_of_workload(self.workload))
+            # For one workload, eligible_of_workload implies eligible_run_clause (its run is on a
+            # revision that is a workload's current one, at that revision's canonical key), so it
+            # stands alone: the same runs without the correlated EXISTS per index entry.
+            out.extend(eligible_of_workload(self.workload) if self.workload is not None else [eligible_run_clause()])
         return out
 
 
 def eligible_of_workload(slug: str) -> list[ColumnElement[bool]]:
     """Where the eligible runs of one workload are: on its current revision, at that revision's
-    canonical configuration, passed and live. Added next to eligible_run_clause() for a workload's
-    runs, it leaves out no run that clause keeps whose revision is its own workload's (ingest never
-    stores another; rules.ranking.ineligibility_reason judges a run against its own workload), and
-    it is what the index can use: the correlated EXISTS of eligible_run_clause() is a filter over
+    canonical configuration, passed and live. It takes the place of eligible_run_clause() for a
+    workload's runs: every run it keeps that clause keeps (the run's revision is a workload's current
+    one and its key that revision's canonical key), and it leaves out no run that clause keeps whose
+    revision is its own workload's (ingest never stores another; rules.ranking.ineligibility_reason
+    judges a run against its own workload). And it is what the index can use: the correlated EXISTS
+    of eligible_run_clause() is a filter over
     every run of the workload, these are two values looked up once (InitPlans) and an index range
     of ix_runs_fastest (migration 0009) read in fastest order. 'passed' is written into the
     statement, not bound: a plan kept for a prepared statement uses a partial index only if the

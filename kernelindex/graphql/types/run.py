@@ -45,170 +45,171 @@ class Configuration:
 
 @strawberry.type(description="One measurement of one implementation of one workload, under a protocol, in an environment, from a source.")
 class Run(Node):
+    """A run's fields. The scalar and dimension fields are plain attributes, filled once from the
+    facts when the object is made (__init__): strawberry resolves a field without a resolver by
+    reading the attribute, with none of the Info and argument handling it gives a method resolver
+    (about a microsecond a field instead of several, and a page of runs is mostly such fields).
+    Fields that need the request (loaders, the clock) or derive text or figures stay resolvers, so
+    they cost only when selected."""
+
     facts: strawberry.Private[RunFacts]
+    id: strawberry.ID = strawberry.field(description="Opaque global ID.")
+    database_id: int = strawberry.field(description="Database id (stable, for scripts).")
 
-    @strawberry.field(description="Opaque global ID.")
-    def id(self) -> strawberry.ID:
-        return to_global_id("Run", self.facts.id)
+    # Written by hand, so the dataclass keeps it (it never replaces an __init__ the class defines):
+    # every site makes a Run from its facts alone, and the plain fields below are those facts.
+    def __init__(self, facts: RunFacts) -> None:
+        self.facts = facts
+        self.id = to_global_id("Run", facts.id)
+        self.database_id = facts.id
+        self.implementation = Implementation(facts=facts.implementation)
+        self.environment = Environment(facts=facts.environment)
+        self.protocol = Protocol(facts=facts.protocol)
+        self.source = Source(facts=facts.source)
+        self.status = facts.status
+        self.mean_ms = facts.mean_ms
+        self.std_ms = facts.std_ms
+        self.min_ms = facts.min_ms
+        self.max_ms = facts.max_ms
+        self.median_ms = facts.median_ms
+        self.p5_ms = facts.p5_ms
+        self.p95_ms = facts.p95_ms
+        self.num_trials = facts.num_trials
+        self.compile_time_ms = facts.compile_time_ms
+        self.observed_at = facts.observed_at
+        self.observed_date = facts.observed_at.date()
+        self.evidence = facts.evidence
+        self.superseded = facts.superseded
+        self.retracted = facts.retracted
 
-    @strawberry.field(description="Database id (stable, for scripts).")
-    def database_id(self) -> int:
-        return self.facts.id
-
-    @strawberry.field(description="Slug of the workload measured.")
-    async def workload_slug(self, info: strawberry.Info[Context, None]) -> str:
+    async def _workload_slug(self, info: strawberry.Info[Context, None]) -> str:
         workload = await info.context.loaders.workload_by_id.load(self.facts.workload_id)
         assert workload is not None  # a run's workload is never deleted (foreign key)
         return workload.slug
+    workload_slug: str = strawberry.field(resolver=_workload_slug, description="Slug of the workload measured.")
 
-    @strawberry.field(description="The revision of the workload's reference source it measured (revisions-v1): its digest, upstream snapshot and whether it is current.")
-    async def revision(self, info: strawberry.Info[Context, None]) -> WorkloadRevision:
+    async def _revision(self, info: strawberry.Info[Context, None]) -> WorkloadRevision:
         facts = await info.context.loaders.revision_by_id.load(self.facts.workload_revision_id)
         assert facts is not None  # a run's revision is never deleted (foreign key)
         return WorkloadRevision(facts=facts)
+    revision: WorkloadRevision = strawberry.field(
+        resolver=_revision,
+        description="The revision of the workload's reference source it measured (revisions-v1): its digest, upstream snapshot and whether it is current.",
+    )
 
-    @strawberry.field(description="The configuration measured.")
-    def configuration(self) -> Configuration:
+    def _configuration(self) -> Configuration:
         return Configuration.of(self.facts.bindings, self.facts.dtype)
+    configuration: Configuration = strawberry.field(resolver=_configuration, description="The configuration measured.")
 
-    @strawberry.field(description="The implementation measured.")
-    def implementation(self) -> Implementation:
-        return Implementation(facts=self.facts.implementation)
+    implementation: Implementation = strawberry.field(description="The implementation measured.")
+    environment: Environment = strawberry.field(description="Where it was measured.")
+    protocol: Protocol = strawberry.field(description="How it was timed.")
+    source: Source = strawberry.field(description="Who reported or measured it, at which revision.")
+    status: str = strawberry.field(description="'passed' or 'failed'.")
 
-    @strawberry.field(description="Where it was measured.")
-    def environment(self) -> Environment:
-        return Environment(facts=self.facts.environment)
-
-    @strawberry.field(description="How it was timed.")
-    def protocol(self) -> Protocol:
-        return Protocol(facts=self.facts.protocol)
-
-    @strawberry.field(description="Who reported or measured it, at which revision.")
-    def source(self) -> Source:
-        return Source(facts=self.facts.source)
-
-    @strawberry.field(description="'passed' or 'failed'.")
-    def status(self) -> str:
-        return self.facts.status
-
-    @strawberry.field(description="Why a failed run failed (at most 2 KiB; longer text is cut, with a marker).",
-                      metadata=cost_weight(SHORT_TEXT_KIB))
-    def failure_reason(self) -> str | None:
+    def _failure_reason(self) -> str | None:
         return short_text(self.facts.failure_reason)
+    failure_reason: str | None = strawberry.field(
+        resolver=_failure_reason,
+        description="Why a failed run failed (at most 2 KiB; longer text is cut, with a marker).",
+        metadata=cost_weight(SHORT_TEXT_KIB),
+    )
 
-    @strawberry.field(description="Mean latency in milliseconds.")
-    def mean_ms(self) -> float | None:
-        return self.facts.mean_ms
+    mean_ms: float | None = strawberry.field(description="Mean latency in milliseconds.")
+    std_ms: float | None = strawberry.field(description="Standard deviation of the trials in milliseconds.")
+    min_ms: float | None = strawberry.field(description="Fastest trial in milliseconds.")
+    max_ms: float | None = strawberry.field(description="Slowest trial in milliseconds.")
+    median_ms: float | None = strawberry.field(description="Median trial in milliseconds, when reported.")
+    p5_ms: float | None = strawberry.field(description="5th percentile in milliseconds, when reported.")
+    p95_ms: float | None = strawberry.field(description="95th percentile in milliseconds, when reported.")
+    num_trials: int | None = strawberry.field(description="Number of timed trials.")
 
-    @strawberry.field(description="Standard deviation of the trials in milliseconds.")
-    def std_ms(self) -> float | None:
-        return self.facts.std_ms
-
-    @strawberry.field(description="Fastest trial in milliseconds.")
-    def min_ms(self) -> float | None:
-        return self.facts.min_ms
-
-    @strawberry.field(description="Slowest trial in milliseconds.")
-    def max_ms(self) -> float | None:
-        return self.facts.max_ms
-
-    @strawberry.field(description="Median trial in milliseconds, when reported.")
-    def median_ms(self) -> float | None:
-        return self.facts.median_ms
-
-    @strawberry.field(description="5th percentile in milliseconds, when reported.")
-    def p5_ms(self) -> float | None:
-        return self.facts.p5_ms
-
-    @strawberry.field(description="95th percentile in milliseconds, when reported.")
-    def p95_ms(self) -> float | None:
-        return self.facts.p95_ms
-
-    @strawberry.field(description="Number of timed trials.")
-    def num_trials(self) -> int | None:
-        return self.facts.num_trials
-
-    @strawberry.field(description="Raw per-trial latencies in milliseconds, when stored: the first 1,000 (numTrials says how many there are; the interval uses them all).",
-                      metadata=cost_weight(SAMPLES_KIB))
-    def samples_ms(self) -> list[float] | None:
+    def _samples_ms(self) -> list[float] | None:
         return list(self.facts.samples_ms[:MAX_SAMPLES_SHOWN]) if self.facts.samples_ms else None
+    samples_ms: list[float] | None = strawberry.field(
+        resolver=_samples_ms,
+        description="Raw per-trial latencies in milliseconds, when stored: the first 1,000 (numTrials says how many there are; the interval uses them all).",
+        metadata=cost_weight(SAMPLES_KIB),
+    )
 
-    @strawberry.field(description="Compile time (first call) in milliseconds, apart from the latency.")
-    def compile_time_ms(self) -> float | None:
-        return self.facts.compile_time_ms
+    compile_time_ms: float | None = strawberry.field(description="Compile time (first call) in milliseconds, apart from the latency.")
 
-    @strawberry.field(description="Half width of the 95% confidence interval of the mean (t·std/√n, Student's t for n−1 degrees of freedom), in milliseconds; null for one trial.")
-    def ci_half_width_ms(self) -> float | None:
+    def _ci_half_width_ms(self) -> float | None:
         return stats.ci95_half_width(self.facts.std_ms, self.facts.num_trials)
+    ci_half_width_ms: float | None = strawberry.field(
+        resolver=_ci_half_width_ms,
+        description="Half width of the 95% confidence interval of the mean (t·std/√n, Student's t for n−1 degrees of freedom), in milliseconds; null for one trial.",
+    )
 
-    @strawberry.field(description="'1.39 ms'.")
-    def latency_display(self) -> str | None:
+    def _latency_display(self) -> str | None:
         return format_latency(self.facts.mean_ms) if self.facts.mean_ms else None
+    latency_display: str | None = strawberry.field(resolver=_latency_display, description="'1.39 ms'.")
 
-    @strawberry.field(description="'± 0.02' (ms, to the latency's decimals).")
-    def plus_minus_display(self) -> str | None:
+    def _plus_minus_display(self) -> str | None:
         if not self.facts.mean_ms:
             return None
         return plus_minus_display(self.facts.std_ms, self.facts.num_trials, self.facts.mean_ms)
+    plus_minus_display: str | None = strawberry.field(
+        resolver=_plus_minus_display,
+        description="'± 0.02' (ms, to the latency's decimals).",
+    )
 
-    @strawberry.field(description="'mean of 100'.")
-    def statistic_display(self) -> str | None:
+    def _statistic_display(self) -> str | None:
         if self.facts.num_trials is None:
             return None
         return f"{self.facts.protocol.statistic} of {self.facts.num_trials}"
+    statistic_display: str | None = strawberry.field(resolver=_statistic_display, description="'mean of 100'.")
 
-    @strawberry.field(description="When it was measured.")
-    def observed_at(self) -> datetime:
-        return self.facts.observed_at
+    observed_at: datetime = strawberry.field(description="When it was measured.")
+    observed_date: date = strawberry.field(description="The day it was measured.")
 
-    @strawberry.field(description="The day it was measured.")
-    def observed_date(self) -> date:
-        return self.facts.observed_at.date()
-
-    @strawberry.field(description="'2026-03-05'.")
-    def observed_display(self) -> str:
+    def _observed_display(self) -> str:
         return format_date(self.facts.observed_at) or ""
+    observed_display: str = strawberry.field(resolver=_observed_display, description="'2026-03-05'.")
 
-    @strawberry.field(description="'reported' (a source published it) or 'measured' (a KernelIndex runner measured it).")
-    def evidence(self) -> str:
-        return self.facts.evidence
+    evidence: str = strawberry.field(description="'reported' (a source published it) or 'measured' (a KernelIndex runner measured it).")
 
-    @strawberry.field(description="'Reported · MIT · source': evidence, licence, source availability.")
-    def trust_label(self) -> str:
+    def _trust_label(self) -> str:
         return trust.trust_label(self.facts.evidence, self.facts.implementation)
-
-    @strawberry.field(
-        description="trust-v2 ladder: 'Replicated' (measured by KernelIndex on two machines of the same SKU, agreeing), "
-        "'Verified' (measured by a KernelIndex worker, correctness checked), 'Reproducible' or 'Reported'. Set by the rules "
-        "from how the run was measured, never by whoever submitted it."
+    trust_label: str = strawberry.field(
+        resolver=_trust_label,
+        description="'Reported · MIT · source': evidence, licence, source availability.",
     )
-    async def trust_level(self, info: strawberry.Info[Context, None]) -> str:
+
+    async def _trust_level(self, info: strawberry.Info[Context, None]) -> str:
         facts = self.facts
         subject = (facts.workload_revision_id, facts.configuration_key, facts.implementation.id, facts.environment.hardware.id)
         measured = await info.context.loaders.subject_measurements.load(subject)
         return trust_ladder.trust_level(facts, measured).word
+    trust_level: str = strawberry.field(
+        resolver=_trust_level,
+        description="trust-v2 ladder: 'Replicated' (measured by KernelIndex on two machines of the same SKU, agreeing), "
+        "'Verified' (measured by a KernelIndex worker, correctness checked), 'Reproducible' or 'Reported'. Set by the rules "
+        "from how the run was measured, never by whoever submitted it.",
+    )
 
-    @strawberry.field(description="Observed more than 180 days before now.")
-    def stale(self, info: strawberry.Info[Context, None]) -> bool:
+    def _stale(self, info: strawberry.Info[Context, None]) -> bool:
         return trust.is_stale(self.facts.observed_at, info.context.now)
+    stale: bool = strawberry.field(resolver=_stale, description="Observed more than 180 days before now.")
 
-    @strawberry.field(description="Superseded by a newer figure for the same natural key.")
-    def superseded(self) -> bool:
-        return self.facts.superseded
+    superseded: bool = strawberry.field(description="Superseded by a newer figure for the same natural key.")
+    retracted: bool = strawberry.field(description="Retracted by an operator.")
 
-    @strawberry.field(description="Retracted by an operator.")
-    def retracted(self) -> bool:
-        return self.facts.retracted
-
-    @strawberry.field(description="plausibility-v1 flags (faster than its floor, >10× faster than the baseline) with their reasons: at most one per flag code.")
-    async def flags(self, info: strawberry.Info[Context, None]) -> list[RunFlag]:
+    async def _flags(self, info: strawberry.Info[Context, None]) -> list[RunFlag]:
         holds = await info.context.loaders.holds_by_run_id.load(self.facts.id)
         return [RunFlag.of(f) for f in holds.flags]
+    flags: list[RunFlag] = strawberry.field(
+        resolver=_flags,
+        description="plausibility-v1 flags (faster than its floor, >10× faster than the baseline) with their reasons: at most one per flag code.",
+    )
 
-    @strawberry.field(description="'suspicious: needs review', 'approved after review', 'rejected after review', or null when unflagged.")
-    async def review_status(self, info: strawberry.Info[Context, None]) -> str | None:
+    async def _review_status(self, info: strawberry.Info[Context, None]) -> str | None:
         return (await info.context.loaders.holds_by_run_id.load(self.facts.id)).status_words
+    review_status: str | None = strawberry.field(
+        resolver=_review_status,
+        description="'suspicious: needs review', 'approved after review', 'rejected after review', or null when unflagged.",
+    )
 
-    @strawberry.field(description="Fixed caveats: baseline, reported figure.")
-    def caveats(self) -> list[str]:
+    def _caveats(self) -> list[str]:
         return trust.caveats(self.facts)
+    caveats: list[str] = strawberry.field(resolver=_caveats, description="Fixed caveats: baseline, reported figure.")
