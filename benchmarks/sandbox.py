@@ -733,9 +733,13 @@ def _confine(job: _Job, result_w: int, life_r: int, limits: Limits, level: str, 
         # PID 1 of a fresh PID namespace: when this process ends, the kernel kills all it started.
         _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
         options = f"size={limits.scratch_bytes},mode=1777".encode()
-        for target in ("/tmp", "/var/tmp", "/dev/shm"):
-            if os.path.isdir(target):
-                _check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options), f"mount tmpfs {target}")
+        targets = [t for t in _SCRATCH_MOUNTS if os.path.isdir(t)]
+        # Import folders under a scratch mount (a checkout and its venv in /tmp) are held as detached copies
+        # of their mounts, so the private tmpfs does not hide them: a lazy import inside a job still works.
+        held = _hold_folders(libc, [f for f in _import_folders() if any(f == t or f.startswith(t + "/") for t in targets)])
+        for target in targets:
+            _check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options), f"mount tmpfs {target}")
+        _put_back_read_only(libc, held)
         _expose_interpreter(libc)
         # A /proc of this PID namespace: the ingest's processes (their command lines, environments) are not there.
         _check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "mount /proc")
@@ -765,6 +769,45 @@ def _confine(job: _Job, result_w: int, life_r: int, limits: Limits, level: str, 
                        "OMP_NUM_THREADS": "1"})
     tempfile.tempdir = scratch
     return scratch
+
+
+_SCRATCH_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm")
+_AT_FDCWD = -100
+_OPEN_TREE_CLONE = 1
+_AT_RECURSIVE = 0x8000
+_MOVE_MOUNT_F_EMPTY_PATH = 4
+# open_tree(2) and move_mount(2) (Linux 5.2): the same numbers on every architecture's syscall table.
+_SYS_OPEN_TREE = 428
+_SYS_MOVE_MOUNT = 429
+
+
+def _import_folders() -> list[str]:
+    """The folders Python imports from (and its prefixes), outermost first, none inside another."""
+    folders = sorted({os.path.realpath(p if os.path.isdir(p) else os.path.dirname(p))
+                      for p in (*sys.path, sys.prefix, sys.base_prefix) if p and os.path.exists(p)})
+    outermost: list[str] = []
+    for folder in folders:
+        if not any(folder == o or folder.startswith(o.rstrip("/") + "/") for o in outermost):
+            outermost.append(folder)
+    return outermost
+
+
+def _hold_folders(libc: Any, folders: list[str]) -> list[tuple[int, str]]:
+    """Detached clones of these folders' mounts (open_tree), to put back after a mount covers them."""
+    held = []
+    for folder in folders:
+        fd = libc.syscall(_SYS_OPEN_TREE, _AT_FDCWD, folder.encode(), _OPEN_TREE_CLONE | _AT_RECURSIVE | os.O_CLOEXEC)
+        _check(0 if fd >= 0 else -1, f"open_tree {folder}")
+        held.append((fd, folder))
+    return held
+
+
+def _put_back_read_only(libc: Any, held: list[tuple[int, str]]) -> None:
+    for fd, folder in held:
+        os.makedirs(folder, 0o755, exist_ok=True)
+        _check(libc.syscall(_SYS_MOVE_MOUNT, fd, b"", _AT_FDCWD, folder.encode(), _MOVE_MOUNT_F_EMPTY_PATH), f"move_mount {folder}")
+        _check(libc.mount(None, folder.encode(), None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY, None), f"read-only {folder}")
+        os.close(fd)
 
 
 def _expose_interpreter(libc: Any) -> None:

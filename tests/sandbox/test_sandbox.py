@@ -297,3 +297,26 @@ def test_parallel_traces_come_back_in_input_order_whichever_finished_first():
     assert [r.bindings["dim"] for r in parallel] == [101, 102, 103, 104, 105]
     assert sorted(finished) == sorted(name for _, name in items) and finished[-1] == "101_ReLU.py"
     assert [r.to_json() for r in parallel] == [r.to_json() for r in one_at_a_time]
+
+
+def test_a_job_imports_from_a_checkout_under_tmp_that_the_zygote_never_loaded(tmp_path, monkeypatch):
+    # A clean clone in /tmp (CI's) keeps its code and venv there, under the mount the job's private /tmp
+    # covers: those import folders are put back read-only, so a lazy import inside a job still works,
+    # and the rest of /tmp stays hidden.
+    package = tmp_path / "checkout" / "lazy_probe_pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "late.py").write_text(
+        "import os\n\ndef look(path):\n    return [os.path.exists(path), __file__]\n", encoding="utf-8")
+    secret = tmp_path / "beside-the-checkout.txt"
+    secret.write_text("not for the job", encoding="utf-8")
+    os.chmod(tmp_path, 0o755)
+    monkeypatch.syspath_prepend(str(tmp_path / "checkout"))
+    with sandbox.Sandbox(limits=sandbox.Limits(wall_s=30)) as box:
+        outcome = box.run("lazy_probe_pkg.late:look", str(secret))
+        level = box.level
+    assert outcome.status == "ok", outcome.detail
+    exists, where = outcome.value
+    assert where.startswith(str(tmp_path / "checkout"))
+    if level == sandbox.LEVEL_NAMESPACES:
+        assert exists is False  # only the import folder came back, not its neighbours
