@@ -2,54 +2,59 @@
 
     python examples/compare_implementations.py torch_eager torch_compile_inductor [--level 3] [--api URL]
 
-For each workload and environment where both implementations have an eligible run, prints the two
-latencies and the ratio. Runs from different environments are never compared.
+For each workload and cohort (one environment, configuration and protocol) where both implementations
+have an eligible run, prints the exact hardware SKU (`Hardware.sku`, e.g. 'NVIDIA H100 SXM5 80GB'), the
+provider (`Environment.provider`; '-' when the source did not say), the environment's database id, each
+implementation's fastest latency in that cohort (`ComparisonRow.latencyMs`) and their ratio (first / second:
+>1 means the second is faster). Runs from different environments are never compared. The API computes
+speedups only against a cohort's designated baseline; for that figure see plot_speedups.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import urllib.request
+from typing import NamedTuple
+
+from graphql_client import nodes
 
 # Cost 20 + 20 × 20 + 20 × 20 × 20 = 8,420, inside the server's limit (extensions.cost in each answer).
 QUERY = """
 query Compare($level: Int!, $after: String) {
   workloads(level: $level, first: 20, after: $after) {
     pageInfo { hasNextPage endCursor }
-    nodes { slug comparisons(first: 20) { gpu environment { id provider } rows(first: 20) { latencyMs implementation { slug } } } }
+    nodes {
+      slug
+      comparisons(first: 20) {
+        environment { databaseId provider hardware { sku } }
+        rows(first: 20) { latencyMs implementation { slug } }
+      }
+    }
   }
 }
 """
 
 
-def graphql(api: str, query: str, variables: dict) -> dict:
-    request = urllib.request.Request(
-        f"{api}/graphql", data=json.dumps({"query": query, "variables": variables}).encode(),
-        headers={"content-type": "application/json"},
-    )
-    with urllib.request.urlopen(request) as response:
-        body = json.load(response)
-    if body.get("errors"):
-        raise SystemExit(f"API error: {body['errors'][0]['message']}")
-    return body["data"]
+class Compared(NamedTuple):
+    workload: str
+    sku: str
+    provider: str | None
+    environment_id: int
+    first_ms: float
+    second_ms: float
 
 
-def compare(api: str, first: str, second: str, level: int) -> list[tuple[str, str, float, float]]:
-    rows, after = [], None
-    while True:
-        page = graphql(api, QUERY, {"level": level, "after": after})["workloads"]
-        for workload in page["nodes"]:
-            for cohort in workload["comparisons"]:
-                best: dict[str, float] = {}
-                for row in cohort["rows"]:
-                    best.setdefault(row["implementation"]["slug"], row["latencyMs"])
-                if first in best and second in best:
-                    where = f"{cohort['gpu']} ({cohort['environment']['provider'] or 'unknown provider'})"
-                    rows.append((workload["slug"], where, best[first], best[second]))
-        if not page["pageInfo"]["hasNextPage"]:
-            return rows
-        after = page["pageInfo"]["endCursor"]
+def compare(api: str, first: str, second: str, level: int) -> list[Compared]:
+    rows = []
+    for workload in nodes(api, QUERY, {"level": level}, "workloads"):
+        for cohort in workload["comparisons"]:
+            best: dict[str, float] = {}
+            for row in cohort["rows"]:  # fastest first, so the first row of an implementation is its best
+                best.setdefault(row["implementation"]["slug"], row["latencyMs"])
+            if first in best and second in best:
+                env = cohort["environment"]
+                rows.append(Compared(workload["slug"], env["hardware"]["sku"], env["provider"], env["databaseId"],
+                                     best[first], best[second]))
+    return rows
 
 
 def main() -> None:
@@ -60,9 +65,10 @@ def main() -> None:
     parser.add_argument("--api", default="http://127.0.0.1:8000")
     args = parser.parse_args()
     rows = compare(args.api, args.first, args.second, args.level)
-    print(f"{'workload':<40} {'environment':<32} {args.first:>14} {args.second:>14} {'ratio':>7}")
-    for slug, where, a, b in rows:
-        print(f"{slug:<40} {where:<32} {a:>12.3f}ms {b:>12.3f}ms {a / b:>6.2f}×")
+    print(f"{'workload':<36} {'sku':<26} {'provider':<12} {'env':>5} {args.first:>14} {args.second:>14} {'ratio':>7}")
+    for r in rows:
+        print(f"{r.workload:<36} {r.sku:<26} {r.provider or '-':<12} {r.environment_id:>5} "
+              f"{r.first_ms:>12.3f}ms {r.second_ms:>12.3f}ms {r.first_ms / r.second_ms:>6.2f}×")
     if not rows:
         print("no cohort has eligible runs of both implementations")
 

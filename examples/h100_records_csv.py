@@ -2,16 +2,16 @@
 
     python examples/h100_records_csv.py [--api http://127.0.0.1:8000] [--hardware "NVIDIA H100"] > h100.csv
 
-Uses only the standard library.
+Uses only the standard library (and graphql_client.py beside it).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
-import urllib.request
+
+from graphql_client import nodes
 
 QUERY = """
 query Records($hardware: String!, $after: String) {
@@ -27,18 +27,6 @@ query Records($hardware: String!, $after: String) {
 """
 
 
-def graphql(api: str, query: str, variables: dict) -> dict:
-    request = urllib.request.Request(
-        f"{api}/graphql", data=json.dumps({"query": query, "variables": variables}).encode(),
-        headers={"content-type": "application/json"},
-    )
-    with urllib.request.urlopen(request) as response:
-        body = json.load(response)
-    if body.get("errors"):
-        raise SystemExit(f"API error: {body['errors'][0]['message']}")
-    return body["data"]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--api", default="http://127.0.0.1:8000")
@@ -47,19 +35,13 @@ def main() -> None:
     out = csv.writer(sys.stdout)
     out.writerow(["workload", "level", "environment", "sku", "provider", "implementation", "latency_ms", "ci95_ms",
                   "trials", "evidence", "observed_at", "source", "source_revision"])
-    after = None
-    while True:
-        page = graphql(args.api, QUERY, {"hardware": args.hardware, "after": after})["records"]
-        for node in page["nodes"]:
-            for r in node["records"]:
-                run = r["run"]
-                out.writerow([node["workload"]["slug"], node["workload"]["level"], r["label"],
-                              r["environment"]["hardware"]["sku"], r["environment"]["provider"], r["implementation"]["slug"],
-                              r["latencyMs"], run["ciHalfWidthMs"], run["numTrials"], run["evidence"], run["observedAt"],
-                              run["source"]["name"], run["source"]["revision"]])
-        if not page["pageInfo"]["hasNextPage"]:
-            break
-        after = page["pageInfo"]["endCursor"]
+    for node in nodes(args.api, QUERY, {"hardware": args.hardware}, "records"):
+        for r in node["records"]:
+            run = r["run"]
+            out.writerow([node["workload"]["slug"], node["workload"]["level"], r["label"],
+                          r["environment"]["hardware"]["sku"], r["environment"]["provider"], r["implementation"]["slug"],
+                          r["latencyMs"], run["ciHalfWidthMs"], run["numTrials"], run["evidence"], run["observedAt"],
+                          run["source"]["name"], run["source"]["revision"]])
 
 
 if __name__ == "__main__":
