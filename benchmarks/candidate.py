@@ -46,7 +46,7 @@ import secrets
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -55,7 +55,7 @@ from . import problems as problems_module
 from . import runners, timing
 from .environment import capture_environment
 from .problems import SEED, Instance, Problem, ProblemError
-from .records import build_record, utc_now_iso
+from .records import build_record
 from .runners import (
     IMPLEMENTATIONS,
     TORCH_EAGER,
@@ -493,17 +493,8 @@ def _constant_value(value: Any) -> float | None:
 # ---------------------------------------------------------------- one job
 
 
-@dataclass
-class Result:
-    """What measuring one implementation produced, before it becomes a record."""
-
-    status: str
-    failure_reason: str | None = None
-    samples_ms: list[float] | None = None
-    compile_time_ms: float | None = None
-    correctness: dict[str, Any] | None = None
-    kept_trials: int | None = None
-    observed_at: str = field(default_factory=utc_now_iso)
+# The runners' outcome of measuring one implementation, with kept_trials set (the adaptive count).
+Result = runners.Outcome
 
 
 class _Context:

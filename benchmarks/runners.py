@@ -279,6 +279,7 @@ class Outcome:
     samples_ms: list[float] | None = None
     compile_time_ms: float | None = None
     correctness: dict[str, Any] | None = None
+    kept_trials: int | None = None  # set by an adaptive count (benchmarks.candidate); None: the trials asked
     observed_at: str = field(default_factory=utc_now_iso)
 
 
