@@ -5,10 +5,12 @@ list can choose its page before it joins anything; with the dimensions joined th
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, literal_column, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from kernelindex.db.models import Environment, Hardware, Implementation, Run, Workload, WorkloadRevision
@@ -21,9 +23,70 @@ class FilterError(ValueError):
 
 
 def hardware_matches(name: str) -> ColumnElement[bool]:
-    """A hardware row matching a SKU or a family, case-insensitively."""
+    """A hardware row matching `name` as its SKU, short name, family (every SKU of it) or a product
+    name its driver reports, case-insensitively: the names check_names accepts."""
     lowered = name.lower()
-    return or_(func.lower(Hardware.sku) == lowered, func.lower(Hardware.family) == lowered)
+    products = func.unnest(Hardware.driver_product_names).table_valued("product_name").render_derived()
+    return or_(
+        func.lower(Hardware.sku) == lowered, func.lower(Hardware.short_name) == lowered,
+        func.lower(Hardware.family) == lowered,
+        select(products.c.product_name).where(func.lower(products.c.product_name) == lowered).exists(),
+    )
+
+
+# How many close matches an unknown name's error lists, and how close (difflib's ratio) they must be.
+CLOSE_MATCHES = 5
+CLOSE_CUTOFF = 0.6
+
+
+async def check_names(session: AsyncSession, *, workload: str | None = None, implementation: str | None = None,
+                      hardware: str | None = None) -> None:
+    """Raise FilterError when a workload slug, implementation slug or hardware name names nothing in
+    the catalogue: "no hardware 'H100x'; did you mean 'H100 SXM', 'NVIDIA H100'?". One statement
+    when every name exists; the catalogue's names are read only to word an error."""
+    wanted = [(kind, name) for kind, name in (("workload", workload), ("implementation", implementation),
+                                              ("hardware", hardware)) if name is not None]
+    if not wanted:
+        return
+    exists = {
+        "workload": lambda n: select(Workload.id).where(Workload.slug == n).exists(),
+        "implementation": lambda n: select(Implementation.id).where(Implementation.slug == n).exists(),
+        "hardware": lambda n: select(Hardware.id).where(hardware_matches(n)).exists(),
+    }
+    found = (await session.execute(select(*(exists[kind](name) for kind, name in wanted)))).one()
+    problems = [await _unknown(session, kind, name) for (kind, name), ok in zip(wanted, found, strict=True) if not ok]
+    if problems:
+        raise FilterError("; ".join(problems))
+
+
+async def _unknown(session: AsyncSession, kind: str, name: str) -> str:
+    if kind == "workload":
+        names = list((await session.scalars(select(Workload.slug))).all())
+    elif kind == "implementation":
+        names = list((await session.scalars(select(Implementation.slug))).all())
+    else:
+        names = []
+        for sku, short, family, products in await session.execute(
+                select(Hardware.sku, Hardware.short_name, Hardware.family, Hardware.driver_product_names)):
+            names.extend([sku, short, family, *(products or [])])
+    return unknown_name_message(kind, name, names)
+
+
+def unknown_name_message(kind: str, name: str, names: list[str]) -> str:
+    """The words for a name that is not in `names`, with its close matches (compared case-insensitively,
+    as hardware names match; each listed as the catalogue spells it)."""
+    spelled: dict[str, str] = {}
+    for n in sorted(names):
+        spelled.setdefault(n.lower(), n)
+    lowered = name.lower()
+    # Names holding what was typed come first ("H100" → 'H100 SXM', 'NVIDIA H100'), shortest first;
+    # then difflib's closest, which alone ranks 'H200' above 'NVIDIA H100' for "H100".
+    holding = sorted((n for n in spelled if lowered in n), key=lambda n: (len(n), n))
+    similar = difflib.get_close_matches(lowered, list(spelled), n=CLOSE_MATCHES, cutoff=CLOSE_CUTOFF)
+    close = list(dict.fromkeys([*holding, *similar]))[:CLOSE_MATCHES]
+    if not close:
+        return f"no {kind} {name!r}; nothing in the catalogue is close"
+    return f"no {kind} {name!r}; did you mean {', '.join(repr(spelled[c]) for c in close)}?"
 
 
 @dataclass(frozen=True)  # hashable: queries.runs keeps statements by their filters

@@ -8,7 +8,9 @@ import io
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 from sqlalchemy import Select, or_, select, text
@@ -22,13 +24,14 @@ from kernelindex.db.engine import discard_connections
 from kernelindex.db.errors import is_unavailable
 from kernelindex.db.models import Hardware, Run, SuiteSnapshot, SuiteSnapshotMember, Workload, WorkloadRevision
 from kernelindex.db.text import text_problem
+from kernelindex.graphql.enums import Evidence, RunStatus
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, UserInputError
 from kernelindex.graphql.inputs import check_datetime
 from kernelindex.ingest.export import hardware_line, run_record, workload_line
 from kernelindex.rules import stats
 from kernelindex.rules import trust_labels as trust
 from kernelindex.services.facts import implementation_facts, run_rows_statement
-from kernelindex.services.run_filters import FilterError, RunFilters
+from kernelindex.services.run_filters import FilterError, RunFilters, check_names
 from kernelindex.web.response_cache import ResponseCache, export_key
 from kernelindex.web.state import server_state
 
@@ -125,25 +128,78 @@ async def _end_session(session: AsyncSession, *, clean: bool, request_id: str) -
 # answering anyone else (the fetch between chunks is where others run): small enough that several
 # exports at once keep /healthz and GraphQL prompt, large enough that a round trip per chunk is cheap.
 BATCH = 100
-CSV_COLUMNS = (
-    "run_id", "workload", "workload_source_sha256", "bindings", "dtype", "implementation", "hardware_sku",
-    "hardware_family", "provider", "environment_fingerprint", "protocol", "protocol_version", "status",
-    "failure_reason", "mean_ms", "std_ms", "min_ms", "max_ms", "median_ms", "p5_ms", "p95_ms", "num_trials",
-    "ci95_half_width_ms", "compile_time_ms", "observed_at", "evidence", "source", "source_revision", "licence",
-    "trust_label", "stale", "superseded", "retracted",
+
+
+@dataclass(frozen=True)
+class ExportColumn:
+    """One column of runs.csv: its name since runs.csv was first published (`names=csv`, the default,
+    so existing readers keep working) and the path of the same value from `Run` in the GraphQL schema
+    (`names=graphql`). This table is the one place both come from; tests/api/test_export_vocabulary.py
+    checks every path against the schema and every value against the GraphQL answer."""
+
+    csv: str
+    graphql: str
+
+
+RUN_COLUMNS = (
+    ExportColumn("run_id", "databaseId"),
+    ExportColumn("workload", "workloadSlug"),
+    ExportColumn("workload_source_sha256", "revision.sha256"),
+    ExportColumn("bindings", "configuration.bindings"),
+    ExportColumn("dtype", "configuration.dtype"),
+    ExportColumn("implementation", "implementation.slug"),
+    ExportColumn("hardware_sku", "environment.hardware.sku"),
+    ExportColumn("hardware_family", "environment.hardware.family"),
+    ExportColumn("provider", "environment.provider"),
+    ExportColumn("environment_fingerprint", "environment.fingerprint"),
+    ExportColumn("protocol", "protocol.name"),
+    ExportColumn("protocol_version", "protocol.version"),
+    ExportColumn("status", "status"),
+    ExportColumn("failure_reason", "failureReason"),
+    ExportColumn("mean_ms", "meanMs"),
+    ExportColumn("std_ms", "stdMs"),
+    ExportColumn("min_ms", "minMs"),
+    ExportColumn("max_ms", "maxMs"),
+    ExportColumn("median_ms", "medianMs"),
+    ExportColumn("p5_ms", "p5Ms"),
+    ExportColumn("p95_ms", "p95Ms"),
+    ExportColumn("num_trials", "numTrials"),
+    ExportColumn("ci95_half_width_ms", "ciHalfWidthMs"),
+    ExportColumn("compile_time_ms", "compileTimeMs"),
+    ExportColumn("observed_at", "observedAt"),
+    ExportColumn("evidence", "evidence"),
+    ExportColumn("source", "source.name"),
+    ExportColumn("source_revision", "source.revision"),
+    ExportColumn("licence", "implementation.licence"),
+    ExportColumn("trust_label", "trustLabel"),
+    ExportColumn("stale", "stale"),
+    ExportColumn("superseded", "superseded"),
+    ExportColumn("retracted", "retracted"),
 )
+CSV_COLUMNS = tuple(c.csv for c in RUN_COLUMNS)
+GRAPHQL_COLUMNS = tuple(c.graphql for c in RUN_COLUMNS)
+# runs.csv?names=: "csv" (the default) the published column names; "graphql" the GraphQL paths, with
+# bindings as GraphQL gives them (a list of {axis, value}) instead of an object.
+NAME_CHOICES = ("csv", "graphql")
+
+# The export parameters GraphQL spells differently (camelCase); both spellings are accepted.
+FILTER_ALIASES = {"observedSince": "observed_since", "eligibleOnly": "eligible_only", "includeSuperseded": "include_superseded"}
+# Filters whose values are a GraphQL enum: the enum's name (PASSED) or its value (passed), any case.
+ENUM_FILTERS: dict[str, type[Enum]] = {"status": RunStatus, "evidence": Evidence}
 BOOLEAN = {"true": True, "1": True, "false": False, "0": False}
 
 
 def filters_from_query(request: Request, route_params: frozenset[str] = frozenset()) -> RunFilters:
-    """The run filters of the query string; `route_params` are the other parameters the route reads."""
-    q = request.query_params
+    """The run filters of the query string; `route_params` are the other parameters the route reads.
+    GraphQL's spellings of names (`observedSince`) and enum values (`status=PASSED`) are accepted."""
+    items = [(FILTER_ALIASES.get(name, name), value) for name, value in request.query_params.multi_items()]
+    q = dict(items)
     known = {"workload", "implementation", "hardware", "evidence", "licence", "status", "stale", "observed_since",
              "eligible_only", "include_superseded"} | route_params
     unknown = sorted(set(q) - known)
     if unknown:
         raise FilterError(f"unknown filter(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    for name, value in q.multi_items():
+    for name, value in items:
         problem = text_problem(value)
         if problem:
             raise FilterError(f"{name} {problem}")
@@ -154,6 +210,15 @@ def filters_from_query(request: Request, route_params: frozenset[str] = frozense
         if q[name].lower() not in BOOLEAN:
             raise FilterError(f"{name} must be true or false, got {q[name]!r}")
         return BOOLEAN[q[name].lower()]
+
+    def enum_value(name: str) -> str | None:
+        if name not in q:
+            return None
+        for member in ENUM_FILTERS[name]:
+            if q[name].lower() in (member.name.lower(), str(member.value).lower()):
+                return str(member.value)
+        spelled = ", ".join(f"{m.name} ({m.value})" for m in ENUM_FILTERS[name])
+        raise FilterError(f"{name} must be one of {spelled}, got {q[name]!r}")
 
     observed_since = None
     if "observed_since" in q:
@@ -167,7 +232,7 @@ def filters_from_query(request: Request, route_params: frozenset[str] = frozense
             raise FilterError(exc.message) from exc
     return RunFilters(
         workload=q.get("workload"), implementation=q.get("implementation"), hardware=q.get("hardware"),
-        evidence=q.get("evidence"), licence=q.get("licence"), status=q.get("status"), stale=boolean("stale"),
+        evidence=enum_value("evidence"), licence=q.get("licence"), status=enum_value("status"), stale=boolean("stale"),
         observed_since=observed_since, eligible_only=bool(boolean("eligible_only")),
         include_superseded=bool(boolean("include_superseded")),
     )
@@ -206,31 +271,39 @@ async def runs_csv(request: Request) -> Response:
     if (cached := await export.hit()) is not None:
         return cached
     try:
-        filters = filters_from_query(request)
+        filters = filters_from_query(request, frozenset({"names"}))
         statement = _statement(request, filters)
+        names = request.query_params.get("names", "csv")
+        if names not in NAME_CHOICES:
+            raise FilterError(f"names must be {' or '.join(NAME_CHOICES)}, got {names!r}")
     except FilterError as exc:
         return JSONResponse({"error": str(exc)}, status_code=400)
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable
     session = request.state.session
+    if (refused := await unknown_names(session, filters)) is not None:
+        return refused
     now = server_state(request).clock()
+    graphql_names = names == "graphql"
 
     async def rows() -> AsyncIterator[str]:
         buffer = io.StringIO()
         writer = csv.writer(buffer)
-        writer.writerow(CSV_COLUMNS)
+        writer.writerow(GRAPHQL_COLUMNS if graphql_names else CSV_COLUMNS)
         result = await session.stream(statement)
         count = 0
         async for run, impl, env, hw, protocol, snapshot, source, slug, sha in result:
             half = stats.ci95_half_width(run.std_ms, run.num_trials)
-            writer.writerow(
-                (run.id, slug, sha, json.dumps(run.bindings, sort_keys=True), run.dtype, impl.slug, hw.sku, hw.family,
-                 env.provider or "", env.fingerprint, protocol.name, protocol.version, run.status, run.failure_reason or "",
-                 run.mean_ms, run.std_ms, run.min_ms, run.max_ms, run.median_ms, run.p5_ms, run.p95_ms, run.num_trials,
-                 half, run.compile_time_ms, run.observed_at.isoformat(), run.evidence, source.name,
-                 snapshot.revision or "", impl.licence or "", trust.trust_label(run.evidence, implementation_facts(impl)),
-                 trust.is_stale(run.observed_at, now), run.superseded_at is not None, run.retracted_at is not None)
-            )
+            bindings = ([{"axis": k, "value": int(v)} for k, v in sorted(run.bindings.items())] if graphql_names
+                        else run.bindings)
+            row = (run.id, slug, sha, json.dumps(bindings, sort_keys=True), run.dtype, impl.slug, hw.sku, hw.family,
+                   env.provider or "", env.fingerprint, protocol.name, protocol.version, run.status, run.failure_reason or "",
+                   run.mean_ms, run.std_ms, run.min_ms, run.max_ms, run.median_ms, run.p5_ms, run.p95_ms, run.num_trials,
+                   half, run.compile_time_ms, run.observed_at.isoformat(), run.evidence, source.name,
+                   snapshot.revision or "", impl.licence or "", trust.trust_label(run.evidence, implementation_facts(impl)),
+                   trust.is_stale(run.observed_at, now), run.superseded_at is not None, run.retracted_at is not None)
+            # GraphQL writes booleans as JSON does; the published columns keep Python's True/False.
+            writer.writerow(tuple(_json_boolean(v) for v in row) if graphql_names else row)
             count += 1
             if count % BATCH == 0:
                 yield buffer.getvalue()
@@ -239,6 +312,21 @@ async def runs_csv(request: Request) -> Response:
         yield buffer.getvalue()
 
     return export.stream(rows())
+
+
+def _json_boolean(value: object) -> object:
+    return ("true" if value else "false") if isinstance(value, bool) else value
+
+
+async def unknown_names(session: AsyncSession, filters: RunFilters) -> Response | None:
+    """400 when a workload, implementation or hardware filter names nothing in the catalogue, with the
+    close matches, in the words GraphQL uses (run_filters.check_names)."""
+    try:
+        await check_names(session, workload=filters.workload, implementation=filters.implementation,
+                          hardware=filters.hardware)
+    except FilterError as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    return None
 
 
 # Exports up to this size are kept in the response cache once streamed; bigger ones stream every time.
@@ -338,6 +426,8 @@ async def catalog_jsonl(request: Request) -> Response:
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable
     session = request.state.session
+    if (refused := await unknown_names(session, filters)) is not None:
+        return refused
 
     async def lines() -> AsyncIterator[str]:
         for h in (await session.scalars(select(Hardware).order_by(Hardware.id))).all():

@@ -7,18 +7,21 @@ from typing import Annotated
 import strawberry
 from sqlalchemy import select
 
+from kernelindex.db.models import Hardware as HardwareRow
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
+from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.pagination import LIST_DEFAULT, Connection, first_of, keyset_page
 from kernelindex.graphql.queries.workloads import measured_on_clause
 from kernelindex.graphql.types.records import EnvironmentRecord
 from kernelindex.graphql.types.workload import Workload
+from kernelindex.services.run_filters import FilterError, check_names, hardware_matches
 
 
 @strawberry.type(description="A workload's current records on the hardware asked for.")
 class WorkloadRecords:
     workload_row: strawberry.Private[WorkloadRow]
-    hardware: strawberry.Private[str]
+    hardware_ids: strawberry.Private[frozenset[int]]  # the hardware the name asked for matches
 
     @strawberry.field(description="The workload.")
     def workload(self) -> Workload:
@@ -30,11 +33,7 @@ class WorkloadRecords:
         first: Annotated[int, strawberry.argument(description="How many, at most (1 to 100; default 100).")] = LIST_DEFAULT,
     ) -> list[EnvironmentRecord]:
         evidence = await info.context.loaders.page_by_workload_id.load(self.workload_row.id)
-        wanted = self.hardware.lower()
-        mine = [
-            r for r in evidence.records
-            if wanted in (r.run.environment.hardware.sku.lower(), r.run.environment.hardware.family.lower())
-        ]
+        mine = [r for r in evidence.records if r.run.environment.hardware.id in self.hardware_ids]
         return [EnvironmentRecord(record=r) for r in first_of(mine, first, info.context.settings.max_page_size)]
 
 
@@ -44,16 +43,25 @@ class RecordQueries:
     async def records(
         self,
         info: strawberry.Info[Context, None],
-        hardware: Annotated[str, strawberry.argument(description="Hardware SKU or family, e.g. 'NVIDIA H100'.")],
+        hardware: Annotated[str, strawberry.argument(description="Hardware SKU, short name, family (every SKU of it) or driver product name, e.g. 'NVIDIA H100'; a name that matches nothing is an error listing the close matches.")],
         first: int = 20,
         after: str | None = None,
     ) -> Connection[WorkloadRecords]:
+        # The hardware the name matches, once (run_filters.hardware_matches): none is an error that
+        # lists the close matches, not an empty list.
+        hardware_ids = frozenset((await info.context.session.scalars(
+            select(HardwareRow.id).where(hardware_matches(hardware)))).all())
+        if not hardware_ids:
+            try:
+                await check_names(info.context.session, hardware=hardware)
+            except FilterError as exc:
+                raise UserInputError(str(exc)) from exc
         statement = select(WorkloadRow).where(measured_on_clause(hardware))
         loaders = info.context.loaders
 
         def make_node(row):
             loaders.workload_by_id.prime(row[0].id, row[0])
-            return WorkloadRecords(workload_row=row[0], hardware=hardware)
+            return WorkloadRecords(workload_row=row[0], hardware_ids=hardware_ids)
 
         return await keyset_page(
             info.context.session, statement, kind="records",

@@ -23,7 +23,7 @@ from kernelindex.graphql.node import from_global_id
 from kernelindex.graphql.pagination import Connection, narrow_keyset_page, narrow_page_statement
 from kernelindex.graphql.types.run import Run
 from kernelindex.services.facts import RUN_ID_COLUMN, FactsBuilder, run_columns_statement
-from kernelindex.services.run_filters import FilterError, RunFilters
+from kernelindex.services.run_filters import FilterError, RunFilters, check_names
 
 # A run without a mean sorts after every other. 'Infinity' is written into the statement, not bound:
 # the index ix_runs_fastest (migration 0009) is on this very expression, and a plan PostgreSQL
@@ -41,9 +41,23 @@ KEYS = {
 }
 
 
+RUNS_DESCRIPTION = (
+    "Runs, filtered and ordered. Superseded runs are left out unless asked for. A workload, implementation or "
+    "hardware that matches nothing is an error (BAD_USER_INPUT) listing the close matches.\n\n"
+    "For bulk pulls (every run of a workload, or all of them) use one request instead of pages: "
+    "`GET /exports/runs.csv` streams the same runs as CSV, with the same filters as query parameters "
+    "(`workload`, `implementation`, `hardware`, `evidence`, `licence`, `status`, `stale`, `observedSince`, "
+    "`eligibleOnly`, `includeSuperseded`; enum values as here, `status=PASSED`, or in lower case). "
+    "`names=graphql` names its columns by these fields' paths (`databaseId`, `meanMs`, `environment.hardware.sku`); "
+    "the default names are the published ones (`run_id`, `mean_ms`). For example "
+    "`/exports/runs.csv?workload=kernelbench-l3-p9-resnet18&status=PASSED&names=graphql`. "
+    "`GET /exports/catalog.jsonl` is the same runs in the ingest format, for `kernelindex ingest runs`."
+)
+
+
 @strawberry.type
 class RunQueries:
-    @strawberry.field(description="Runs, filtered and ordered. Superseded runs are left out unless asked for.")
+    @strawberry.field(description=RUNS_DESCRIPTION)
     async def runs(
         self,
         info: strawberry.Info[Context, None],
@@ -51,7 +65,7 @@ class RunQueries:
         after: str | None = None,
         workload: Annotated[str | None, strawberry.argument(description="Workload slug.")] = None,
         implementation: Annotated[str | None, strawberry.argument(description="Implementation slug.")] = None,
-        hardware: Annotated[str | None, strawberry.argument(description="Hardware SKU or family, e.g. 'NVIDIA H100'.")] = None,
+        hardware: Annotated[str | None, strawberry.argument(description="Hardware SKU, short name, family (every SKU of it) or driver product name, e.g. 'NVIDIA H100'.")] = None,
         environment: Annotated[strawberry.ID | None, strawberry.argument(description="Environment ID.")] = None,
         evidence: Annotated[Evidence | None, strawberry.argument(description="Reported or measured.")] = None,
         licence: Annotated[str | None, strawberry.argument(description="SPDX licence of the implementation.")] = None,
@@ -91,10 +105,19 @@ async def run_connection(
     except FilterError as exc:
         raise UserInputError(str(exc)) from exc
     builder = FactsBuilder()
-    return await narrow_keyset_page(
+    connection = await narrow_keyset_page(
         info.context.session, narrow, statement, kind=f"run:{order_by.value}", key_of=KEYS[order_by],
         make_node=lambda row: Run(facts=builder.run_of_columns(row)), first=first, after=after,
     )
+    if not connection.edges:
+        # Only an empty page can hide a name that matches nothing (a run on the page matched every
+        # name asked for), so a page with runs costs no look-up.
+        try:
+            await check_names(info.context.session, workload=filters.workload,
+                              implementation=filters.implementation, hardware=filters.hardware)
+        except FilterError as exc:
+            raise UserInputError(str(exc)) from exc
+    return connection
 
 
 def _statements(filters: RunFilters, now: datetime, order_by: RunOrder, first: int, after: str | None,

@@ -13,10 +13,11 @@ from kernelindex.db.models import Run as RunRow
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.enums import WorkloadKind, WorkloadOrder
+from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.pagination import Connection, keyset_page
 from kernelindex.graphql.types.workload import Workload
 from kernelindex.services.eligibility import eligible_run_clause
-from kernelindex.services.run_filters import hardware_matches
+from kernelindex.services.run_filters import FilterError, check_names, hardware_matches
 
 
 def like_escape(text: str) -> str:
@@ -24,7 +25,7 @@ def like_escape(text: str) -> str:
 
 
 def measured_on_clause(name: str):
-    """Workloads with at least one eligible run on hardware matching `name` (SKU or family)."""
+    """Workloads with at least one eligible run on hardware matching `name` (run_filters.hardware_matches)."""
     return (
         select(RunRow.id)
         .join(EnvironmentRow, EnvironmentRow.id == RunRow.environment_id)
@@ -64,8 +65,8 @@ class WorkloadQueries:
         kind: Annotated[WorkloadKind | None, strawberry.argument(description="Model, operator or fusion.")] = None,
         name_contains: Annotated[str | None, strawberry.argument(description="Case-insensitive substring of the name or slug.")] = None,
         name_prefix: Annotated[str | None, strawberry.argument(description="Case-insensitive prefix of the name.")] = None,
-        measured_on: Annotated[str | None, strawberry.argument(description="Only workloads with an eligible run on this hardware SKU or family.")] = None,
-        not_measured_on: Annotated[str | None, strawberry.argument(description="Only workloads with no eligible run on this hardware SKU or family.")] = None,
+        measured_on: Annotated[str | None, strawberry.argument(description="Only workloads with an eligible run on this hardware SKU, short name, family or driver product name (one that matches nothing is an error).")] = None,
+        not_measured_on: Annotated[str | None, strawberry.argument(description="Only workloads with no eligible run on this hardware SKU, short name, family or driver product name (one that matches nothing is an error).")] = None,
         order_by: Annotated[WorkloadOrder, strawberry.argument(description="Sort order.")] = WorkloadOrder.SUITE_LEVEL_PROBLEM,
     ) -> Connection[Workload]:
         conditions = []
@@ -80,6 +81,11 @@ class WorkloadQueries:
             conditions.append(or_(func.lower(WorkloadRow.name).like(pattern), WorkloadRow.slug.like(pattern)))
         if name_prefix:
             conditions.append(func.lower(WorkloadRow.name).like(f"{like_escape(name_prefix.lower())}%"))
+        try:  # a hardware name that matches nothing would give every workload, or none, silently
+            await check_names(info.context.session, hardware=measured_on or None)
+            await check_names(info.context.session, hardware=not_measured_on or None)
+        except FilterError as exc:
+            raise UserInputError(str(exc)) from exc
         if measured_on:
             conditions.append(measured_on_clause(measured_on))
         if not_measured_on:
