@@ -6,6 +6,18 @@ concurrent operations are not permitted"); once it holds one, the driver seriali
 it. So the connection is taken here, once, before execution: a query with several root fields
 (`{ a: workload(…) { … } b: runs { … } }`) no longer fails by chance. A database that does not
 answer is reported here too, and ErrorPolicy turns that into SERVICE_UNAVAILABLE with HTTP 503.
+
+A query's connection is taken in autocommit: no BEGIN before its first statement and no ROLLBACK
+after its last (two of the round trips of every query that executes). What its statements see does
+not change: under READ COMMITTED, PostgreSQL's default and the pool's, a transaction takes a new
+snapshot for every statement anyway, so each statement still sees every transaction committed
+before it began, among them every write counted by the data version the response cache read before
+execution (kernelindex.web.response_cache): no response shows less than the version it is stored
+under. A database whose default isolation is stricter keeps the transaction, since there a query's
+statements share one snapshot. Without a transaction, the request middleware's rollback no longer
+touches the connection, so it can no longer find one that a cancelled sibling field left mid-statement
+(its failed rollback is what discarded such a connection): a query that ends with errors discards its
+connection here instead, without a round trip, and the pool opens a fresh one when it is next needed.
 """
 
 from __future__ import annotations
@@ -16,6 +28,14 @@ from collections.abc import AsyncIterator
 from graphql import ExecutionResult, GraphQLError
 from strawberry.extensions import SchemaExtension
 from strawberry.types.graphql import OperationType
+
+from kernelindex.db.engine import discard_connections
+
+# How a query's connection is taken (see the module's docstring).
+READ_ONLY_EXECUTION = {"isolation_level": "AUTOCOMMIT"}
+# The default isolation under which autocommit statements see what a transaction's would: SQLAlchemy
+# reads the server's default on the pool's first connection (no attribute before it: the transaction is kept).
+_PER_STATEMENT_SNAPSHOTS = "READ COMMITTED"
 
 
 class SessionConnection(SchemaExtension):
@@ -29,12 +49,33 @@ class SessionConnection(SchemaExtension):
             # then fail and turn a user error into a 503.
             context.read_only = True
         session = context.session
+        autocommit = False
         if ctx.result is None:
             try:
-                await session.connection()
+                if context.read_only and _autocommit_reads_alike(session):
+                    await session.connection(execution_options=READ_ONLY_EXECUTION)
+                    autocommit = True
+                else:
+                    await session.connection()
             except Exception as exc:  # ErrorPolicy decides what the client sees
                 ctx.result = ExecutionResult(data=None, errors=[GraphQLError(str(exc), original_error=exc)])
-        yield
+        failed = True
+        try:
+            yield
+            failed = ctx.result is None or bool(ctx.result.errors)
+        finally:
+            if autocommit and failed:
+                # A failed field cancels its siblings, possibly mid-statement: the connection's state is unknown.
+                await discard_connections(getattr(session, "raw", session))
+
+
+def _autocommit_reads_alike(session) -> bool:
+    """Whether this session may read in autocommit: it has not begun a transaction (nothing ran on it
+    before the operation) and the server's default isolation takes a snapshot per statement."""
+    if session.in_transaction():
+        return False
+    bind = session.bind
+    return bind is not None and getattr(bind.dialect, "default_isolation_level", None) == _PER_STATEMENT_SNAPSHOTS
 
 
 class SerializedSession:

@@ -1,4 +1,13 @@
-"""The catalogue: hardware, implementations (with their deployability), environments, protocols and sources."""
+"""The catalogue: hardware, implementations (with their deployability), environments, protocols and sources.
+
+These objects are made once per run shown (a page of runs makes an Implementation, an Environment
+with its Hardware, a Protocol and a Source for each), so their stored fields are plain attributes,
+filled once from the facts in a hand-written __init__, as on Run: strawberry resolves a field
+without a resolver by reading the attribute, with none of the Info and argument handling it gives a
+method resolver (about a microsecond a field instead of several). Fields that derive text or rules
+(labels, deployability, cut text) stay resolvers, written `name: T = strawberry.field(resolver=…)`
+so that the SDL keeps its field order, and cost only when selected.
+"""
 
 from __future__ import annotations
 
@@ -20,93 +29,57 @@ from kernelindex.rules.facts import EnvironmentFacts, HardwareFacts, Implementat
 class Hardware(Node):
     facts: strawberry.Private[HardwareFacts]
 
-    @strawberry.field(description="Opaque global ID.")
-    def id(self) -> strawberry.ID:
-        return to_global_id("Hardware", self.facts.id)
+    # Written by hand, so the dataclass keeps it (it never replaces an __init__ the class defines):
+    # every site makes one from its facts alone, and every field below is one of those facts.
+    def __init__(self, facts: HardwareFacts) -> None:
+        self.facts = facts
+        self.id = to_global_id("Hardware", facts.id)
+        self.database_id = facts.id
+        self.sku = facts.sku
+        self.short_name = facts.short_name
+        self.family = facts.family
+        self.vendor = facts.vendor
+        self.architecture = facts.architecture
+        self.driver_product_names = list(facts.driver_product_names)
+        self.priority = facts.priority
+        self.reference_for_family = facts.reference_for_family
+        self.has_datasheet = facts.has_datasheet
+        self.memory_gb = facts.memory_gb
+        self.dram_bandwidth_gbps = facts.dram_bandwidth_gbps
+        self.fp32_tflops = facts.fp32_tflops
+        self.tf32_tflops = facts.tf32_tflops
+        self.fp16_tflops = facts.fp16_tflops
+        self.bf16_tflops = facts.bf16_tflops
+        self.l2_mb = facts.l2_mb
+        self.sm_count = facts.sm_count
+        self.tdp_w = facts.tdp_w
+        self.datasheet_source = facts.datasheet_source
+        self.datasheet_url = facts.datasheet_url
 
-    @strawberry.field(description="Database id (stable, for scripts).")
-    def database_id(self) -> int:
-        return self.facts.id
-
-    @strawberry.field(description="Exact SKU, e.g. 'NVIDIA H100 SXM5 80GB'.")
-    def sku(self) -> str:
-        return self.facts.sku
-
-    @strawberry.field(description="Short name used in sentences, e.g. 'H100 SXM'.")
-    def short_name(self) -> str:
-        return self.facts.short_name
-
-    @strawberry.field(description="Family, e.g. 'NVIDIA H100'.")
-    def family(self) -> str:
-        return self.facts.family
-
-    @strawberry.field(description="Vendor, e.g. 'NVIDIA'.")
-    def vendor(self) -> str:
-        return self.facts.vendor
-
-    @strawberry.field(description="Architecture, e.g. 'Hopper'.")
-    def architecture(self) -> str | None:
-        return self.facts.architecture
-
-    @strawberry.field(description="Product names the driver reports for this SKU (torch.cuda.get_device_name): the catalogue's few per SKU.")
-    def driver_product_names(self) -> list[str]:
-        return list(self.facts.driver_product_names)
-
-    @strawberry.field(description="Priority hardware: pages say when a workload is not measured on it.")
-    def priority(self) -> bool:
-        return self.facts.priority
-
-    @strawberry.field(description="Whether this SKU's datasheet stands for its family in headroom-v1.")
-    def reference_for_family(self) -> bool:
-        return self.facts.reference_for_family
-
-    @strawberry.field(description="False for hardware first seen in a run and not yet in the catalogue: no datasheet figures.")
-    def has_datasheet(self) -> bool:
-        return self.facts.has_datasheet
-
-    @strawberry.field(description="Memory in GB.")
-    def memory_gb(self) -> float | None:
-        return self.facts.memory_gb
-
-    @strawberry.field(description="Datasheet DRAM bandwidth in GB/s.")
-    def dram_bandwidth_gbps(self) -> float | None:
-        return self.facts.dram_bandwidth_gbps
-
-    @strawberry.field(description="Datasheet FP32 peak in TFLOPS (non-tensor).")
-    def fp32_tflops(self) -> float | None:
-        return self.facts.fp32_tflops
-
-    @strawberry.field(description="Datasheet TF32 tensor-core peak in TFLOPS, dense.")
-    def tf32_tflops(self) -> float | None:
-        return self.facts.tf32_tflops
-
-    @strawberry.field(description="Datasheet FP16 tensor-core peak in TFLOPS, dense.")
-    def fp16_tflops(self) -> float | None:
-        return self.facts.fp16_tflops
-
-    @strawberry.field(description="Datasheet BF16 tensor-core peak in TFLOPS, dense.")
-    def bf16_tflops(self) -> float | None:
-        return self.facts.bf16_tflops
-
-    @strawberry.field(description="L2 cache in MB.")
-    def l2_mb(self) -> float | None:
-        return self.facts.l2_mb
-
-    @strawberry.field(description="Streaming multiprocessors.")
-    def sm_count(self) -> int | None:
-        return self.facts.sm_count
-
-    @strawberry.field(description="Thermal design power in watts.")
-    def tdp_w(self) -> float | None:
-        return self.facts.tdp_w
-
-    @strawberry.field(description="Where the datasheet figures come from.")
-    def datasheet_source(self) -> str | None:
-        return self.facts.datasheet_source
-
-    @strawberry.field(description="Link to the datasheet.")
-    def datasheet_url(self) -> str | None:
-        return self.facts.datasheet_url
+    id: strawberry.ID = strawberry.field(description="Opaque global ID.")
+    database_id: int = strawberry.field(description="Database id (stable, for scripts).")
+    sku: str = strawberry.field(description="Exact SKU, e.g. 'NVIDIA H100 SXM5 80GB'.")
+    short_name: str = strawberry.field(description="Short name used in sentences, e.g. 'H100 SXM'.")
+    family: str = strawberry.field(description="Family, e.g. 'NVIDIA H100'.")
+    vendor: str = strawberry.field(description="Vendor, e.g. 'NVIDIA'.")
+    architecture: str | None = strawberry.field(description="Architecture, e.g. 'Hopper'.")
+    driver_product_names: list[str] = strawberry.field(
+        description="Product names the driver reports for this SKU (torch.cuda.get_device_name): the catalogue's few per SKU.")
+    priority: bool = strawberry.field(description="Priority hardware: pages say when a workload is not measured on it.")
+    reference_for_family: bool = strawberry.field(description="Whether this SKU's datasheet stands for its family in headroom-v1.")
+    has_datasheet: bool = strawberry.field(
+        description="False for hardware first seen in a run and not yet in the catalogue: no datasheet figures.")
+    memory_gb: float | None = strawberry.field(description="Memory in GB.")
+    dram_bandwidth_gbps: float | None = strawberry.field(description="Datasheet DRAM bandwidth in GB/s.")
+    fp32_tflops: float | None = strawberry.field(description="Datasheet FP32 peak in TFLOPS (non-tensor).")
+    tf32_tflops: float | None = strawberry.field(description="Datasheet TF32 tensor-core peak in TFLOPS, dense.")
+    fp16_tflops: float | None = strawberry.field(description="Datasheet FP16 tensor-core peak in TFLOPS, dense.")
+    bf16_tflops: float | None = strawberry.field(description="Datasheet BF16 tensor-core peak in TFLOPS, dense.")
+    l2_mb: float | None = strawberry.field(description="L2 cache in MB.")
+    sm_count: int | None = strawberry.field(description="Streaming multiprocessors.")
+    tdp_w: float | None = strawberry.field(description="Thermal design power in watts.")
+    datasheet_source: str | None = strawberry.field(description="Where the datasheet figures come from.")
+    datasheet_url: str | None = strawberry.field(description="Link to the datasheet.")
 
 
 @strawberry.type(description="Why an implementation is or is not deployable.")
@@ -119,225 +92,185 @@ class DeployabilityReason:
 class Deployability:
     result: strawberry.Private[DeployabilityResult]
 
-    @strawberry.field(description="Whether it is deployable.")
-    def deployable(self) -> bool:
-        return self.result.deployable
+    # Made only when `deployability` is selected (the rules run in that resolver), so everything is
+    # filled here: at most three reasons.
+    def __init__(self, result: DeployabilityResult) -> None:
+        self.result = result
+        self.deployable = result.deployable
+        self.reasons = [DeployabilityReason(code=r.code, words=r.words) for r in result.reasons]
+        self.permissive = result.permissive
+        self.words = result.words
 
-    @strawberry.field(description="Why not, when it is not: at most one per reason code (three).")
-    def reasons(self) -> list[DeployabilityReason]:
-        return [DeployabilityReason(code=r.code, words=r.words) for r in self.result.reasons]
-
-    @strawberry.field(description="Whether the licence is permissive (Apache-2.0, MIT, BSD-2/3-Clause, ISC, Zlib, BSL-1.0).")
-    def permissive(self) -> bool:
-        return self.result.permissive
-
-    @strawberry.field(description="The verdict in words.")
-    def words(self) -> str:
-        return self.result.words
+    deployable: bool = strawberry.field(description="Whether it is deployable.")
+    reasons: list[DeployabilityReason] = strawberry.field(description="Why not, when it is not: at most one per reason code (three).")
+    permissive: bool = strawberry.field(
+        description="Whether the licence is permissive (Apache-2.0, MIT, BSD-2/3-Clause, ISC, Zlib, BSL-1.0).")
+    words: str = strawberry.field(description="The verdict in words.")
 
 
 @strawberry.type(description="A way to run a workload: PyTorch eager, torch.compile with inductor, …")
 class Implementation(Node):
     facts: strawberry.Private[ImplementationFacts]
 
-    @strawberry.field(description="Opaque global ID.")
-    def id(self) -> strawberry.ID:
-        return to_global_id("Implementation", self.facts.id)
+    # Written by hand (see Hardware): the stored facts are plain fields; the labels derived from
+    # them and the cut install text stay resolvers, computed only when selected.
+    def __init__(self, facts: ImplementationFacts) -> None:
+        self.facts = facts
+        self.id = to_global_id("Implementation", facts.id)
+        self.database_id = facts.id
+        self.slug = facts.slug
+        self.title = facts.title
+        self.framework = facts.framework
+        self.language = facts.language
+        self.runtime_id = facts.runtime_id
+        self.role = facts.role
+        self.is_baseline = facts.is_baseline
+        self.licence = facts.licence
+        self.source_availability = facts.source_availability
+        self.source_url = facts.source_url
 
-    @strawberry.field(description="Database id (stable, for scripts).")
-    def database_id(self) -> int:
-        return self.facts.id
+    id: strawberry.ID = strawberry.field(description="Opaque global ID.")
+    database_id: int = strawberry.field(description="Database id (stable, for scripts).")
+    slug: str = strawberry.field(description="Stable identifier, e.g. 'torch_eager'.")
+    title: str = strawberry.field(description="Display title, e.g. 'PyTorch eager'.")
+    framework: str = strawberry.field(description="Framework, e.g. 'PyTorch'.")
+    language: str = strawberry.field(description="Language, e.g. 'python'.")
+    runtime_id: str = strawberry.field(description="Runtime id, e.g. 'torch_compile_inductor'.")
+    role: str = strawberry.field(description="'baseline' for the source's designated baseline, otherwise 'candidate'.")
+    is_baseline: bool = strawberry.field(description="Whether this is the source's designated baseline.")
+    licence: str | None = strawberry.field(description="SPDX licence identifier, when known.")
+    source_availability: str = strawberry.field(description="'mirrored', 'upstream' or 'none'.")
+    source_url: str | None = strawberry.field(description="Link to the source.")
 
-    @strawberry.field(description="Stable identifier, e.g. 'torch_eager'.")
-    def slug(self) -> str:
-        return self.facts.slug
-
-    @strawberry.field(description="Display title, e.g. 'PyTorch eager'.")
-    def title(self) -> str:
-        return self.facts.title
-
-    @strawberry.field(description="Framework, e.g. 'PyTorch'.")
-    def framework(self) -> str:
-        return self.facts.framework
-
-    @strawberry.field(description="Language, e.g. 'python'.")
-    def language(self) -> str:
-        return self.facts.language
-
-    @strawberry.field(description="Runtime id, e.g. 'torch_compile_inductor'.")
-    def runtime_id(self) -> str:
-        return self.facts.runtime_id
-
-    @strawberry.field(description="'baseline' for the source's designated baseline, otherwise 'candidate'.")
-    def role(self) -> str:
-        return self.facts.role
-
-    @strawberry.field(description="Whether this is the source's designated baseline.")
-    def is_baseline(self) -> bool:
-        return self.facts.is_baseline
-
-    @strawberry.field(description="SPDX licence identifier, when known.")
-    def licence(self) -> str | None:
-        return self.facts.licence
-
-    @strawberry.field(description="'mirrored', 'upstream' or 'none'.")
-    def source_availability(self) -> str:
-        return self.facts.source_availability
-
-    @strawberry.field(description="Link to the source.")
-    def source_url(self) -> str | None:
-        return self.facts.source_url
-
-    @strawberry.field(description="How to install it; null when there is none (at most 2 KiB; longer text is cut, with a marker).",
-                      metadata=cost_weight(SHORT_TEXT_KIB))
-    def install_recipe(self) -> str | None:
+    def _install_recipe(self) -> str | None:
         return short_text(self.facts.install_recipe)
+    install_recipe: str | None = strawberry.field(
+        resolver=_install_recipe,
+        description="How to install it; null when there is none (at most 2 KiB; longer text is cut, with a marker).",
+        metadata=cost_weight(SHORT_TEXT_KIB),
+    )
 
-    @strawberry.field(description="'MIT · source'.")
-    def availability_label(self) -> str:
+    def _availability_label(self) -> str:
         return trust.availability_label(self.facts)
+    availability_label: str = strawberry.field(resolver=_availability_label, description="'MIT · source'.")
 
-    @strawberry.field(description="'source mirrored', 'source upstream' or 'no public source'.")
-    def availability_detail(self) -> str:
+    def _availability_detail(self) -> str:
         return trust.availability_detail(self.facts)
+    availability_detail: str = strawberry.field(
+        resolver=_availability_detail, description="'source mirrored', 'source upstream' or 'no public source'.")
 
-    @strawberry.field(description="The install recipe, or 'no install recipe' (at most 2 KiB, like installRecipe).",
-                      metadata=cost_weight(SHORT_TEXT_KIB))
-    def install_label(self) -> str:
+    def _install_label(self) -> str:
         return short_text(trust.install_label(self.facts)) or ""
+    install_label: str = strawberry.field(
+        resolver=_install_label,
+        description="The install recipe, or 'no install recipe' (at most 2 KiB, like installRecipe).",
+        metadata=cost_weight(SHORT_TEXT_KIB),
+    )
 
-    @strawberry.field(description="'No package · vendor the source' when there is no install recipe.")
-    def package_label(self) -> str:
+    def _package_label(self) -> str:
         return trust.package_label(self.facts)
+    package_label: str = strawberry.field(
+        resolver=_package_label, description="'No package · vendor the source' when there is no install recipe.")
 
-    @strawberry.field(description="'python · torch_eager'.")
-    def runtime_display(self) -> str:
+    def _runtime_display(self) -> str:
         return f"{self.facts.language} · {self.facts.runtime_id}"
+    runtime_display: str = strawberry.field(resolver=_runtime_display, description="'python · torch_eager'.")
 
-    @strawberry.field(description="'PyTorch · MIT · python'.")
-    def implementation_line(self) -> str:
+    def _implementation_line(self) -> str:
         return trust.implementation_line(self.facts)
+    implementation_line: str = strawberry.field(resolver=_implementation_line, description="'PyTorch · MIT · python'.")
 
-    @strawberry.field(description="deployability-v1: source, licence and install recipe, with the reasons when not deployable.")
-    def deployability(self) -> Deployability:
+    def _deployability(self) -> Deployability:
         return Deployability(result=deployability(self.facts))
+    deployability: Deployability = strawberry.field(
+        resolver=_deployability,
+        description="deployability-v1: source, licence and install recipe, with the reasons when not deployable.",
+    )
 
 
 @strawberry.type(description="Where runs were measured: a hardware SKU, a provider and a software stack. Same SKU with another stack is another environment.")
 class Environment(Node):
     facts: strawberry.Private[EnvironmentFacts]
 
-    @strawberry.field(description="Opaque global ID.")
-    def id(self) -> strawberry.ID:
-        return to_global_id("Environment", self.facts.id)
+    # Written by hand (see Hardware); the Hardware is made here too, as most selections of an
+    # environment ask for it.
+    def __init__(self, facts: EnvironmentFacts) -> None:
+        self.facts = facts
+        self.id = to_global_id("Environment", facts.id)
+        self.database_id = facts.id
+        self.hardware = Hardware(facts=facts.hardware)
+        self.provider = facts.provider
+        self.label = facts.label
+        self.torch_version = facts.torch_version
+        self.cuda_version = facts.cuda_version
+        self.driver_version = facts.driver_version
+        self.python_version = facts.python_version
+        self.triton_version = facts.triton_version
+        self.fingerprint = facts.fingerprint
 
-    @strawberry.field(description="Database id (stable, for scripts).")
-    def database_id(self) -> int:
-        return self.facts.id
-
-    @strawberry.field(description="The hardware SKU.")
-    def hardware(self) -> Hardware:
-        return Hardware(facts=self.facts.hardware)
-
-    @strawberry.field(description="Cloud or lab, e.g. 'Modal'; null when not reported.")
-    def provider(self) -> str | None:
-        return self.facts.provider
-
-    @strawberry.field(description="Name of the machine or pool as the source gave it.")
-    def label(self) -> str | None:
-        return self.facts.label
-
-    @strawberry.field(description="torch version; null when not reported.")
-    def torch_version(self) -> str | None:
-        return self.facts.torch_version
-
-    @strawberry.field(description="CUDA version; null when not reported.")
-    def cuda_version(self) -> str | None:
-        return self.facts.cuda_version
-
-    @strawberry.field(description="Driver version; null when not reported.")
-    def driver_version(self) -> str | None:
-        return self.facts.driver_version
-
-    @strawberry.field(description="Python version; null when not reported.")
-    def python_version(self) -> str | None:
-        return self.facts.python_version
-
-    @strawberry.field(description="Triton version; null when not reported.")
-    def triton_version(self) -> str | None:
-        return self.facts.triton_version
-
-    @strawberry.field(description="sha256 over the environment's canonical description.")
-    def fingerprint(self) -> str:
-        return self.facts.fingerprint
+    id: strawberry.ID = strawberry.field(description="Opaque global ID.")
+    database_id: int = strawberry.field(description="Database id (stable, for scripts).")
+    hardware: Hardware = strawberry.field(description="The hardware SKU.")
+    provider: str | None = strawberry.field(description="Cloud or lab, e.g. 'Modal'; null when not reported.")
+    label: str | None = strawberry.field(description="Name of the machine or pool as the source gave it.")
+    torch_version: str | None = strawberry.field(description="torch version; null when not reported.")
+    cuda_version: str | None = strawberry.field(description="CUDA version; null when not reported.")
+    driver_version: str | None = strawberry.field(description="Driver version; null when not reported.")
+    python_version: str | None = strawberry.field(description="Python version; null when not reported.")
+    triton_version: str | None = strawberry.field(description="Triton version; null when not reported.")
+    fingerprint: str = strawberry.field(description="sha256 over the environment's canonical description.")
 
 
 @strawberry.type(description="How runs were timed. Runs are compared only under the same protocol.")
 class Protocol:
     facts: strawberry.Private[ProtocolFacts]
 
-    @strawberry.field(description="Protocol id.")
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.facts.id))
+    # Written by hand (see Hardware): every field is one of the facts.
+    def __init__(self, facts: ProtocolFacts) -> None:
+        self.facts = facts
+        self.id = strawberry.ID(str(facts.id))
+        self.name = facts.name
+        self.version = facts.version
+        self.timer = facts.timer
+        self.warmup = facts.warmup
+        self.trials = facts.trials
+        self.statistic = facts.statistic
+        self.l2_flush = facts.l2_flush
 
-    @strawberry.field(description="Name, e.g. 'KernelBench timing scripts'.")
-    def name(self) -> str:
-        return self.facts.name
-
-    @strawberry.field(description="Version of the protocol.")
-    def version(self) -> str:
-        return self.facts.version
-
-    @strawberry.field(description="Timer, e.g. 'cuda_events'.")
-    def timer(self) -> str | None:
-        return self.facts.timer
-
-    @strawberry.field(description="Warm-up calls before timing.")
-    def warmup(self) -> int | None:
-        return self.facts.warmup
-
-    @strawberry.field(description="Timed trials.")
-    def trials(self) -> int | None:
-        return self.facts.trials
-
-    @strawberry.field(description="The statistic runs are ranked by: 'mean'.")
-    def statistic(self) -> str:
-        return self.facts.statistic
-
-    @strawberry.field(description="Whether the L2 cache is flushed before each trial.")
-    def l2_flush(self) -> bool | None:
-        return self.facts.l2_flush
+    id: strawberry.ID = strawberry.field(description="Protocol id.")
+    name: str = strawberry.field(description="Name, e.g. 'KernelBench timing scripts'.")
+    version: str = strawberry.field(description="Version of the protocol.")
+    timer: str | None = strawberry.field(description="Timer, e.g. 'cuda_events'.")
+    warmup: int | None = strawberry.field(description="Warm-up calls before timing.")
+    trials: int | None = strawberry.field(description="Timed trials.")
+    statistic: str = strawberry.field(description="The statistic runs are ranked by: 'mean'.")
+    l2_flush: bool | None = strawberry.field(description="Whether the L2 cache is flushed before each trial.")
 
 
 @strawberry.type(description="Where a figure comes from: a source at one revision.")
 class Source:
     facts: strawberry.Private[SourceFacts]
 
-    @strawberry.field(description="Source name, e.g. 'KernelBench baseline timings'.")
-    def name(self) -> str:
-        return self.facts.name
+    # Written by hand (see Hardware): the stored facts are plain fields, the display text a resolver.
+    def __init__(self, facts: SourceFacts) -> None:
+        self.facts = facts
+        self.name = facts.name
+        self.url = facts.url
+        self.licence = facts.licence
+        self.revision = facts.revision
+        self.revision_date = facts.revision_date
 
-    @strawberry.field(description="Link to the source.")
-    def url(self) -> str | None:
-        return self.facts.url
+    name: str = strawberry.field(description="Source name, e.g. 'KernelBench baseline timings'.")
+    url: str | None = strawberry.field(description="Link to the source.")
+    licence: str | None = strawberry.field(description="Licence of the source's data.")
+    revision: str | None = strawberry.field(description="Snapshot revision (e.g. a commit).")
+    revision_date: date | None = strawberry.field(description="Snapshot date.")
 
-    @strawberry.field(description="Licence of the source's data.")
-    def licence(self) -> str | None:
-        return self.facts.licence
-
-    @strawberry.field(description="Snapshot revision (e.g. a commit).")
-    def revision(self) -> str | None:
-        return self.facts.revision
-
-    @strawberry.field(description="Snapshot date.")
-    def revision_date(self) -> date | None:
-        return self.facts.revision_date
-
-    @strawberry.field(description="'KernelBench baseline timings (2026-03-05) · MIT'.")
-    def display(self) -> str:
+    def _display(self) -> str:
         text = self.facts.name
         if self.facts.revision_date:
             text += f" ({format_date(self.facts.revision_date)})"
         if self.facts.licence:
             text += f" · {self.facts.licence}"
         return text
+    display: str = strawberry.field(resolver=_display, description="'KernelBench baseline timings (2026-03-05) · MIT'.")
