@@ -279,6 +279,16 @@ async def get_job(session: AsyncSession, job_id: int) -> FleetJob | None:
     return (await session.execute(select(FleetJob).where(FleetJob.id == job_id))).scalar_one_or_none()
 
 
+async def _of_hardware_and_workload(session: AsyncSession, statement: Any, hardware: str | None, workload_slug: str | None) -> Any:
+    """The jobs filter `jobs` lists and counts by: a hardware name (resolved to its SKU) and a workload."""
+    if hardware:
+        sku = hardware if hardware == CPU else await resolve_hardware(session, hardware)
+        statement = statement.where(FleetJob.hardware == sku)
+    if workload_slug:
+        statement = statement.where(FleetJob.workload_id == select(Workload.id).where(Workload.slug == workload_slug).scalar_subquery())
+    return statement
+
+
 async def list_jobs(
     session: AsyncSession, *, states: list[str] | None = None, hardware: str | None = None, workload_slug: str | None = None,
     submission_id: int | None = None, limit: int = 100, before_id: int | None = None,
@@ -287,14 +297,9 @@ async def list_jobs(
     bad = [s for s in states or [] if s not in FLEET_JOB_STATES]
     if bad:
         raise FleetInputError("state", f"unknown state(s) {', '.join(bad)}; states are {', '.join(FLEET_JOB_STATES)}")
-    statement = select(FleetJob)
+    statement = await _of_hardware_and_workload(session, select(FleetJob), hardware, workload_slug)
     if states:
         statement = statement.where(FleetJob.state.in_(states))
-    if hardware:
-        sku = hardware if hardware == CPU else await resolve_hardware(session, hardware)
-        statement = statement.where(FleetJob.hardware == sku)
-    if workload_slug:
-        statement = statement.where(FleetJob.workload_id == select(Workload.id).where(Workload.slug == workload_slug).scalar_subquery())
     if submission_id is not None:
         statement = statement.where(FleetJob.submission_id == submission_id)
     if before_id is not None:
@@ -303,12 +308,8 @@ async def list_jobs(
 
 
 async def count_by_state(session: AsyncSession, *, hardware: str | None = None, workload_slug: str | None = None) -> dict[str, int]:
-    statement = select(FleetJob.state, func.count()).group_by(FleetJob.state)
-    if hardware:
-        sku = hardware if hardware == CPU else await resolve_hardware(session, hardware)
-        statement = statement.where(FleetJob.hardware == sku)
-    if workload_slug:
-        statement = statement.where(FleetJob.workload_id == select(Workload.id).where(Workload.slug == workload_slug).scalar_subquery())
+    statement = await _of_hardware_and_workload(
+        session, select(FleetJob.state, func.count()).group_by(FleetJob.state), hardware, workload_slug)
     rows = (await session.execute(statement)).all()
     return {state: count for state, count in rows}
 

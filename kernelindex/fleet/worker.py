@@ -362,16 +362,19 @@ class FleetWorker:
         assert self._sessions is not None and self.report is not None
         now = utc_now()
         async with self._sessions() as session, session.begin():
-            if not outcome.ok:
-                await jobs.finish(session, work.job_id, state="failed", now=now, reason=describe_sandbox_failure(outcome, self.limits))
+
+            async def failed(reason: str) -> str:
+                assert self.report is not None
+                await jobs.finish(session, work.job_id, state="failed", now=now, reason=reason)
                 self.report.failed += 1
                 return "failed"
+
+            if not outcome.ok:
+                return await failed(describe_sandbox_failure(outcome, self.limits))
             value = outcome.value if isinstance(outcome.value, dict) else {}
             raw = value.get("records")
             if not isinstance(raw, list) or not raw:
-                await jobs.finish(session, work.job_id, state="failed", now=now, reason="the measurement returned no run records")
-                self.report.failed += 1
-                return "failed"
+                return await failed("the measurement returned no run records")
             run_ids: list[int | None] = []
             environment_id = None
             for index, data in enumerate(raw):
@@ -379,20 +382,14 @@ class FleetWorker:
                 problems = check_record(record)
                 if problems:
                     key, why = problems[0]
-                    await jobs.finish(session, work.job_id, state="failed", now=now,
-                                      reason=f"the measurement's record {index} was refused: {key}: {why}")
-                    self.report.failed += 1
-                    return "failed"
+                    return await failed(f"the measurement's record {index} was refused: {key}: {why}")
                 hardware = cpu_hardware_line(record["environment"])
                 if hardware is not None and hardware_problem(hardware) is None:
                     await upsert_hardware(session, hardware)
                 summary = await RunWriter(session, now=now).write([RunRecord(record, _SOURCE, f"job {work.job_id}")])
                 if summary.problems:
                     problem = summary.problems[0]
-                    await jobs.finish(session, work.job_id, state="failed", now=now,
-                                      reason=f"the measurement's record {index} was refused: {problem.key}: {problem.reason}")
-                    self.report.failed += 1
-                    return "failed"
+                    return await failed(f"the measurement's record {index} was refused: {problem.key}: {problem.reason}")
                 run_ids.append(summary.inserted_run_ids[0] if summary.inserted_run_ids else None)
                 if environment_id is None and summary.environments:
                     environment_id = min(summary.environments)  # one environment per job: this worker's
