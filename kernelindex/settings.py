@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     response_cache_entries: int = 2048
     response_cache_bytes: int = 64 * 1024 * 1024
     response_cache_ttl_s: float = 600.0
+    # Workloads whose page values the read model keeps (kernelindex.services.read_model), each until
+    # a write changes it; 0 turns the read model off (every request computes its values).
+    read_model_workloads: int = 5000
 
     # Persisted queries (kernelindex.web.persisted). APQ documents clients register by hash are kept
     # per process in a bounded LRU (a miss costs the client one re-send of the full query); 0 entries

@@ -9,8 +9,10 @@ What it does:
    reference modules) and `--runs` synthetic runs spread over them (bulk SQL: many environments,
    implementations and source snapshots), then refreshes the precomputed records.
 2. Starts the server as the README does (`kernelindex serve`) in a separate process, pointed at
-   that database, twice: as deployed (the response cache on) and with the response cache off (what
-   the first request after each write costs); and the floor (perf/floor_app.py under uvicorn): a
+   that database, three times: as deployed (the response cache on); with the response cache off
+   ("cache off": every request executes, over the read model, kernelindex.services.read_model, which
+   keeps each workload's page values until that workload is written); and with both off ("cold":
+   what the first request after a write to the workload shown costs); and the floor (perf/floor_app.py under uvicorn): a
    plain Starlette endpoint that runs the same SQL as an executed request with asyncpg and returns
    the same JSON bytes.
 3. Drives each endpoint with perf.loadgen in a child process: after a warm-up (a short
@@ -118,17 +120,20 @@ def main() -> int:
                 (tmp / f"{name}.json").write_bytes(body)
                 body_files[name] = str(tmp / f"{name}.json")
 
-            api_port, uncached_port, floor_port = free_port(), free_port(), free_port()
+            api_port, uncached_port, cold_port, floor_port = free_port(), free_port(), free_port(), free_port()
             env = {**os.environ, "KERNELINDEX_DATABASE_URL": server.url, "KERNELINDEX_ENVIRONMENT": "production", "PYTHONFAULTHANDLER": "1", **dict(a.split("=", 1) for a in os.environ.get("API_SPEED_SERVER_ENV", "").split() if "=" in a)}
-            # As deployed (the response cache on), and with the cache off: what every first request after a write costs.
-            procs.append(subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(api_port), "--log-level", "warning"], env=env))
-            procs.append(subprocess.Popen([sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(uncached_port), "--log-level", "warning"],
-                                          env={**env, "KERNELINDEX_RESPONSE_CACHE_ENTRIES": "0"}))
+            # As deployed (the response cache on); with it off (every request executes, over the read
+            # model); and with the read model off too: what the first request after a write costs.
+            serve = [sys.executable, "-m", "kernelindex.cli", "serve", "--log-level", "warning", "--port"]
+            procs.append(subprocess.Popen([*serve, str(api_port)], env=env))
+            procs.append(subprocess.Popen([*serve, str(uncached_port)], env={**env, "KERNELINDEX_RESPONSE_CACHE_ENTRIES": "0"}))
+            procs.append(subprocess.Popen([*serve, str(cold_port)], env={
+                **env, "KERNELINDEX_RESPONSE_CACHE_ENTRIES": "0", "KERNELINDEX_READ_MODEL_WORKLOADS": "0"}))
             floor_env = {**os.environ, "FLOOR_SQL": str(tmp / "sql.json"), "FLOOR_BODIES": json.dumps(body_files),
                          "FLOOR_DSN": server.url.replace("postgresql+asyncpg", "postgresql")}
             procs.append(subprocess.Popen([sys.executable, "-m", "uvicorn", "perf.floor_app:app", "--port", str(floor_port),
                                            "--log-level", "warning"], env=floor_env, cwd=REPO))
-            for port in (api_port, uncached_port):
+            for port in (api_port, uncached_port, cold_port):
                 wait_for(f"http://127.0.0.1:{port}/healthz")
             wait_for(f"http://127.0.0.1:{floor_port}/q/page")
             results = {"dataset": {"runs": args.runs, "workloads": args.workloads + 2}, "client": "perf.loadgen",
@@ -138,6 +143,7 @@ def main() -> int:
                 targets = {
                     "api": (api_port, "POST", "/graphql", payload),
                     "api, cache off": (uncached_port, "POST", "/graphql", payload),
+                    "api, cold": (cold_port, "POST", "/graphql", payload),
                     "floor": (floor_port, "GET", f"/q/{name}", None),
                 }
                 for label, (port, method, path, body) in targets.items():
@@ -163,7 +169,8 @@ def main() -> int:
                 floor_rps = results[f"{name}/floor"]["saturation"]["rps"]
                 print(f"{name:5} SQL statements per request: {counts[name]} executed, 1 from the response cache; "
                       f"api/floor throughput {results[f'{name}/api']['saturation']['rps'] / floor_rps:.2f} "
-                      f"(cache off {results[f'{name}/api, cache off']['saturation']['rps'] / floor_rps:.2f})", flush=True)
+                      f"(cache off {results[f'{name}/api, cache off']['saturation']['rps'] / floor_rps:.2f}, "
+                      f"cold {results[f'{name}/api, cold']['saturation']['rps'] / floor_rps:.2f})", flush=True)
             if args.out:
                 Path(args.out).write_text(json.dumps(results, indent=2))
             shutil.rmtree(tmp, ignore_errors=True)

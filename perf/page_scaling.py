@@ -1,12 +1,13 @@
 """The uncached workload page as its one cohort grows: latency at 10, 1,000 and 10,000 eligible runs.
 
-    python -m perf.page_scaling [--sizes 10,1000,10000] [--repeat 30] [--split] [--out figures.json]
+    python -m perf.page_scaling [--sizes 10,1000,10000] [--repeat 30] [--split] [--cold] [--out figures.json]
 
 Starts an embedded PostgreSQL in a temporary folder, migrates, builds perf.dataset's dataset (a few
 synthetic workloads), then gives one synthetic workload per size that many more passed runs, every
 one eligible and all in ONE cohort (one environment, the dataset's implementations, a source
 snapshot per eight runs), and refreshes the records. Then, in this process, through the whole ASGI
-app with the response cache off (KERNELINDEX_RESPONSE_CACHE_ENTRIES=0, so every request executes),
+app with the response cache off (KERNELINDEX_RESPONSE_CACHE_ENTRIES=0, so every request executes;
+over the read model unless `--cold`, which computes the page's values on every request),
 times `GET /workloads/<slug>.json` (the workload page: headline, records, the comparison's 20 rows,
 sources…) `--repeat` times after two warm-up requests, and prints the median and p90 per size with
 the page's eligible run count, comparison rows and sources.
@@ -124,8 +125,12 @@ def main() -> int:
     parser.add_argument("--sizes", default="10,1000,10000", help="eligible runs in the one cohort, comma-separated")
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--split", action="store_true", help="then print perf.page_split's split per size")
+    parser.add_argument("--cold", action="store_true",
+                        help="the read model off too: every request computes the page's values (the first after a write)")
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
+    if args.cold:
+        os.environ["KERNELINDEX_READ_MODEL_WORKLOADS"] = "0"
     sizes = [int(s) for s in args.sizes.split(",")]
 
     from kernelindex.db.embedded import temporary_embedded
@@ -144,6 +149,8 @@ def main() -> int:
 
             queries = {f"{size:,} runs": (WORKLOAD_PAGE_QUERY, {"slug": slug}) for size, slug in slugs.items()}
             split = asyncio.run(page_split.measure(pg.url, queries, 10, 3))
+    print("read model off (cold): every request computes the page's values" if args.cold else
+          "over the read model (the page's values computed once; --cold for every request)")
     print(f"{'cohort runs':>11} {'eligible':>9} {'rows':>5} {'sources':>8} {'median':>9} {'p90':>9}")
     for r in results:
         print(f"{r['cohort_runs']:>11,} {r['eligible_runs']:>9,} {r['comparison_rows']:>5} {r['sources']:>8} "

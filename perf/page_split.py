@@ -9,7 +9,8 @@ next to graphql-core executing the same selection over plain dicts.
 Starts an embedded PostgreSQL in a temporary folder, migrates, builds perf.dataset's dataset (the seed,
 `--workloads` synthetic workloads, `--runs` runs), then, in this process, runs the whole ASGI app over
 httpx's ASGITransport with the response cache off (KERNELINDEX_RESPONSE_CACHE_ENTRIES=0: every request
-executes) and POSTs two queries to /graphql: the workload page (web/twins.WORKLOAD_PAGE_QUERY of
+executes; over the read model, which keeps each workload's page values until that workload is
+written; `--cold` turns it off too: the first request after a write) and POSTs two queries to /graphql: the workload page (web/twins.WORKLOAD_PAGE_QUERY of
 perf.dataset.PAGE_SLUG) and the list of 100 workloads (perf.dataset.LIST_QUERY). Each round: two
 warm-up requests, then `--requests` timed requests one after another; the table gives, per slice, the
 median over the rounds of each round's median. The same number of requests is also timed without any
@@ -427,8 +428,12 @@ def main() -> int:
     parser.add_argument("--queries", default="page,list of 100",
                         help="comma-separated, of: page, list of 100, runs 16, runs 100 (perf.runs_connection's query)")
     parser.add_argument("--database-url", help="measure this database (built by perf.dataset) instead of a new one")
+    parser.add_argument("--cold", action="store_true",
+                        help="the read model off too: every request computes its page values (the first after a write)")
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
+    if args.cold:
+        os.environ["KERNELINDEX_READ_MODEL_WORKLOADS"] = "0"
     queries = queries_of([q.strip() for q in args.queries.split(",")])
     if args.database_url:
         results = asyncio.run(measure(args.database_url, queries, args.requests, args.rounds))
@@ -443,6 +448,7 @@ def main() -> int:
             asyncio.run(build_dataset(pg.url, args.workloads, args.runs))
             results = asyncio.run(measure(pg.url, queries, args.requests, args.rounds))
         dataset = f"perf.dataset: {args.workloads} synthetic workloads, {args.runs:,} runs"
+    dataset += ", read model off (cold)" if args.cold else ", over the read model"
     figures = report(results, f"{dataset}; {args.rounds} rounds of {args.requests} requests, medians", args.requests)
     if args.out:
         with open(args.out, "w") as f:

@@ -1,4 +1,5 @@
-"""The per-request context: one database session, the clock, and the request's DataLoaders."""
+"""The per-request context: one database session, the clock, and the request's DataLoaders (over the
+process's read model)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from starlette.responses import Response
 
 from kernelindex.graphql.loaders import Loaders
 from kernelindex.graphql.session import SerializedSession
+from kernelindex.services.read_model import ReadModel
 from kernelindex.settings import Settings
 
 
@@ -26,11 +28,13 @@ class Context:
     # True once the operation is known to be a query (SessionConnection sets it): it wrote nothing, so
     # whoever owns the transaction rolls it back instead of committing (see kernelindex.web.middleware).
     read_only: bool = False
+    # The process's read model (kernelindex.services.read_model); None: every value computed here.
+    read_model: ReadModel | None = None
     loaders: Loaders = field(init=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.session, SerializedSession):
             # SerializedSession forwards every attribute of the AsyncSession it wraps: it stands in for one.
             self.session = cast(AsyncSession, SerializedSession(self.session))
-        self.loaders = Loaders(self.session)
+        self.loaders = Loaders(self.session, self.read_model)
 

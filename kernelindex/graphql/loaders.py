@@ -3,12 +3,13 @@ values (it changes nothing it is given), named for what it returns and what it i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from functools import cached_property
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import object_session
 from strawberry.dataloader import DataLoader
 
 from kernelindex.db.models import Hardware, Workload
@@ -24,11 +25,13 @@ from kernelindex.services.pages import (
     load_page_evidence,
     load_subject_measurements,
 )
+from kernelindex.services.read_model import MISSING, ReadModel
 from kernelindex.services.revisions import RevisionFacts, load_revisions, load_revisions_of_workloads
 from kernelindex.services.workload_page import WorkloadPage
 
 K = TypeVar("K")
 V = TypeVar("V")
+KH = TypeVar("KH", bound=Hashable)
 
 
 class Loader(DataLoader[K, V]):
@@ -42,6 +45,42 @@ class Loader(DataLoader[K, V]):
 
     async def batch_load(self, keys: list[K]) -> Sequence[V]:
         raise NotImplementedError
+
+
+class ReadModelLoader(Loader[KH, V], Generic[KH, V]):
+    """A loader whose values are a workload's, kept in the read model (kernelindex.services.read_model)
+    once computed: each key is looked up there first, the missing ones computed in one batch and kept
+    for the next request (when this request read a data version, and the value's workload is known)."""
+
+    kind = ""  # the name the read model keeps this loader's values under
+
+    def workload_of(self, key: KH) -> int | None:
+        """The workload whose writes change the value of `key` (None: not known, so not kept)."""
+        raise NotImplementedError
+
+    async def compute(self, keys: list[KH]) -> Mapping[KH, V]:
+        raise NotImplementedError
+
+    async def batch_load(self, keys: list[KH]) -> list[V]:
+        model, version = self.loaders.read_model, self.loaders.version
+        found: dict[KH, V] = {}
+        if model is not None and version is not None:
+            for key in keys:
+                workload = self.workload_of(key)
+                if workload is not None:
+                    value = model.value(workload, (self.kind, key), version)
+                    if value is not MISSING:
+                        found[key] = value
+        missing = [k for k in dict.fromkeys(keys) if k not in found]
+        if missing:
+            computed = await self.compute(missing)
+            if model is not None and version is not None:
+                for key in missing:
+                    workload = self.workload_of(key)
+                    if workload is not None:
+                        model.put_value(workload, (self.kind, key), version, computed[key])
+            found.update(computed)
+        return [found[k] for k in keys]
 
 
 class Reads:
@@ -81,36 +120,67 @@ class WorkloadByIdLoader(Loader[int, Workload | None]):
 
 
 class PageByWorkloadIdLoader(Loader[int, WorkloadPage]):
-    """A workload's page from the precomputed cohort bests."""
+    """A workload's page from the precomputed cohort bests: from the read model when it holds the
+    workload's current page, else computed and kept there."""
 
     async def batch_load(self, keys: list[int]) -> list[WorkloadPage]:
-        workloads = [w for w in await self.loaders.workload_by_id.load_many(keys) if w is not None]
-        pages = await load_page_evidence(self.session, workloads, await self.loaders.catalogue())
-        return [pages[i] for i in keys]
+        model, version = self.loaders.read_model, self.loaders.version
+        found: dict[int, WorkloadPage] = {}
+        if model is not None and version is not None:
+            for key in keys:
+                page = model.page(key, version)
+                if page is not None:
+                    found[key] = page
+        missing = [k for k in dict.fromkeys(keys) if k not in found]
+        if missing:
+            workloads = [w for w in await self.loaders.workload_by_id.load_many(missing) if w is not None]
+            pages = await load_page_evidence(self.session, workloads, await self.loaders.catalogue())
+            if model is not None and version is not None:
+                for workload_id, page in pages.items():
+                    # Out of this request's session first: its rollback at the end expires the rows in
+                    # it, and a later request would meet a detached row it cannot refresh.
+                    for row in (page.workload, page.revision):
+                        if row is not None and object_session(row) is not None:
+                            self.session.expunge(row)
+                    model.put_page(workload_id, version, page)
+            found.update(pages)
+        return [found[i] for i in keys]
 
 
-class CohortTopLoader(Loader[CohortTopKey, CohortTop]):
+class CohortTopLoader(ReadModelLoader[CohortTopKey, CohortTop]):
     """The rows a comparison of a cohort shows (its first `limit`), its baseline and cross-check runs."""
 
-    async def batch_load(self, keys: list[CohortTopKey]) -> list[CohortTop]:
-        tops = await load_cohort_tops(self.session, keys)
-        return [tops[k] for k in keys]
+    kind = "cohort_top"
+
+    def workload_of(self, key: CohortTopKey) -> int | None:
+        return self.loaders.workload_of_revision(key[0][0])
+
+    async def compute(self, keys: list[CohortTopKey]) -> Mapping[CohortTopKey, CohortTop]:
+        return await load_cohort_tops(self.session, keys)
 
 
-class SubjectMeasurementsLoader(Loader[Subject, list[RunFacts]]):
+class SubjectMeasurementsLoader(ReadModelLoader[Subject, list[RunFacts]]):
     """Every eligible measurement of a workload revision, configuration, implementation and hardware."""
 
-    async def batch_load(self, keys: list[Subject]) -> list[list[RunFacts]]:
-        measured = await load_subject_measurements(self.session, keys)
-        return [measured[k] for k in keys]
+    kind = "subject_measurements"
+
+    def workload_of(self, key: Subject) -> int | None:
+        return self.loaders.workload_of_revision(key[0])
+
+    async def compute(self, keys: list[Subject]) -> Mapping[Subject, list[RunFacts]]:
+        return await load_subject_measurements(self.session, keys)
 
 
-class MeasuredRunsByWorkloadIdLoader(Loader[int, list[RunFacts]]):
+class MeasuredRunsByWorkloadIdLoader(ReadModelLoader[int, list[RunFacts]]):
     """A workload's latest eligible measurements per implementation and SKU (for the trust ladder)."""
 
-    async def batch_load(self, keys: list[int]) -> list[list[RunFacts]]:
-        measured = await load_measured_runs(self.session, await self.loaders.page_by_workload_id.load_many(keys))
-        return [measured[i] for i in keys]
+    kind = "measured_runs"
+
+    def workload_of(self, key: int) -> int | None:
+        return key
+
+    async def compute(self, keys: list[int]) -> Mapping[int, list[RunFacts]]:
+        return await load_measured_runs(self.session, await self.loaders.page_by_workload_id.load_many(keys))
 
 
 class HoldsByRunIdLoader(Loader[int, RunHolds]):
@@ -129,22 +199,33 @@ class RevisionByIdLoader(Loader[int, RevisionFacts | None]):
         return [found.get(i) for i in keys]
 
 
-class RevisionsByWorkloadIdLoader(Loader[int, list[RevisionFacts]]):
+class RevisionsByWorkloadIdLoader(ReadModelLoader[int, list[RevisionFacts]]):
     """Every revision of a workload, oldest first."""
 
-    async def batch_load(self, keys: list[int]) -> list[list[RevisionFacts]]:
-        found = await load_revisions_of_workloads(self.session, keys)
-        return [found[i] for i in keys]
+    kind = "revisions"
+
+    def workload_of(self, key: int) -> int | None:
+        return key
+
+    async def compute(self, keys: list[int]) -> Mapping[int, list[RevisionFacts]]:
+        return await load_revisions_of_workloads(self.session, keys)
 
 
 class Loaders:
     """The loaders of one request; each is made on first use (a request answered from the response
-    cache uses none)."""
+    cache uses none). With a read model, `version` is the data version the request read before any
+    of its statements (set by the view; None: not read, so the read model is not used)."""
 
-    def __init__(self, session: AsyncSession):
+    def __init__(self, session: AsyncSession, read_model: ReadModel | None = None):
         self.session = session
         self._catalogue: list[Hardware] | None = None
         self.reads = Reads()
+        self.read_model = read_model if read_model is not None and read_model.enabled else None
+        self.version: int | None = None
+
+    def workload_of_revision(self, revision_id: int) -> int | None:
+        """The workload of a current revision whose page the read model holds (None: not known)."""
+        return self.read_model.workload_of_revision(revision_id) if self.read_model is not None else None
 
     @cached_property
     def workload_by_slug(self) -> WorkloadBySlugLoader:

@@ -28,11 +28,14 @@ from strawberry.schema import BaseSchema
 from strawberry.schema.exceptions import InvalidOperationTypeError
 from strawberry.types import ExecutionResult
 
+from kernelindex.db.changes import DataVersionReader, Dependencies
 from kernelindex.db.embedded import resolve_database_url
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import HTTP_CODES, code_of, reported, response_status
 from kernelindex.graphql.schema import build_schema
+from kernelindex.services.read_model import METRICS as READ_MODEL_METRICS
+from kernelindex.services.read_model import ReadModel
 from kernelindex.settings import Settings, get_settings
 from kernelindex.web.exports import BoundedExport, catalog_jsonl, runs_csv
 from kernelindex.web.graphiql import ASSETS_PREFIX, GraphiQLPage
@@ -56,11 +59,11 @@ from kernelindex.web.persisted import (
     PersistedQueryRefusal,
     persisted_queries,
 )
+from kernelindex.web.response_cache import METRICS as CACHE_METRICS
 from kernelindex.web.response_cache import (
-    DataVersionReader,
-    Dependencies,
     ResponseCache,
     cache_key,
+    is_query,
     prometheus_text,
     response_dependencies,
     root_fields,
@@ -242,6 +245,12 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         if key is not None:
             version = await server.data_version.current()
             sub_response.headers[X_CACHE] = "miss"
+        elif server.read_model.enabled and is_query(request_data.query, request_data.operation_name):
+            # No cached answer to look for, but the read model's values are kept per version too. Never
+            # for a mutation: what it reads after its own writes must show them (the versions move at commit).
+            version = await server.data_version.current()
+        # Read before any statement of the request: what the loaders compute is at this version or newer.
+        context.loaders.version = version
         if key is None or version is None:
             return await super().execute_single(request, request_adapter, sub_response, context, root_value, request_data)
 
@@ -309,6 +318,7 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             request_id=request.state.request_id,
             request=request,
             response=response,
+            read_model=server.read_model,
         )
 
 
@@ -324,10 +334,10 @@ async def workload_json(request: Request) -> Response:
     server = server_state(request)
     cache = server.response_cache
     key = twin_key(slug) if cache.enabled else None
-    version = await server.data_version.current() if key is not None else None
+    version = await server.data_version.current() if key is not None or server.read_model.enabled else None
 
     async def compute() -> tuple[str | None, Dependencies, None]:
-        payload, deps = await workload_twin(request, slug)
+        payload, deps = await workload_twin(request, slug, version)
         if payload is None:
             return None, deps, None
         return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")), deps, None
@@ -348,9 +358,11 @@ async def workload_json(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    """The response cache's figures for this worker, in the Prometheus text format."""
-    return PlainTextResponse(prometheus_text(server_state(request).response_cache),
-                             media_type="text/plain; version=0.0.4; charset=utf-8")
+    """The response cache's and the read model's figures for this worker, in the Prometheus text format."""
+    server = server_state(request)
+    text = (prometheus_text("response_cache", server.response_cache.metrics(), CACHE_METRICS)
+            + prometheus_text("read_model", server.read_model.metrics(), READ_MODEL_METRICS))
+    return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 async def policy(request: Request) -> Response:
@@ -414,11 +426,12 @@ def create_app(
         response_cache = ResponseCache(
             settings.response_cache_entries, settings.response_cache_bytes, settings.response_cache_ttl_s
         )
+        read_model = ReadModel(settings.read_model_workloads)
         server = ServerState(
-            settings=settings, schema=schema, clock=clock or utc_now, engine=engine,
-            # Each version read hands the cache what changed, before any request sees that version.
-            sessionmaker=make_sessionmaker(engine), data_version=DataVersionReader(url, listener=response_cache.advance),
-            response_cache=response_cache,
+            settings=settings, schema=schema, clock=clock or utc_now, engine=engine, sessionmaker=make_sessionmaker(engine),
+            # Each version read hands both caches what changed, before any request sees that version.
+            data_version=DataVersionReader(url, listeners=[response_cache.advance, read_model.advance]),
+            response_cache=response_cache, read_model=read_model,
             export_engine=export_engine, export_sessionmaker=make_sessionmaker(export_engine),
             export_slots=ExportSlots(settings.export_concurrency), health=HealthCheck(url),
         )

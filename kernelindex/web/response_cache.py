@@ -2,9 +2,9 @@
 
 A workload page executes ~1,000 GraphQL fields; in Python that, not the SQL, is most of a request.
 The same page is asked for again and again between writes, so its encoded response is kept and
-served until the data it shows changes. "Changes" is decided by the database itself: statement
-triggers (migration 0007) move the `data_version` row once per committed transaction that changed
-a row, and write what it changed to `change_log` (the workloads whose rows changed, the catalogue
+served until the data it shows changes. "Changes" is decided by the database itself
+(kernelindex.db.changes): statement triggers (migration 0007) move the `data_version` row once per
+committed transaction that changed a row, and write what it changed to `change_log` (the workloads whose rows changed, the catalogue
 tables that changed, or "everything"), whichever process wrote. Every cacheable request reads the
 version first, together with the log rows since the version this process last knew, and entries
 whose dependencies those changed are dropped before the request looks for its own. So a response is
@@ -25,16 +25,13 @@ import asyncio
 import json
 import logging
 import os
-import time
 import zlib
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
 
-import asyncpg
 from graphql import (
     DocumentNode,
     FieldNode,
@@ -49,42 +46,13 @@ from graphql import (
     parse,
 )
 
-from kernelindex.db.urls import to_libpq_url
+from kernelindex.db.changes import EVERYTHING, Change, ChangeHistory, Dependencies
 
 log = logging.getLogger("kernelindex.web")
 
 # Longer documents are executed every time: the key would cost more memory than the entry saves,
 # and no page or list query comes close.
 MAX_CACHEABLE_QUERY_CHARS = 20_000
-
-# A reader more than this many versions behind drops everything instead of reading that much log
-# (and the database keeps 10,000 versions of it: migration 0007).
-MAX_CHANGES_READ = 2_000
-
-# The version, and the log rows after the version this process knew ($1), in one statement: one
-# snapshot, so the log is complete up to the version read. With no version known, $1 is far ahead
-# and no log row matches.
-VERSION_SQL = """
-SELECT d.version, l.version AS logged, l.workload_ids, l.catalogue_tables, l.everything
-  FROM data_version d
-  LEFT JOIN change_log l ON l.version > $1 AND l.version <= d.version AND d.version - $1 <= $2
- WHERE d.id = 1
- ORDER BY l.version
-"""
-NO_VERSION_KNOWN = 2**62
-
-
-@dataclass(frozen=True)
-class Dependencies:
-    """What a response read: these workloads' rows, the catalogue (hardware, environments,
-    implementations, protocols, sources, suite snapshots), or everything."""
-
-    workloads: frozenset[int] = frozenset()
-    catalogue: bool = False
-    everything: bool = False
-
-
-EVERYTHING = Dependencies(everything=True)
 
 # Root fields whose whole subtree reads only the workloads the request's workload loaders looked up
 # and the catalogue. Every field reachable from `Workload` that can read the database is listed, and
@@ -98,134 +66,6 @@ def response_dependencies(root: frozenset[str] | None, workloads: Iterable[int],
     if root is None or unscoped or not root <= WORKLOAD_ROOT_FIELDS:
         return EVERYTHING
     return Dependencies(workloads=frozenset(workloads), catalogue=True)
-
-
-@dataclass(frozen=True)
-class Change:
-    """What one data version changed (a row of change_log)."""
-
-    version: int
-    workloads: frozenset[int]
-    catalogue_tables: frozenset[str]
-    everything: bool
-
-    def touches(self, deps: Dependencies) -> bool:
-        if self.everything or deps.everything:
-            return True
-        return (deps.catalogue and bool(self.catalogue_tables)) or not self.workloads.isdisjoint(deps.workloads)
-
-
-# Called with each new version and what changed since the previous one (None: not known, so
-# everything may have changed), before any request is handed that version.
-VersionListener = Callable[[int, Sequence[Change] | None], None]
-
-
-class DataVersionReader:
-    """The current data version, read over one dedicated connection, one read at a time, with the
-    changes since the last version read handed to the listener (the response cache).
-
-    A read already on the wire when a request arrives may have started before a commit that the
-    request must see, so the request waits for the next read instead; every request that arrives
-    while one read is in flight shares that next read. Under load this is one tiny statement per
-    round trip for all concurrent requests, not one per request. Any failure answers None: the
-    caller then executes normally, and the request meets the outage the usual way (503).
-    """
-
-    def __init__(self, database_url: str, timeout_s: float = 2.0, listener: VersionListener | None = None):
-        self._dsn = to_libpq_url(database_url)
-        self._timeout_s = timeout_s
-        self._listener = listener
-        self._conn: asyncpg.Connection | None = None
-        self._statement: asyncpg.prepared_stmt.PreparedStatement | None = None
-        self._running: asyncio.Future | None = None
-        self._queued: asyncio.Future | None = None
-        self._known: int | None = None
-        self.reads = 0  # statements sent, for tests and the benchmark
-        self._last_warning = 0.0
-
-    async def current(self) -> int | None:
-        if self._running is None:
-            waiter = self._start()
-        else:
-            if self._queued is None:
-                self._queued = asyncio.get_running_loop().create_future()
-            waiter = self._queued
-        # Shielded: a request cancelled by its timeout must not cancel the read others share.
-        return await asyncio.shield(waiter)
-
-    def _start(self) -> asyncio.Future:
-        task = asyncio.ensure_future(self._read())
-        self._running = task
-        task.add_done_callback(self._finished)
-        return task
-
-    def _finished(self, task: asyncio.Future) -> None:
-        self._running = None
-        queued, self._queued = self._queued, None
-        if queued is not None:
-            self._start().add_done_callback(lambda done: _settle(queued, done))
-
-    async def _read(self) -> int | None:
-        try:
-            if self._conn is None or self._conn.is_closed():
-                self._conn = await asyncpg.connect(self._dsn, timeout=self._timeout_s)
-                self._statement = await self._conn.prepare(VERSION_SQL, timeout=self._timeout_s)
-            assert self._statement is not None  # prepared with the connection, just above
-            self.reads += 1
-            known = self._known
-            # asyncpg's own timeout: asyncio.wait_for would cost a second task on every read.
-            rows = await self._statement.fetch(NO_VERSION_KNOWN if known is None else known, MAX_CHANGES_READ,
-                                               timeout=self._timeout_s)
-        except Exception as exc:  # an outage, a timeout, a missing table: execute without the cache
-            self._warn(exc)
-            await self._drop_connection()
-            return None
-        if not rows:  # no data_version row: not a KernelIndex database (yet)
-            return None
-        version: int = rows[0]["version"]
-        if version != known:
-            self._known = version
-            if self._listener is not None:
-                self._listener(version, changes_between(known, version, rows))
-        return version
-
-    def _warn(self, exc: Exception) -> None:
-        now = time.monotonic()
-        if now - self._last_warning > 10:
-            self._last_warning = now
-            log.warning("data version unreadable, executing without the response cache: %s: %s", type(exc).__name__, exc)
-
-    async def _drop_connection(self) -> None:
-        conn, self._conn = self._conn, None
-        self._statement = None
-        if conn is not None:
-            conn.terminate()
-
-    async def close(self) -> None:
-        if self._running is not None:
-            await asyncio.gather(self._running, return_exceptions=True)
-        await self._drop_connection()
-
-
-def changes_between(known: int | None, version: int, rows: Sequence[Any]) -> list[Change] | None:
-    """The changes from `known` to `version`, one per version, or None when the log cannot tell them
-    all (nothing known before, the database went back in time, a version pruned from the log or
-    written before the log existed, more than MAX_CHANGES_READ of them)."""
-    if known is None or version < known:
-        return None
-    changes = [
-        Change(r["logged"], frozenset(r["workload_ids"]), frozenset(r["catalogue_tables"]), r["everything"])
-        for r in rows if r["logged"] is not None
-    ]
-    if [c.version for c in changes] != list(range(known + 1, version + 1)):
-        return None
-    return changes
-
-
-def _settle(target: asyncio.Future, done: asyncio.Future) -> None:
-    """Hand a finished read to the requests queued for it; a failed read is "no version" (None)."""
-    if not target.done():
-        target.set_result(None if done.cancelled() or done.exception() is not None else done.result())
 
 
 @dataclass(frozen=True)
@@ -273,6 +113,13 @@ def _operation(query: str, operation_name: str | None) -> tuple[DocumentNode, Op
     return document, operation
 
 
+def is_query(query: object, operation_name: object) -> bool:
+    """Whether the request runs a query operation (not a mutation, not a document that fails to parse).
+    A document longer than any cacheable one is not parsed here (nor kept in _operation's cache): False."""
+    return (isinstance(query, str) and len(query) <= MAX_CACHEABLE_QUERY_CHARS
+            and (operation_name is None or isinstance(operation_name, str)) and _operation(query, operation_name) is not None)
+
+
 @lru_cache(maxsize=512)
 def root_fields(query: str, operation_name: str | None) -> frozenset[str] | None:
     """The names of the root fields a query operation selects, through fragments (not their aliases:
@@ -308,10 +155,6 @@ def root_fields(query: str, operation_name: str | None) -> frozenset[str] | None
 # stored together (a server warming up) would otherwise all expire in the same instant and be
 # executed one after another while every other request waits (~80 ms for five keys in a soak).
 TTL_SPREAD = 0.1
-
-# How many versions of changes the cache remembers, to decide whether a response computed at an
-# older version than the newest seen may still be stored (a slow page finishing after a write).
-HISTORY_VERSIONS = 1_000
 
 
 def _spread(key: CacheKey) -> float:
@@ -361,10 +204,7 @@ class ResponseCache:
         self._catalogue: set[CacheKey] = set()  # entries that read the catalogue
         self._unscoped: set[CacheKey] = set()  # entries that depend on everything
         self._bytes = 0
-        self._version: int | None = None
-        # The changes after _floor up to _version, oldest first; nothing is known before _floor.
-        self._history: deque[Change] = deque()
-        self._floor: int | None = None
+        self._history = ChangeHistory()
         self._running: dict[CacheKey, asyncio.Future] = {}
         self.hits = 0
         self.misses = 0
@@ -380,7 +220,7 @@ class ResponseCache:
 
     @property
     def version(self) -> int | None:
-        return self._version
+        return self._history.version
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -389,19 +229,12 @@ class ResponseCache:
 
     def advance(self, version: int, changes: Sequence[Change] | None) -> None:
         """A newer data version, with the changes since the previous one (None: not known)."""
-        if self._version is not None and version == self._version:
-            return
-        if self._version is None or changes is None or version < self._version:
+        applied = self._history.advance(version, changes)
+        if applied is None:
             self._flush()
-            self._history.clear()
-            self._floor = version
         else:
-            for change in changes:
+            for change in applied:
                 self._apply(change)
-                self._history.append(change)
-            while len(self._history) > HISTORY_VERSIONS:
-                self._floor = self._history.popleft().version
-        self._version = version
 
     def _apply(self, change: Change) -> None:
         if change.everything:
@@ -428,17 +261,12 @@ class ResponseCache:
 
     def _observe(self, version: int) -> None:
         """A version handed in by a caller: newer than any seen means changes nobody told us about."""
-        if self._version is None or version > self._version:
-            self.advance(version, None)
+        if self._history.observe(version):
+            self._flush()
 
     def _storable(self, version: int, deps: Dependencies) -> bool:
         """Whether a response computed at `version` still shows the newest version for what it read."""
-        assert self._version is not None  # _observe ran
-        if version >= self._version:
-            return True
-        if self._floor is None or version < self._floor:
-            return False
-        return not any(c.version > version and c.touches(deps) for c in self._history)
+        return self._history.still_holds(version, deps)
 
     # -- entries ---------------------------------------------------------------------------------
 
@@ -545,7 +373,7 @@ class ResponseCache:
         return {
             "hits": self.hits, "misses": self.misses, "shared": self.shared, "invalidated": self.invalidated,
             "flushes": self.flushes, "not_stored": self.not_stored, "lru_evictions": self.lru_evictions,
-            "entries": len(self._entries), "bytes": self._bytes, "data_version": self._version or 0,
+            "entries": len(self._entries), "bytes": self._bytes, "data_version": self._history.version or 0,
         }
 
 
@@ -564,13 +392,13 @@ METRICS = {
 }
 
 
-def prometheus_text(cache: ResponseCache) -> str:
-    """The cache's figures in the Prometheus text format, labelled with this worker's process id
-    (`serve --workers N`: each worker has its own cache and answers for itself)."""
-    values = cache.metrics()
+def prometheus_text(prefix: str, values: dict[str, int], described: dict[str, tuple[str, str]]) -> str:
+    """Figures in the Prometheus text format, each `described` name as `kernelindex_<prefix>_<name>`,
+    labelled with this worker's process id (`serve --workers N`: each worker has its own caches and
+    answers for itself)."""
     label = f'{{pid="{os.getpid()}"}}'
     lines: list[str] = []
-    for name, (kind, text) in METRICS.items():
-        metric = f"kernelindex_response_cache_{name}" + ("_total" if kind == "counter" else "")
+    for name, (kind, text) in described.items():
+        metric = f"kernelindex_{prefix}_{name}" + ("_total" if kind == "counter" else "")
         lines += [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}", f"{metric}{label} {values[name]}"]
     return "\n".join(lines) + "\n"

@@ -13,9 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from starlette.datastructures import State
 from starlette.requests import HTTPConnection
 
+from kernelindex.db.changes import DataVersionReader
+from kernelindex.services.read_model import ReadModel
 from kernelindex.settings import Settings
 from kernelindex.web.health import HealthCheck
-from kernelindex.web.response_cache import DataVersionReader, ResponseCache
+from kernelindex.web.response_cache import ResponseCache
 
 Clock = Callable[[], datetime]
 
@@ -55,6 +57,7 @@ class ServerState:
     sessionmaker: async_sessionmaker[AsyncSession]
     data_version: DataVersionReader
     response_cache: ResponseCache
+    read_model: ReadModel
     # Exports: a pool of their own, as big as their concurrency limit, so they cannot take the above.
     export_engine: AsyncEngine
     export_sessionmaker: async_sessionmaker[AsyncSession]

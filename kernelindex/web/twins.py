@@ -7,8 +7,9 @@ from typing import Any
 
 from starlette.requests import Request
 
+from kernelindex.db.changes import Dependencies
 from kernelindex.graphql.context import Context
-from kernelindex.web.response_cache import CacheKey, Dependencies, response_dependencies, root_fields
+from kernelindex.web.response_cache import CacheKey, response_dependencies, root_fields
 from kernelindex.web.state import server_state
 
 RUN_FIELDS = """
@@ -76,13 +77,15 @@ def twin_key(slug: str) -> CacheKey:
     return CacheKey(WORKLOAD_PAGE_QUERY, "#json-twin", json.dumps({"slug": slug}))
 
 
-async def workload_twin(request: Request, slug: str) -> tuple[dict[str, Any] | None, Dependencies]:
-    """The page of the workload (None: there is none) and what it read, for the response cache."""
+async def workload_twin(request: Request, slug: str, version: int | None = None) -> tuple[dict[str, Any] | None, Dependencies]:
+    """The page of the workload (None: there is none) and what it read, for the response cache.
+    `version`: the data version read before this request's statements (None: the read model is not used)."""
     server = server_state(request)
     context = Context(
         session=request.state.session, now=server.clock(), settings=server.settings,
-        request_id=request.state.request_id, request=request,
+        request_id=request.state.request_id, request=request, read_model=server.read_model,
     )
+    context.loaders.version = version
     result = await server.schema.execute(WORKLOAD_PAGE_QUERY, variable_values={"slug": slug}, context_value=context)
     reads = context.loaders.reads
     deps = response_dependencies(root_fields(WORKLOAD_PAGE_QUERY, None), reads.workloads, reads.unscoped)

@@ -12,18 +12,12 @@ import asyncpg
 import httpx
 import pytest
 
+from kernelindex.db import changes
+from kernelindex.db.changes import EVERYTHING, Change, Dependencies, changes_between
 from kernelindex.db.urls import to_libpq_url
 from kernelindex.settings import Settings
 from kernelindex.web.app import create_app
-from kernelindex.web.response_cache import (
-    EVERYTHING,
-    Change,
-    Dependencies,
-    ResponseCache,
-    cache_key,
-    changes_between,
-    root_fields,
-)
+from kernelindex.web.response_cache import ResponseCache, cache_key, root_fields
 from kernelindex.web.twins import WORKLOAD_PAGE_QUERY, twin_key
 from tests.api.helpers import make_token, synthetic_records
 from tests.api.test_tokens import SUBMIT
@@ -435,9 +429,7 @@ def test_the_log_must_be_complete_to_be_used():
 
 
 async def test_a_reader_far_behind_the_log_drops_everything(app, client, db_url, monkeypatch):
-    from kernelindex.web import response_cache
-
-    monkeypatch.setattr(response_cache, "MAX_CHANGES_READ", 2)
+    monkeypatch.setattr(changes, "MAX_CHANGES_READ", 2)
     await page(client, RUNS, B)
     assert (await page(client, RUNS, B))[1] == "hit"
     for i in range(3):  # three versions, none of them B's

@@ -9,9 +9,10 @@ from datetime import timedelta
 import httpx
 import pytest
 
+from kernelindex.db.changes import EVERYTHING, DataVersionReader
 from kernelindex.settings import Settings
 from kernelindex.web.app import create_app
-from kernelindex.web.response_cache import EVERYTHING, DataVersionReader, ResponseCache, cache_key
+from kernelindex.web.response_cache import ResponseCache, cache_key
 from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
 from tests.api.helpers import make_token, synthetic_records, write_records
 from tests.api.test_tokens import SUBMIT
@@ -100,7 +101,10 @@ async def test_entries_expire_after_the_ttl_of_the_app_clock(db_url, count_state
 
 
 async def test_the_cache_can_be_turned_off(db_url, count_statements):
-    application = create_app(Settings(response_cache_entries=0), database_url=db_url, clock=lambda: FIXED_NOW)
+    """Both caches off: every request executes, and nothing reads the data version (the read model
+    alone would: tests/api/test_read_model.py)."""
+    application = create_app(Settings(response_cache_entries=0, read_model_workloads=0), database_url=db_url,
+                             clock=lambda: FIXED_NOW)
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application)
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
@@ -210,6 +214,7 @@ async def test_concurrent_misses_of_one_key_execute_once(app, client, count_stat
     assert len({b.content for b in bodies}) == 1 and "errors" not in bodies[0].json()
     with count_statements(app.state.engine) as one:
         app.state.response_cache._observe(10**12)  # a newer version: everything is dropped
+        app.state.read_model.advance(10**12, None)  # and the page's values computed again too
         await post(client, WORKLOAD_PAGE_QUERY, RESNET18)
     assert len(statements) <= len(one)  # eight requests, one execution
     assert app.state.response_cache.shared + app.state.response_cache.hits >= 7

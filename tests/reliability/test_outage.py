@@ -185,7 +185,7 @@ async def test_a_commit_lost_with_the_database_is_a_503_in_the_shape_of_the_endp
     assert (await client.post("/graphql", json=PAGE)).status_code == 200
 
     # A route that lets a connection failure through, before its response: a JSON 503, not a 500.
-    async def lost_connection(request, slug):
+    async def lost_connection(request, slug, version=None):
         raise ConnectionResetError("connection reset by peer")
 
     monkeypatch.setattr(app_module, "workload_twin", lost_connection)
