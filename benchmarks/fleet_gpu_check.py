@@ -60,13 +60,13 @@ CANDIDATES = {
 BASELINE = "torch_eager"
 GPU_IMPLS = ("torch_eager", "torch_compile_inductor")
 CPU_IMPLS = ("torch_eager",)  # inductor's C++ compile of a ResNet takes minutes on a small CPU: ask with --impl
-JOBS_QUERY = """query FleetCheck($first: Int!) { jobs(first: $first) {
+JOBS_QUERY = """query FleetCheck($first: Int!) { jobs(first: $first) { nodes {
   databaseId state kind reason hardware attempts worker durationS implementationSlug
   workload { slug }
   run { databaseId status failureReason meanMs ciHalfWidthMs numTrials compileTimeMs evidence trustLevel
         protocol { name version } environment { databaseId hardware { sku } } }
   baselineRun { databaseId status meanMs ciHalfWidthMs numTrials }
-} }"""
+} } }"""
 
 _started = time.monotonic()
 
@@ -267,7 +267,7 @@ class Check:
         except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors; a body that is not JSON
             raise CheckError(f"reading the jobs and runs from serve ({self.base_url}) failed: {exc}") from exc
 
-        rows = [table_row(job) for job in reversed(document["data"]["jobs"])]
+        rows = [table_row(job) for job in reversed(document["data"]["jobs"]["nodes"])]
         self.summary["jobs"] = rows
         print_table(rows)
         return bool(rows) and all(r["state"] == "PASSED" for r in rows)

@@ -279,7 +279,7 @@ async def get_job(session: AsyncSession, job_id: int) -> FleetJob | None:
     return (await session.execute(select(FleetJob).where(FleetJob.id == job_id))).scalar_one_or_none()
 
 
-async def _of_hardware_and_workload(session: AsyncSession, statement: Any, hardware: str | None, workload_slug: str | None) -> Any:
+async def jobs_of_hardware_and_workload(session: AsyncSession, statement: Any, hardware: str | None, workload_slug: str | None) -> Any:
     """The jobs filter `jobs` lists and counts by: a hardware name (resolved to its SKU) and a workload."""
     if hardware:
         sku = hardware if hardware == CPU else await resolve_hardware(session, hardware)
@@ -297,7 +297,7 @@ async def list_jobs(
     bad = [s for s in states or [] if s not in FLEET_JOB_STATES]
     if bad:
         raise FleetInputError("state", f"unknown state(s) {', '.join(bad)}; states are {', '.join(FLEET_JOB_STATES)}")
-    statement = await _of_hardware_and_workload(session, select(FleetJob), hardware, workload_slug)
+    statement = await jobs_of_hardware_and_workload(session, select(FleetJob), hardware, workload_slug)
     if states:
         statement = statement.where(FleetJob.state.in_(states))
     if submission_id is not None:
@@ -308,7 +308,7 @@ async def list_jobs(
 
 
 async def count_by_state(session: AsyncSession, *, hardware: str | None = None, workload_slug: str | None = None) -> dict[str, int]:
-    statement = await _of_hardware_and_workload(
+    statement = await jobs_of_hardware_and_workload(
         session, select(FleetJob.state, func.count()).group_by(FleetJob.state), hardware, workload_slug)
     rows = (await session.execute(statement)).all()
     return {state: count for state, count in rows}

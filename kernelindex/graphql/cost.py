@@ -51,6 +51,7 @@ from graphql.language import ValueNode
 from strawberry.extensions import SchemaExtension
 
 from kernelindex.graphql.errors import QUERY_TOO_COSTLY
+from kernelindex.graphql.pagination import PAGE_DEFAULT
 
 # Where a field's extra weight is kept: strawberry.field(metadata={COST_KEY: ...}).
 COST_KEY = "kernelindex.cost"
@@ -134,19 +135,24 @@ class _Walk:
 
     def _weight(self, field: GraphQLField, node: FieldNode) -> tuple[int, int]:
         """(cost of the field itself, multiplier of its selection)."""
-        for name in PAGE_ARGUMENTS:
-            if name in field.args:
-                page = self._page_size(node, name, field.args[name].default_value)
-                return page, page
+        names = [name for name in PAGE_ARGUMENTS if name in field.args]
+        if names:
+            page = self._page_size(node, names, field.args[names[0]].default_value)
+            return page, page
         definition = (field.extensions or {}).get("strawberry-definition")
         weight = (getattr(definition, "metadata", None) or {}).get(COST_KEY, 0)
         return (self.model.long_text_kib if weight == LONG_TEXT else int(weight)), 1
 
-    def _page_size(self, node: FieldNode, name: str, default: Any) -> int:
-        value: Any = default
+    def _page_size(self, node: FieldNode, names: list[str], default: Any) -> int:
+        """The page size `first` or `last` gives (a connection refuses both); neither: the field's
+        default, or the connections' PAGE_DEFAULT where `first` has none (null)."""
+        value: Any = default if isinstance(default, int) else PAGE_DEFAULT
         for argument in node.arguments or ():
-            if argument.name.value == name:
-                value = self._value(argument.value)
+            if argument.name.value in names:
+                given = self._value(argument.value)
+                if given is not None:  # null, or a variable not given: the default page
+                    value = given
+                    break
         if isinstance(value, bool) or not isinstance(value, int):
             value = self.model.max_page_size  # unknown: the most the resolver would return
         return max(0, min(value, self.model.max_page_size))

@@ -21,11 +21,11 @@ from kernelindex.db.models import RunFlag, RunReview
 from kernelindex.db.text import text_problem
 from kernelindex.graphql.auth import token_with_scope
 from kernelindex.graphql.context import Context
+from kernelindex.graphql.enums import ReviewDecision, ReviewState, of_rules
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import from_global_id, to_global_id
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record
 from kernelindex.ingest.writer import RunWriter
-from kernelindex.rules.plausibility import DECISIONS
 from kernelindex.services.records import refresh_cohorts_of_runs
 from kernelindex.services.tokens import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE
 
@@ -230,41 +230,41 @@ class Mutation:
 @strawberry.type(description="What reviewRun did.")
 class ReviewRunResult:
     ok: bool = strawberry.field(description="True when the review was stored.")
-    review_status: str | None = strawberry.field(description="The run's status after the review, e.g. 'approved after review'.")
+    review_status: str | None = strawberry.field(description="reviewState in words, e.g. 'approved after review'.")
+    review_state: ReviewState | None = strawberry.field(description="Where the run stands after the review; null when nothing changed.")
     error: str | None = strawberry.field(description="Why nothing changed, when nothing did.")
 
 
 @strawberry.type
 class ReviewMutations:
     @strawberry.mutation(
-        description="Review a run that plausibility-v1 flagged: 'approved' lets it count towards records again, "
-        "'rejected' keeps it out. Reviews are kept; the latest decides. Needs the runs:review scope."
+        description="Review a run that plausibility-v1 flagged: APPROVED lets it count towards records again, "
+        "REJECTED keeps it out. Reviews are kept; the latest decides. Needs the runs:review scope."
     )
     async def review_run(
         self,
         info: strawberry.Info[Context, None],
         id: Annotated[strawberry.ID, strawberry.argument(description="The run's global ID (Run.id) or its database id.")],
-        decision: Annotated[str, strawberry.argument(description="'approved' or 'rejected'.")],
+        decision: Annotated[ReviewDecision, strawberry.argument(description="Approve (it counts again) or reject (it stays out).")],
         note: Annotated[str | None, strawberry.argument(description="Why, in up to 2,000 characters.")] = None,
     ) -> ReviewRunResult:
         ctx = info.context
         session = ctx.session
         token = await token_with_scope(ctx, SCOPE_RUNS_REVIEW)
-        if decision not in DECISIONS:
-            raise InvalidInputError(f"decision must be 'approved' or 'rejected', got {decision[:40]!r}")
         if note is not None:
             note = _check_reason(note)
         run_id = _run_database_id(id)
         if run_id is None or await session.get(RunRow, run_id) is None:
-            return ReviewRunResult(ok=False, review_status=None, error=f"no run with id {_short(id)}")
+            return ReviewRunResult(ok=False, review_status=None, review_state=None, error=f"no run with id {_short(id)}")
         flagged = (await session.execute(select(RunFlag.id).where(RunFlag.run_id == run_id).limit(1))).first()
         if flagged is None:
-            return ReviewRunResult(ok=False, review_status=None, error="the run is not flagged; there is nothing to review")
+            return ReviewRunResult(ok=False, review_status=None, review_state=None, error="the run is not flagged; there is nothing to review")
         await hold_index_writes(session)  # before writing: records are refreshed below
-        session.add(RunReview(run_id=run_id, decision=decision, reviewer=token.name, note=note, created_at=ctx.now))
+        session.add(RunReview(run_id=run_id, decision=decision.value, reviewer=token.name, note=note, created_at=ctx.now))
         await session.flush()
         await refresh_cohorts_of_runs(session, [run_id], now=ctx.now)
-        return ReviewRunResult(ok=True, review_status=f"{decision} after review", error=None)
+        return ReviewRunResult(ok=True, review_status=f"{decision.value} after review", review_state=of_rules(ReviewState, decision.value),
+                               error=None)
 
 
 def _refused(problems: list[RecordProblem], warnings: list[str] | None = None) -> SubmitRunsResult:

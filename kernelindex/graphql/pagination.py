@@ -1,4 +1,11 @@
-"""Relay-style connections: opaque cursors, first/after, pageInfo and totalCount, by keyset.
+"""Relay connections: opaque cursors, first/after forward and last/before backward, pageInfo and
+totalCount, by keyset.
+
+A page backward reads the keyset in reverse (every sort expression descending, `< cursor`), one
+more than `last`, and turns the rows back into the list's order: the extra row, beyond the page's
+start, says a previous page exists. first with last, or after with before, is refused
+(BAD_USER_INPUT): the Relay specification allows them together but gives a result no client asks
+for, and refusing is what GitHub's API does too.
 
 `totalCount` is counted when a query asks for it, never otherwise: counting every row a filter
 selects costs more than reading one page of them, and most readers never look at it."""
@@ -10,8 +17,9 @@ import base64
 import binascii
 import json
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 import strawberry
 from sqlalchemy import ColumnElement, Select, Subquery, func, select, tuple_
@@ -77,12 +85,53 @@ def _python_type(expression: Any) -> type:
     return object
 
 
-def check_first(first: int, max_page_size: int) -> int:
+def check_first(first: int, max_page_size: int, name: str = "first") -> int:
     if first < 1:
-        raise PaginationError(f"first must be at least 1, got {first}")
+        raise PaginationError(f"{name} must be at least 1, got {first}")
     if first > max_page_size:
-        raise PaginationError(f"first must be at most {max_page_size}, got {first}")
+        raise PaginationError(f"{name} must be at most {max_page_size}, got {first}")
     return first
+
+
+# The page size of a connection when a query gives neither `first` nor `last`.
+PAGE_DEFAULT = 20
+
+FirstArg = Annotated[int | None, strawberry.argument(
+    description="Page forward: this many items from the start, or after `after` (1 to the server's page size, 100; "
+    "20 when neither first nor last is given). Not with `last`.")]
+AfterArg = Annotated[str | None, strawberry.argument(
+    description="Page forward from this cursor (an endCursor or edge cursor of this list and order). Not with `before`.")]
+LastArg = Annotated[int | None, strawberry.argument(
+    description="Page backward: this many items from the end, or before `before` (1 to the server's page size). "
+    "Not with `first`.")]
+BeforeArg = Annotated[str | None, strawberry.argument(
+    description="Page backward from this cursor (a startCursor or edge cursor of this list and order). Not with `after`.")]
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which page of a list: `size` items after `cursor` (forward), or before it (backward); no
+    cursor is the list's start (forward) or end (backward)."""
+
+    size: int
+    cursor: str | None = None
+    backward: bool = False
+
+
+def page_window(first: int | None, after: str | None, last: int | None, before: str | None, max_page_size: int,
+                default: int = PAGE_DEFAULT) -> Window:
+    """The page the Relay arguments ask for, checked."""
+    if first is not None and last is not None:
+        raise PaginationError("pass first (with after) to page forward or last (with before) to page backward, not both")
+    if after is not None and before is not None:
+        raise PaginationError("pass after (with first) or before (with last), not both")
+    if last is not None or before is not None:
+        if first is not None:
+            raise PaginationError("before pages backward: pass last with it, not first")
+        if after is not None:
+            raise PaginationError("after pages forward: pass first with it, not last")
+        return Window(check_first(default if last is None else last, max_page_size, "last"), before or None, True)
+    return Window(check_first(default if first is None else first, max_page_size), after or None, False)
 
 
 @strawberry.type(description="Where a page sits in its list.")
@@ -130,24 +179,34 @@ def counter(session: AsyncSession, count_from: Select) -> Callable[[], Awaitable
     return count
 
 
-def _after(kind: str, after: str | None, order: Sequence[Any]) -> list[ColumnElement[bool]]:
-    """The keyset condition of a page that starts after the cursor `after` (none for the first page)."""
-    if not after:
+def _beyond(kind: str, window: Window, order: Sequence[Any]) -> list[ColumnElement[bool]]:
+    """The keyset condition of a page past its cursor: after it going forward, before it going
+    backward (none without a cursor)."""
+    if not window.cursor:
         return []
-    key = decode_cursor(kind, after, len(order), [_python_type(e) for e in order])
-    return [tuple_(*order) > tuple_(*key)]
+    key = decode_cursor(kind, window.cursor, len(order), [_python_type(e) for e in order])
+    return [tuple_(*order) < tuple_(*key)] if window.backward else [tuple_(*order) > tuple_(*key)]
+
+
+def _read_order(order: Sequence[Any], window: Window) -> list[Any]:
+    """The order rows are read in: the list's, or its reverse for a page backward."""
+    return [e.desc() for e in order] if window.backward else list(order)
 
 
 def _connection(rows: Sequence[Any], *, kind: str, key_of: Callable[[Any], Sequence[Any]],
-                make_node: Callable[[Any], Any], first: int, after: str | None,
+                make_node: Callable[[Any], Any], window: Window,
                 count: Callable[[], Awaitable[int]]) -> Connection:
-    """The page of `rows` (up to first + 1 of them, in order: one more than the page says a next page exists)."""
-    edges = [Edge(node=make_node(row), cursor=encode_cursor(kind, key_of(row))) for row in rows[:first]]
+    """The page of `rows`: up to size + 1 of them in the list's order, the extra one beyond the
+    page's far end (after it going forward, before it going backward) saying more items lie there."""
+    more = len(rows) > window.size
+    shown = (rows[len(rows) - window.size:] if more else rows) if window.backward else rows[:window.size]
+    edges = [Edge(node=make_node(row), cursor=encode_cursor(kind, key_of(row))) for row in shown]
+    # The near side of a cursor is known to hold at least the cursor's own item.
     return Connection(
         edges=edges,
         page_info=PageInfo(
-            has_next_page=len(rows) > first,
-            has_previous_page=after is not None,
+            has_next_page=window.cursor is not None if window.backward else more,
+            has_previous_page=more if window.backward else window.cursor is not None,
             start_cursor=edges[0].cursor if edges else None,
             end_cursor=edges[-1].cursor if edges else None,
         ),
@@ -163,19 +222,23 @@ async def keyset_page(
     order: Sequence[Any],
     key_of: Callable[[Any], Sequence[Any]],
     make_node: Callable[[Any], Any],
-    first: int,
+    first: int | None,
     after: str | None,
     max_page_size: int,
     count_from: Select,
+    last: int | None = None,
+    before: str | None = None,
 ) -> Connection:
     """One statement for the page, whatever the page size, and one for the total if it is asked for.
 
     `order` are ascending sort expressions ending in a unique column; `key_of(row)` gives their values.
     """
-    check_first(first, max_page_size)
-    page_statement = statement.where(*_after(kind, after, order))
-    rows = (await session.execute(page_statement.order_by(*order).limit(first + 1))).all()
-    return _connection(rows, kind=kind, key_of=key_of, make_node=make_node, first=first, after=after,
+    window = page_window(first, after, last, before, max_page_size)
+    page_statement = statement.where(*_beyond(kind, window, order))
+    rows = (await session.execute(page_statement.order_by(*_read_order(order, window)).limit(window.size + 1))).all()
+    if window.backward:
+        rows = rows[::-1]
+    return _connection(rows, kind=kind, key_of=key_of, make_node=make_node, window=window,
                        count=counter(session, count_from))
 
 
@@ -186,27 +249,25 @@ def narrow_page_statement(
     id_column: Any,
     kind: str,
     order: Sequence[Any],
-    first: int,
-    after: str | None,
-    max_page_size: int,
+    window: Window,
 ) -> Select:
     """The one statement of a page that is chosen before anything is joined to it.
 
     `narrow` selects the list's rows from its own table with every filter (conditions on that table
     alone, subqueries allowed), and `order` sorts them on its columns, ending in the unique
-    `id_column`; the page (first + 1 ids and their sort keys) is cut there, where the table's
+    `id_column`; the page (size + 1 ids and their sort keys, read in reverse for a page backward)
+    is cut there, where the table's
     indexes serve the filter, the order and the limit. `rows_of(page)` then joins whatever the
     nodes need to just those ids: it must join the subquery `page` on its column `page_id`, and
     select columns, not entities (narrow_keyset_page reads Core rows). The page comes back in its
     order (the subquery's sort keys `page_key_0`…). Cursors are those keyset_page gives for the
     same `kind` and `order`. The statement depends only on its arguments, so a caller may keep it
     for the same arguments (queries.runs does)."""
-    check_first(first, max_page_size)
     page = (
         narrow.with_only_columns(id_column.label("page_id"), *(e.label(f"page_key_{i}") for i, e in enumerate(order)))
-        .where(*_after(kind, after, order))
-        .order_by(*order)
-        .limit(first + 1)
+        .where(*_beyond(kind, window, order))
+        .order_by(*_read_order(order, window))
+        .limit(window.size + 1)
         .subquery("page")
     )
     return rows_of(page).order_by(*(page.c[f"page_key_{i}"] for i in range(len(order))))
@@ -220,16 +281,15 @@ async def narrow_keyset_page(
     kind: str,
     key_of: Callable[[Any], Sequence[Any]],
     make_node: Callable[[Any], Any],
-    first: int,
-    after: str | None,
+    window: Window,
 ) -> Connection:
-    """The page of narrow_page_statement(narrow, …, first=first, after=after): `statement` read in
-    one round trip, and `narrow` counted only if the query selects totalCount."""
+    """The page of narrow_page_statement(narrow, …, window=window): `statement` read in one round
+    trip (in the list's order either way), and `narrow` counted only if the query selects totalCount."""
     # Executed on the session's connection, as Core: the rows come back as the driver's records,
     # with no ORM loading step per row (a page's nodes are built from plain columns anyway), even
     # when `narrow`'s conditions name ORM attributes, which would make session.execute load them.
     rows = (await (await session.connection()).execute(statement)).all()
-    return _connection(rows, kind=kind, key_of=key_of, make_node=make_node, first=first, after=after,
+    return _connection(rows, kind=kind, key_of=key_of, make_node=make_node, window=window,
                        count=counter(session, narrow))
 
 

@@ -35,11 +35,14 @@ from kernelindex.graphql.queries.fleet import FleetMutations, FleetQueries
 from kernelindex.graphql.queries.history import HistoryQueries
 from kernelindex.graphql.queries.node import NodeQueries
 from kernelindex.graphql.queries.policy import PolicyQueries
-from kernelindex.graphql.queries.records import RecordQueries
+from kernelindex.graphql.queries.records import RecordQueries, WorkloadRecords
 from kernelindex.graphql.queries.runs import RunQueries
 from kernelindex.graphql.queries.workloads import WorkloadQueries
 from kernelindex.graphql.session import SessionConnection
-from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
+from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation, Protocol, Source
+from kernelindex.graphql.types.fleet import Job, Submission
+from kernelindex.graphql.types.history import RecordEvent
+from kernelindex.graphql.types.revision import WorkloadRevision
 from kernelindex.graphql.types.run import Run
 from kernelindex.graphql.types.workload import Workload
 from kernelindex.graphql.validation import Validation
@@ -92,7 +95,8 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     # The node types are named here too: a client refetches them through `node`, which returns the interface.
     return KernelIndexSchema(
         query=Query, mutation=Mutation, extensions=extensions,
-        types=[Workload, Run, Implementation, Hardware, Environment],
+        types=[Workload, Run, Implementation, Hardware, Environment, Job, Protocol, Source, WorkloadRevision, RecordEvent,
+               Submission, WorkloadRecords],
     )
 
 

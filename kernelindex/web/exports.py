@@ -24,7 +24,7 @@ from kernelindex.db.engine import discard_connections
 from kernelindex.db.errors import is_unavailable
 from kernelindex.db.models import Hardware, Run, SuiteSnapshot, SuiteSnapshotMember, Workload, WorkloadRevision
 from kernelindex.db.text import text_problem
-from kernelindex.graphql.enums import Evidence, RunStatus
+from kernelindex.graphql.enums import Evidence, RunStatus, of_rules
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, UserInputError
 from kernelindex.graphql.inputs import check_datetime
 from kernelindex.ingest.export import hardware_line, run_record, workload_line
@@ -135,10 +135,13 @@ class ExportColumn:
     """One column of runs.csv: its name since runs.csv was first published (`names=csv`, the default,
     so existing readers keep working) and the path of the same value from `Run` in the GraphQL schema
     (`names=graphql`). This table is the one place both come from; tests/api/test_export_vocabulary.py
-    checks every path against the schema and every value against the GraphQL answer."""
+    checks every path against the schema and every value against the GraphQL answer. `enum`: the
+    GraphQL enum of a fixed set; `names=graphql` writes its names (PASSED), the published columns the
+    lower-case values they always had (passed)."""
 
     csv: str
     graphql: str
+    enum: type[Enum] | None = None
 
 
 RUN_COLUMNS = (
@@ -154,7 +157,7 @@ RUN_COLUMNS = (
     ExportColumn("environment_fingerprint", "environment.fingerprint"),
     ExportColumn("protocol", "protocol.name"),
     ExportColumn("protocol_version", "protocol.version"),
-    ExportColumn("status", "status"),
+    ExportColumn("status", "status", RunStatus),
     ExportColumn("failure_reason", "failureReason"),
     ExportColumn("mean_ms", "meanMs"),
     ExportColumn("std_ms", "stdMs"),
@@ -167,7 +170,7 @@ RUN_COLUMNS = (
     ExportColumn("ci95_half_width_ms", "ciHalfWidthMs"),
     ExportColumn("compile_time_ms", "compileTimeMs"),
     ExportColumn("observed_at", "observedAt"),
-    ExportColumn("evidence", "evidence"),
+    ExportColumn("evidence", "evidence", Evidence),
     ExportColumn("source", "source.name"),
     ExportColumn("source_revision", "source.revision"),
     ExportColumn("licence", "implementation.licence"),
@@ -302,8 +305,10 @@ async def runs_csv(request: Request) -> Response:
                    half, run.compile_time_ms, run.observed_at.isoformat(), run.evidence, source.name,
                    snapshot.revision or "", impl.licence or "", trust.trust_label(run.evidence, implementation_facts(impl)),
                    trust.is_stale(run.observed_at, now), run.superseded_at is not None, run.retracted_at is not None)
-            # GraphQL writes booleans as JSON does; the published columns keep Python's True/False.
-            writer.writerow(tuple(_json_boolean(v) for v in row) if graphql_names else row)
+            # GraphQL writes booleans as JSON does and enums by name; the published columns keep Python's
+            # True/False and the lower-case values.
+            writer.writerow(tuple(_graphql_value(c, v) for c, v in zip(RUN_COLUMNS, row, strict=True)) if graphql_names
+                            else row)
             count += 1
             if count % BATCH == 0:
                 yield buffer.getvalue()
@@ -314,8 +319,12 @@ async def runs_csv(request: Request) -> Response:
     return export.stream(rows())
 
 
-def _json_boolean(value: object) -> object:
-    return ("true" if value else "false") if isinstance(value, bool) else value
+def _graphql_value(column: ExportColumn, value: object) -> object:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if column.enum is not None:
+        return of_rules(column.enum, value).name
+    return value
 
 
 async def unknown_names(session: AsyncSession, filters: RunFilters) -> Response | None:

@@ -56,7 +56,7 @@ query WorkloadPage($slug: String!) {{
       summary boundLine basisLine notes description unavailableReason hardware {{ sku shortName }}
     }}
     implementations {{
-      bestLatencyMs bestLatencyDisplay vsBest vsBestDisplay evidence availability runtimeDisplay
+      bestLatencyMs bestLatencyDisplay vsBest vsBestDisplay trustLevel availability runtimeDisplay
       implementation {{ {IMPLEMENTATION_FIELDS} }}
     }}
     semantics {{

@@ -247,7 +247,7 @@ REVIEWED_WORKLOAD_FIELDS = {
         "lastObservedDisplay", "runs",
     },
     # trustLevel: the measurements of its own subject (same workload revision) and their holds.
-    "Run": {"workloadSlug", "revision", "stale", "flags", "reviewStatus", "trustLevel"},
+    "Run": {"workloadSlug", "revision", "stale", "flags", "reviewStatus", "reviewState", "trustLevel"},
     "WorkloadRevision": {"snapshots"},
     "Comparison": {"rows"},
     "ComparisonRow": {"stale"},

@@ -17,13 +17,13 @@ async def test_roofline_floors_on_every_sku(graphql):
     )
     w = data["workload"]
     # The record (eager, 1.39 ms) is on H100 PCIe: memory-bound at 23.5 µs there.
-    assert w["roofline"]["bound"] == "memory"
+    assert w["roofline"]["bound"] == "MEMORY"
     assert w["roofline"]["floorDisplay"] == "23.5 µs"
     assert w["roofline"]["ratioAboveDisplay"] == "59.04×"
     floors = {f["hardware"]["sku"]: f for f in w["floors"]}
     assert len(floors) == 12
     assert floors["NVIDIA H100 SXM5 80GB"]["floorDisplay"] == "14.7 µs"
-    assert floors["NVIDIA H100 SXM5 80GB"]["bound"] == "compute"
+    assert floors["NVIDIA H100 SXM5 80GB"]["bound"] == "COMPUTE"
     assert floors["NVIDIA H100 SXM5 80GB"]["recordMs"] == 1.47
     assert floors["NVIDIA B200 180GB"]["recordMs"] is None  # not measured, still bounded
     assert floors["NVIDIA B200 180GB"]["floorDisplay"] == "6.62 µs"
@@ -33,20 +33,20 @@ async def test_roofline_floors_on_every_sku(graphql):
 async def test_page_keeps_v1_wording_and_adds_intervals(graphql):
     data = await graphql(
         '{ workload(slug: "kernelbench-l3-p9-resnet18") { comparison { rows { rankDisplay position verdict '
-        "verdictWithInterval trustLevel crossCheck } } implementations { evidence implementation { slug deployability "
+        "verdictWithInterval trustLevel crossCheck } } implementations { trustLevel implementation { slug deployability "
         "{ deployable permissive reasons { code words } } } } } }"
     )
     rows = data["workload"]["comparison"]["rows"]
     assert [(r["rankDisplay"], r["position"]) for r in rows] == [("1", 1), ("2", 2)]
     assert rows[1]["verdict"] == "1.09× slower than the baseline."
     assert rows[1]["verdictWithInterval"].startswith("1.09× slower than the baseline (95% CI")
-    assert [r["trustLevel"] for r in rows] == ["Reported", "Reported"]
+    assert [r["trustLevel"] for r in rows] == ["REPORTED", "REPORTED"]
     assert all(r["crossCheck"] is None for r in rows)
     for impl in data["workload"]["implementations"]:
-        assert impl["evidence"] == "Reported"
+        assert impl["trustLevel"] == "REPORTED"
         d = impl["implementation"]["deployability"]
         assert d["deployable"] is False and d["permissive"] is True
-        assert [r["code"] for r in d["reasons"]] == ["no_install_recipe"]
+        assert [r["code"] for r in d["reasons"]] == ["NO_INSTALL_RECIPE"]
 
 
 async def test_measured_run_confirms_a_reported_one(db_url, graphql):
@@ -58,11 +58,11 @@ async def test_measured_run_confirms_a_reported_one(db_url, graphql):
     rec["correctness"] = {"passed": True, "max_abs_diff": 1e-6, "max_rel_diff": 1e-5, "atol": 1e-4, "rtol": 1e-4}
     await write_records(db_url, [rec])
     data = await graphql('{ workload(slug: "kernelbench-l3-p9-resnet18") { comparison { rows { latencyMs crossCheck trustLevel } } '
-                         "implementations { implementation { slug } evidence } } }")
+                         "implementations { implementation { slug } trustLevel } } }")
     reported = next(r for r in data["workload"]["comparison"]["rows"] if r["latencyMs"] == 1.39)
     assert reported["crossCheck"].startswith("Confirmed by a KernelIndex measurement on H100 PCIe")
-    levels = {i["implementation"]["slug"]: i["evidence"] for i in data["workload"]["implementations"]}
-    assert levels["torch_eager"] == "Verified"
+    levels = {i["implementation"]["slug"]: i["trustLevel"] for i in data["workload"]["implementations"]}
+    assert levels["torch_eager"] == "VERIFIED"
 
 
 async def test_implausible_run_is_held_until_reviewed(db_url, graphql, client):
@@ -71,26 +71,26 @@ async def test_implausible_run_is_held_until_reviewed(db_url, graphql, client):
     rec["implementation"] = {"slug": "too_good_kernel"}
     rec["statistics"].update(mean=0.1, min=0.09, max=0.11)  # 13.9× faster than the baseline
     await write_records(db_url, [rec])
-    query = '{ workload(slug: "kernelbench-l3-p9-resnet18") { eligibleRunCount headline { latencyMs } } runs(implementation: "too_good_kernel") { nodes { id reviewStatus flags { code reason } } } }'
+    query = '{ workload(slug: "kernelbench-l3-p9-resnet18") { eligibleRunCount headline { latencyMs } } runs(implementation: "too_good_kernel") { nodes { id reviewStatus reviewState flags { code reason } } } }'
     data = await graphql(query)
     assert data["workload"]["eligibleRunCount"] == 4 and data["workload"]["headline"]["latencyMs"] == 1.39
     (run,) = data["runs"]["nodes"]
-    assert run["reviewStatus"] == "suspicious: needs review"
-    assert [f["code"] for f in run["flags"]] == ["implausible_speedup"]
+    assert run["reviewStatus"] == "suspicious: needs review" and run["reviewState"] == "NEEDS_REVIEW"
+    assert [f["code"] for f in run["flags"]] == ["IMPLAUSIBLE_SPEEDUP"]
 
     token = await make_token(db_url, "runs:review", name="reviewer")
     review = await client.post(
         "/graphql",
-        json={"query": 'mutation($id: ID!) { reviewRun(id: $id, decision: "approved", note: "re-measured") { ok reviewStatus error } }',
+        json={"query": 'mutation($id: ID!) { reviewRun(id: $id, decision: APPROVED, note: "re-measured") { ok reviewStatus reviewState error } }',
               "variables": {"id": run["id"]}},
         headers={"authorization": f"Bearer {token}"},
     )
-    assert review.json()["data"]["reviewRun"] == {"ok": True, "reviewStatus": "approved after review", "error": None}
+    assert review.json()["data"]["reviewRun"] == {"ok": True, "reviewStatus": "approved after review", "reviewState": "APPROVED", "error": None}
     data = await graphql(query)
     assert data["workload"]["eligibleRunCount"] == 5 and data["workload"]["headline"]["latencyMs"] == 0.1
     history = await graphql('{ recordFeed(first: 5) { nodes { kind workloadSlug improvementPercent words run { meanMs } previousRun { meanMs } } } }')
     newest = history["recordFeed"]["nodes"][0]
-    assert newest["kind"] == "new_record" and newest["run"]["meanMs"] == 0.1 and newest["previousRun"]["meanMs"] == 1.39
+    assert newest["kind"] == "NEW_RECORD" and newest["run"]["meanMs"] == 0.1 and newest["previousRun"]["meanMs"] == 1.39
     assert newest["improvementPercent"] == pytest.approx((1.39 - 0.1) / 1.39 * 100)
 
 
@@ -106,9 +106,9 @@ async def test_retracting_the_holder_restores_the_previous_one(db_url, graphql, 
     assert response.json()["data"]["retractRun"]["ok"] is True
     history = await graphql('{ workload(slug: "kernelbench-l3-p9-resnet18") { recordHistory(first: 10) { totalCount nodes { kind run { meanMs } previousRun { meanMs } } } } }')
     events = history["workload"]["recordHistory"]["nodes"]
-    assert events[0]["kind"] == "restored"
+    assert events[0]["kind"] == "RESTORED"
     assert events[0]["previousRun"]["meanMs"] == 1.39 and events[0]["run"]["meanMs"] == 1.52
-    assert {e["kind"] for e in events[1:]} == {"new_record"}  # the seed's first records stay in the history
+    assert {e["kind"] for e in events[1:]} == {"NEW_RECORD"}  # the seed's first records stay in the history
 
 
 async def test_compare_runs(graphql):

@@ -41,7 +41,7 @@ COMPARISON_FIELDS = f"title resultCount resultCountDisplay lastObserved header r
 QUERY = f"""query($slug: String!, $k: Int!) {{ workload(slug: $slug) {{
   eligibleRunCount lastObserved
   records {{ runCount label run {{ databaseId }} }}
-  implementations {{ vsBest evidence evidenceKinds bestRun {{ databaseId }} }}
+  implementations {{ vsBest trustLevel evidenceKinds bestRun {{ databaseId }} }}
   sources {{ name revision }}
   headline {{ speedupVsBaseline run {{ databaseId }} }}
   comparison {{ {COMPARISON_FIELDS} }}
@@ -134,7 +134,7 @@ def _row(row: ranking.RankedRun, tied: ties.TiedRow, baseline: ranking.RankedRun
         "speedupInterval": [verdict.interval.low, verdict.interval.high] if verdict and verdict.interval else None,
         "verdict": verdict.page_sentence if verdict else None,
         "verdictWithInterval": verdict.sentence if verdict else None,
-        "trustLevel": ladder.trust_level(run, context).word, "crossCheck": check.sentence if check else None,
+        "trustLevel": ladder.trust_level(run, context).name, "crossCheck": check.sentence if check else None,
         "summary": " ".join(row_notes(run, verdict.page_sentence if verdict else None, exact)),
         "exactConfiguration": exact, "run": {"databaseId": run.id},
     }
@@ -189,7 +189,7 @@ async def test_page_of_a_big_cohort_equals_the_full_computation(big_page, sessio
     if k == 100:
         assert got["comparison"]["rows"] != rows  # the two weigh different measurements
         assert any(r["rankDisplay"].endswith("=") for r in rows)
-        assert {r["trustLevel"] for r in rows} >= {"Replicated", "Verified", "Reported"}
+        assert {r["trustLevel"] for r in rows} >= {"REPLICATED", "VERIFIED", "REPORTED"}
         assert any(r["crossCheck"] for r in rows) and any(r["verdictWithInterval"] for r in rows)
 
 

@@ -25,7 +25,7 @@ def page(request, graphql, client):
 
 
 def _common_checks(w: dict) -> None:
-    assert w["kind"] == "model"
+    assert w["kind"] == "MODEL"
     assert w["eligibleRunCount"] == 4
     assert w["eligibleRunCountDisplay"] == "4 eligible runs"
     assert w["description"] == (
@@ -67,14 +67,14 @@ def _common_checks(w: dict) -> None:
     assert by_slug["torch_eager"]["runtimeDisplay"] == "python · torch_eager"
     assert by_slug["torch_compile_inductor"]["runtimeDisplay"] == "python · torch_compile_inductor"
     for i in w["implementations"]:
-        assert i["evidence"] == "Reported"
+        assert i["trustLevel"] == "REPORTED"
         assert i["availability"] == "MIT · source"
         assert i["implementation"]["installLabel"] == "no install recipe"
     s = w["semantics"]
     assert [(t["name"], t["display"]) for t in s["inputs"]] == [("input_1", "fp32 [batch_size, 3, 224, 224]")]
     assert [(t["name"], t["display"]) for t in s["outputs"]] == [("out", "float [out]")]
-    assert [(a["name"], a["behaviour"]) for a in s["axes"]] == [("out", "variable"), ("batch_size", "variable")]
-    assert s["determinism"] == "unspecified"
+    assert [(a["name"], a["behaviour"]) for a in s["axes"]] == [("out", "VARIABLE"), ("batch_size", "VARIABLE")]
+    assert s["determinism"] == "UNSPECIFIED"
     assert s["constraints"] == ["No mutation or aliasing"]
     assert len(w["identity"]["sha256"]) == 64
     assert w["identity"]["short"] == w["identity"]["sha256"][:12] + "…"

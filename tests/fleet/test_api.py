@@ -52,28 +52,28 @@ async def test_a_submission_is_a_job_that_can_be_followed_and_a_repeat_is_the_sa
     node = (await client.post("/graphql", json={"query": "query ($id: ID!) { node(id: $id) { ... on Job { state } } }",
                                                 "variables": {"id": job["id"]}})).json()["data"]["node"]
     assert node == {"state": "QUEUED"}
-    listed = (await client.post("/graphql", json={"query": "{ jobs(filter: {states: [QUEUED], hardware: \"cpu\"}) { databaseId } }"})).json()
-    assert listed["data"]["jobs"] == [{"databaseId": job["databaseId"]}]
-    none = (await client.post("/graphql", json={"query": "{ jobs(filter: {states: [PASSED]}) { databaseId } }"})).json()
-    assert none["data"]["jobs"] == []
+    listed = (await client.post("/graphql", json={"query": "{ jobs(filter: {states: [QUEUED], hardware: \"cpu\"}) { nodes { databaseId } } }"})).json()
+    assert listed["data"]["jobs"]["nodes"] == [{"databaseId": job["databaseId"]}]
+    none = (await client.post("/graphql", json={"query": "{ jobs(filter: {states: [PASSED]}) { nodes { databaseId } } }"})).json()
+    assert none["data"]["jobs"]["nodes"] == []
 
 
 async def test_refusals_name_the_field(client, db_url, tiny_workload):
     token = await make_token(db_url, "implementations:submit")
     headers = {"Authorization": f"Bearer {token}"}
     for change, key, words in [
-        ({"source": "class Model: pass\n"}, "file", "defines no ModelNew"),
-        ({"hardware": "TPU v9"}, "hardware", "no hardware 'TPU v9'"),
-        ({"workload": "nope"}, "workload", "no workload 'nope'"),
-        ({"bindings": [1, 2]}, "bindings", "must be an object"),
+        ({"source": "class Model: pass\n"}, "FILE", "defines no ModelNew"),
+        ({"hardware": "TPU v9"}, "HARDWARE", "no hardware 'TPU v9'"),
+        ({"workload": "nope"}, "WORKLOAD", "no workload 'nope'"),
+        ({"bindings": [1, 2]}, "BINDINGS", "must be an object"),
     ]:
         body = (await client.post("/graphql", json={"query": SUBMIT, "variables": {"input": _input(tiny_workload, **change)}},
                                   headers=headers)).json()
         result = body["data"]["submitImplementation"]
         assert not result["ok"] and result["job"] is None
         assert result["problems"][0]["key"] == key and words in result["problems"][0]["reason"], result
-    listed = (await client.post("/graphql", json={"query": "{ jobs { databaseId } }"})).json()
-    assert listed["data"]["jobs"] == []
+    listed = (await client.post("/graphql", json={"query": "{ jobs { nodes { databaseId } } }"})).json()
+    assert listed["data"]["jobs"]["nodes"] == []
 
 
 async def test_job_answers_are_never_cached_so_a_state_change_shows_at_once(client, db_url, tiny_workload):

@@ -81,10 +81,10 @@ def test_arguments_default_per_device_and_refuse_mismatches():
 def test_a_row_states_the_speedup_over_the_eager_run_of_the_same_job():
     job = {"databaseId": 7, "state": "PASSED", "attempts": 1, "durationS": 12.5, "reason": None,
            "implementationSlug": "submitted-abc", "workload": {"slug": "kernelbench-l3-p9-resnet18"},
-           "run": {"databaseId": 11, "meanMs": 0.5, "ciHalfWidthMs": 0.004, "numTrials": 120, "trustLevel": "Verified"},
+           "run": {"databaseId": 11, "meanMs": 0.5, "ciHalfWidthMs": 0.004, "numTrials": 120, "trustLevel": "VERIFIED"},
            "baselineRun": {"databaseId": 10, "meanMs": 1.5}}
     row = fleet_gpu_check.table_row(job)
-    assert row["speedup_vs_eager"] == pytest.approx(3.0) and row["trust"] == "Verified"
+    assert row["speedup_vs_eager"] == pytest.approx(3.0) and row["trust"] == "VERIFIED"
     eager = fleet_gpu_check.table_row({**job, "implementationSlug": "torch_eager", "baselineRun": None})
     assert eager["speedup_vs_eager"] is None and eager["baseline_mean_ms"] is None
     failed = fleet_gpu_check.table_row({**job, "state": "FAILED", "run": None, "reason": "incorrect output"})
@@ -113,4 +113,4 @@ def test_the_fleet_check_measures_every_job_on_this_gpu(tmp_path):
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     summary = json.loads((tmp_path / "fleet_summary.json").read_text())
     assert done.returncode == 0, done.stdout[-4000:]
-    assert len(summary["jobs"]) == 6 and all(r["state"] == "PASSED" and r["trust"] == "Verified" for r in summary["jobs"])
+    assert len(summary["jobs"]) == 6 and all(r["state"] == "PASSED" and r["trust"] == "VERIFIED" for r in summary["jobs"])

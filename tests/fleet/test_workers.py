@@ -78,18 +78,18 @@ async def test_two_workers_drain_one_queue_and_every_job_ends_with_its_reason(
     assert job["state"] == "PASSED" and job["reason"] is None and job["worker"] in ("worker-a", "worker-b")
     assert job["environment"]["hardware"]["sku"] == run_sku(job)
     run = job["run"]
-    assert run["evidence"] == "measured" and run["status"] == "passed" and run["meanMs"] > 0
-    assert run["trustLevel"] == "Verified"
+    assert run["evidence"] == "MEASURED" and run["status"] == "PASSED" and run["meanMs"] > 0
+    assert run["trustLevel"] == "VERIFIED"
     assert run["implementation"]["slug"].startswith("submitted-")
-    assert job["baselineRun"] == {"implementation": {"slug": "torch_eager"}, "status": "passed"}
+    assert job["baselineRun"] == {"implementation": {"slug": "torch_eager"}, "status": "PASSED"}
     assert run["reviewStatus"] is None
     # Correct and more than 10x faster than the baseline it was measured beside: held for review by the
     # plausibility rules, never a record on its own say.
     once = (await graphql(JOB, {"id": to_global_id("Job", ids["once"])}))["job"]
     assert once["state"] == "PASSED" and once["run"]["reviewStatus"] == "suspicious: needs review"
-    assert [f["code"] for f in once["run"]["flags"]] == ["implausible_speedup"]
+    assert [f["code"] for f in once["run"]["flags"]] == ["IMPLAUSIBLE_SPEEDUP"]
     wrong = (await graphql(JOB, {"id": to_global_id("Job", ids["wrong"])}))["job"]
-    assert wrong["state"] == "FAILED" and wrong["run"]["status"] == "failed"
+    assert wrong["state"] == "FAILED" and wrong["run"]["status"] == "FAILED"
 
 
 async def test_a_worker_killed_mid_job_has_its_job_finished_by_another(engine, db_url, tiny_workload, start_worker):
@@ -152,5 +152,5 @@ async def test_replicas_are_measured_on_distinct_machines_and_two_that_agree_are
     overlap = a["meanMs"] - a["ciHalfWidthMs"] <= b["meanMs"] + b["ciHalfWidthMs"] and \
         b["meanMs"] - b["ciHalfWidthMs"] <= a["meanMs"] + a["ciHalfWidthMs"]
     close = abs(a["meanMs"] - b["meanMs"]) / min(a["meanMs"], b["meanMs"]) <= 0.03
-    expected = "Replicated" if overlap or close else "Verified"
+    expected = "REPLICATED" if overlap or close else "VERIFIED"
     assert [r["trustLevel"] for r in runs] == [expected, expected]

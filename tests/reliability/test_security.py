@@ -19,7 +19,7 @@ RESNET18 = "kernelbench-l3-p9-resnet18"
 
 SUBMIT = """mutation($records: [JSON!]!) { submitRuns(records: $records) { ok inserted problems { reason } } }"""
 RETRACT = """mutation($id: ID!, $reason: String!) { retractRun(id: $id, reason: $reason) { ok error } }"""
-REVIEW = """mutation($id: ID!, $decision: String!) { reviewRun(id: $id, decision: $decision) { ok error } }"""
+REVIEW = """mutation($id: ID!, $decision: ReviewDecision!) { reviewRun(id: $id, decision: $decision) { ok error } }"""
 
 
 def seed_record() -> dict:
@@ -33,7 +33,7 @@ def seed_record() -> dict:
 WRITES = {
     "submitRuns": (SUBMIT, lambda: {"records": [seed_record()]}, "runs:write"),
     "retractRun": (RETRACT, lambda: {"id": "1", "reason": "security test"}, "runs:retract"),
-    "reviewRun": (REVIEW, lambda: {"id": "1", "decision": "rejected"}, "runs:review"),
+    "reviewRun": (REVIEW, lambda: {"id": "1", "decision": "REJECTED"}, "runs:review"),
 }
 OTHER_SCOPE = {"runs:write": "runs:retract", "runs:retract": "runs:review", "runs:review": "runs:write"}
 

@@ -11,7 +11,7 @@ from kernelindex.db.models import Environment as EnvironmentRow
 from kernelindex.db.models import Hardware as HardwareRow
 from kernelindex.db.models import Implementation as ImplementationRow
 from kernelindex.graphql.context import Context
-from kernelindex.graphql.pagination import Connection, keyset_page
+from kernelindex.graphql.pagination import AfterArg, BeforeArg, Connection, FirstArg, LastArg, keyset_page
 from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
 from kernelindex.services.facts import FactsBuilder, environment_facts, implementation_facts
 from kernelindex.services.run_filters import hardware_matches
@@ -23,8 +23,10 @@ class CatalogueQueries:
     async def implementations(
         self,
         info: strawberry.Info[Context, None],
-        first: int = 20,
-        after: str | None = None,
+        first: FirstArg = None,
+        after: AfterArg = None,
+        last: LastArg = None,
+        before: BeforeArg = None,
         licence: Annotated[str | None, strawberry.argument(description="SPDX licence identifier.")] = None,
     ) -> Connection[Implementation]:
         statement = select(ImplementationRow)
@@ -33,15 +35,17 @@ class CatalogueQueries:
         return await keyset_page(
             info.context.session, statement, kind="implementation", order=(ImplementationRow.slug,),
             key_of=lambda row: (row[0].slug,), make_node=lambda row: Implementation(facts=implementation_facts(row[0])),
-            first=first, after=after, max_page_size=info.context.settings.max_page_size, count_from=statement,
+            first=first, after=after, last=last, before=before, max_page_size=info.context.settings.max_page_size, count_from=statement,
         )
 
     @strawberry.field(description="The hardware catalogue by family and SKU; filter by family or priority.")
     async def hardware(
         self,
         info: strawberry.Info[Context, None],
-        first: int = 20,
-        after: str | None = None,
+        first: FirstArg = None,
+        after: AfterArg = None,
+        last: LastArg = None,
+        before: BeforeArg = None,
         family: Annotated[str | None, strawberry.argument(description="Family, e.g. 'NVIDIA H100'.")] = None,
         priority: Annotated[bool | None, strawberry.argument(description="Only priority hardware (true) or only the rest (false).")] = None,
     ) -> Connection[Hardware]:
@@ -54,15 +58,17 @@ class CatalogueQueries:
         return await keyset_page(
             info.context.session, statement, kind="hardware", order=(HardwareRow.family, HardwareRow.sku),
             key_of=lambda row: (row[0].family, row[0].sku), make_node=lambda row: Hardware(facts=builder.hardware(row[0])),
-            first=first, after=after, max_page_size=info.context.settings.max_page_size, count_from=statement,
+            first=first, after=after, last=last, before=before, max_page_size=info.context.settings.max_page_size, count_from=statement,
         )
 
     @strawberry.field(description="Environments runs were measured in; filter by hardware SKU or family.")
     async def environments(
         self,
         info: strawberry.Info[Context, None],
-        first: int = 20,
-        after: str | None = None,
+        first: FirstArg = None,
+        after: AfterArg = None,
+        last: LastArg = None,
+        before: BeforeArg = None,
         hardware: Annotated[str | None, strawberry.argument(description="Hardware SKU or family.")] = None,
     ) -> Connection[Environment]:
         statement = select(EnvironmentRow, HardwareRow).join(HardwareRow, HardwareRow.id == EnvironmentRow.hardware_id)
@@ -73,5 +79,5 @@ class CatalogueQueries:
             info.context.session, statement, kind="environment", order=(EnvironmentRow.id,),
             key_of=lambda row: (row[0].id,),
             make_node=lambda row: Environment(facts=environment_facts(row[0], builder.hardware(row[1]))),
-            first=first, after=after, max_page_size=info.context.settings.max_page_size, count_from=statement,
+            first=first, after=after, last=last, before=before, max_page_size=info.context.settings.max_page_size, count_from=statement,
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import strawberry
 
 from kernelindex.db.models import Run as RunRow
@@ -16,7 +18,10 @@ from kernelindex.services.facts import FactsBuilder, run_rows_statement
 @strawberry.type
 class CompareQueries:
     @strawberry.field(description="Compare 2 to 8 runs field by field; a winner only when all are in one cohort.")
-    async def compare_runs(self, info: strawberry.Info[Context, None], ids: list[strawberry.ID]) -> RunComparison:
+    async def compare_runs(
+        self, info: strawberry.Info[Context, None],
+        ids: Annotated[list[strawberry.ID], strawberry.argument(description="2 to 8 Run IDs, in the order to compare them.")],
+    ) -> RunComparison:
         if not MIN_RUNS <= len(ids) <= MAX_RUNS:
             raise UserInputError(f"compareRuns takes {MIN_RUNS} to {MAX_RUNS} run IDs, got {len(ids)}")
         database_ids = []

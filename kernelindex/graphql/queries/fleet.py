@@ -7,15 +7,18 @@ from __future__ import annotations
 from typing import Annotated
 
 import strawberry
+from sqlalchemy import select
 from strawberry.scalars import JSON
 
+from kernelindex.db.models import FleetJob
 from kernelindex.fleet import jobs as fleet_jobs
 from kernelindex.fleet.jobs import FleetInputError
 from kernelindex.graphql.auth import token_with_scope
 from kernelindex.graphql.context import Context
-from kernelindex.graphql.enums import JobState
+from kernelindex.graphql.enums import JobState, SubmissionInputField, of_rules
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import from_global_id
+from kernelindex.graphql.pagination import AfterArg, BeforeArg, Connection, LastArg, keyset_page
 from kernelindex.graphql.types.fleet import Job, SubmissionProblem, SubmitImplementationResult
 from kernelindex.services.tokens import SCOPE_IMPLEMENTATIONS_SUBMIT
 
@@ -42,7 +45,10 @@ class JobFilter:
 @strawberry.type
 class FleetQueries:
     @strawberry.field(description="A fleet job by its ID (or database id); null when there is none. Never cached.")
-    async def job(self, info: strawberry.Info[Context, None], id: strawberry.ID) -> Job | None:
+    async def job(
+        self, info: strawberry.Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="The job's global ID (Job.id) or its database id.")],
+    ) -> Job | None:
         info.context.loaders.reads.volatile = True
         job_id = _job_id(str(id))
         if job_id > 2**63 - 1:
@@ -50,27 +56,37 @@ class FleetQueries:
         row = await fleet_jobs.get_job(info.context.session, job_id)
         return Job(row=row) if row else None
 
-    @strawberry.field(description="Fleet jobs, newest first; page with `before` (the last databaseId seen). Never cached.")
+    @strawberry.field(description="Fleet jobs, newest first, as a connection (first/after forward, last/before backward). "
+                      "Never cached.")
     async def jobs(
         self,
         info: strawberry.Info[Context, None],
-        filter: JobFilter | None = None,
-        first: Annotated[int, strawberry.argument(description=f"At most this many (1 to {MAX_JOBS_PER_PAGE}).")] = 50,
-        before: Annotated[int | None, strawberry.argument(description="Only jobs with a smaller databaseId.")] = None,
-    ) -> list[Job]:
+        filter: Annotated[JobFilter | None, strawberry.argument(description="Which jobs; every job when omitted.")] = None,
+        first: Annotated[int | None, strawberry.argument(
+            description=f"Page forward: this many jobs from the newest, or after `after` (1 to {MAX_JOBS_PER_PAGE}; "
+            "20 when neither first nor last is given). Not with `last`.")] = None,
+        after: AfterArg = None,
+        last: LastArg = None,
+        before: BeforeArg = None,
+    ) -> Connection[Job]:
         info.context.loaders.reads.volatile = True
-        if not 1 <= first <= MAX_JOBS_PER_PAGE:
-            raise UserInputError(f"first must be between 1 and {MAX_JOBS_PER_PAGE}, got {first}")
         wanted = filter or JobFilter()
+        session = info.context.session
+        statement = select(FleetJob)
         try:
-            rows = await fleet_jobs.list_jobs(
-                info.context.session, states=[s.value for s in wanted.states] if wanted.states else None,
-                hardware=wanted.hardware, workload_slug=wanted.workload, submission_id=wanted.submission,
-                limit=first, before_id=before,
-            )
+            # The filter `kernelindex jobs` lists and counts by (a hardware name resolved to its SKU, a workload).
+            statement = await fleet_jobs.jobs_of_hardware_and_workload(session, statement, wanted.hardware, wanted.workload)
         except FleetInputError as exc:
             raise UserInputError(str(exc)) from exc
-        return [Job(row=r) for r in rows]
+        if wanted.states:
+            statement = statement.where(FleetJob.state.in_([s.value for s in wanted.states]))
+        if wanted.submission is not None:
+            statement = statement.where(FleetJob.submission_id == wanted.submission)
+        return await keyset_page(
+            session, statement, kind="job", order=(-FleetJob.id,), key_of=lambda row: (-row[0].id,),
+            make_node=lambda row: Job(row=row[0]), first=first, after=after, last=last, before=before,
+            max_page_size=MAX_JOBS_PER_PAGE, count_from=statement,
+        )
 
 
 @strawberry.input(description="An implementation to measure: a KernelBench candidate module (a ModelNew class taking the "
@@ -98,14 +114,15 @@ class FleetMutations:
         "produces are Verified (measured by KernelIndex) at most: a submitter sets neither the figures nor the rung."
     )
     async def submit_implementation(
-        self, info: strawberry.Info[Context, None], input: SubmitImplementationInput
+        self, info: strawberry.Info[Context, None],
+        input: Annotated[SubmitImplementationInput, strawberry.argument(description="What to measure, and where.")],
     ) -> SubmitImplementationResult:
         ctx = info.context
         token = await token_with_scope(ctx, SCOPE_IMPLEMENTATIONS_SUBMIT)
         bindings: object = input.bindings if input.bindings is not None else {}
         if not isinstance(bindings, dict):
             return SubmitImplementationResult(ok=False, created=False, job=None, jobs=[], problems=[
-                SubmissionProblem(key="bindings", reason="bindings must be an object of NAME: positive integer")])
+                SubmissionProblem(key=SubmissionInputField.BINDINGS, reason="bindings must be an object of NAME: positive integer")])
         savepoint = await ctx.session.begin_nested()
         try:
             result = await fleet_jobs.submit_implementation(
@@ -116,7 +133,7 @@ class FleetMutations:
         except FleetInputError as exc:
             await savepoint.rollback()
             return SubmitImplementationResult(ok=False, created=False, job=None, jobs=[],
-                                              problems=[SubmissionProblem(key=exc.key, reason=str(exc))])
+                                              problems=[SubmissionProblem(key=of_rules(SubmissionInputField, exc.key), reason=str(exc))])
         except BaseException:
             await savepoint.rollback()
             raise

@@ -11,7 +11,17 @@ from kernelindex.db.models import Hardware as HardwareRow
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import UserInputError
-from kernelindex.graphql.pagination import LIST_DEFAULT, Connection, first_of, keyset_page
+from kernelindex.graphql.node import Node, workload_records_id
+from kernelindex.graphql.pagination import (
+    LIST_DEFAULT,
+    AfterArg,
+    BeforeArg,
+    Connection,
+    FirstArg,
+    LastArg,
+    first_of,
+    keyset_page,
+)
 from kernelindex.graphql.queries.workloads import measured_on_clause
 from kernelindex.graphql.types.records import EnvironmentRecord
 from kernelindex.graphql.types.workload import Workload
@@ -19,9 +29,13 @@ from kernelindex.services.run_filters import FilterError, check_names, hardware_
 
 
 @strawberry.type(description="A workload's current records on the hardware asked for.")
-class WorkloadRecords:
+class WorkloadRecords(Node):
     workload_row: strawberry.Private[WorkloadRow]
     hardware_ids: strawberry.Private[frozenset[int]]  # the hardware the name asked for matches
+
+    @strawberry.field(description="Opaque global ID: the workload and the hardware the name matched.")
+    def id(self) -> strawberry.ID:
+        return workload_records_id(self.workload_row.id, self.hardware_ids)
 
     @strawberry.field(description="The workload.")
     def workload(self) -> Workload:
@@ -44,8 +58,10 @@ class RecordQueries:
         self,
         info: strawberry.Info[Context, None],
         hardware: Annotated[str, strawberry.argument(description="Hardware SKU, short name, family (every SKU of it) or driver product name, e.g. 'NVIDIA H100'; a name that matches nothing is an error listing the close matches.")],
-        first: int = 20,
-        after: str | None = None,
+        first: FirstArg = None,
+        after: AfterArg = None,
+        last: LastArg = None,
+        before: BeforeArg = None,
     ) -> Connection[WorkloadRecords]:
         # The hardware the name matches, once (run_filters.hardware_matches): none is an error that
         # lists the close matches, not an empty list.
@@ -67,6 +83,6 @@ class RecordQueries:
             info.context.session, statement, kind="records",
             order=(WorkloadRow.suite, WorkloadRow.level, WorkloadRow.problem_number, WorkloadRow.id),
             key_of=lambda row: (row[0].suite, row[0].level, row[0].problem_number, row[0].id),
-            make_node=make_node, first=first, after=after,
+            make_node=make_node, first=first, after=after, last=last, before=before,
             max_page_size=info.context.settings.max_page_size, count_from=statement,
         )

@@ -16,11 +16,21 @@ from sqlalchemy import Double, Select, extract, func, literal_column, select
 
 from kernelindex.db.models import Run as RunRow
 from kernelindex.graphql.context import Context
-from kernelindex.graphql.enums import Evidence, RunOrder, RunStatus
+from kernelindex.graphql.enums import Evidence, RunOrder, RunStatus, value_of
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.inputs import check_datetime
 from kernelindex.graphql.node import from_global_id
-from kernelindex.graphql.pagination import Connection, narrow_keyset_page, narrow_page_statement
+from kernelindex.graphql.pagination import (
+    AfterArg,
+    BeforeArg,
+    Connection,
+    FirstArg,
+    LastArg,
+    Window,
+    narrow_keyset_page,
+    narrow_page_statement,
+    page_window,
+)
 from kernelindex.graphql.types.run import Run
 from kernelindex.services.facts import RUN_ID_COLUMN, FactsBuilder, run_columns_statement
 from kernelindex.services.run_filters import FilterError, RunFilters, check_names
@@ -61,8 +71,10 @@ class RunQueries:
     async def runs(
         self,
         info: strawberry.Info[Context, None],
-        first: int = 20,
-        after: str | None = None,
+        first: FirstArg = None,
+        after: AfterArg = None,
+        last: LastArg = None,
+        before: BeforeArg = None,
         workload: Annotated[str | None, strawberry.argument(description="Workload slug.")] = None,
         implementation: Annotated[str | None, strawberry.argument(description="Implementation slug.")] = None,
         hardware: Annotated[str | None, strawberry.argument(description="Hardware SKU, short name, family (every SKU of it) or driver product name, e.g. 'NVIDIA H100'.")] = None,
@@ -84,30 +96,30 @@ class RunQueries:
                 raise UserInputError(f"environment expects an Environment ID, got a {type_name} ID")
         filters = RunFilters(
             workload=workload, implementation=implementation, hardware=hardware, environment_id=environment_id,
-            evidence=evidence.value if evidence else None, licence=licence, status=status.value if status else None,
+            evidence=value_of(evidence), licence=licence, status=value_of(status),
             stale=stale, observed_since=observed_since, eligible_only=eligible_only, include_superseded=include_superseded,
         )
-        return await run_connection(info, filters, first=first, after=after, order_by=order_by)
+        window = page_window(first, after, last, before, info.context.settings.max_page_size)
+        return await run_connection(info, filters, window=window, order_by=order_by)
 
 
 async def run_connection(
-    info: strawberry.Info[Context, None], filters: RunFilters, *, first: int, after: str | None, order_by: RunOrder
+    info: strawberry.Info[Context, None], filters: RunFilters, *, window: Window, order_by: RunOrder
 ) -> Connection[Run]:
     """A page of the runs `filters` select, by keyset: `Query.runs` and `Workload.runs`. One statement
     (the page's ids cut on `runs` alone, then their rows joined), and `count(*)` only when the query
     selects `totalCount`."""
-    max_page_size = info.context.settings.max_page_size
     try:
         if filters.stale is None:  # the statements depend on the arguments alone
-            narrow, statement = _kept_statements(filters, order_by, first, after, max_page_size)
+            narrow, statement = _kept_statements(filters, order_by, window)
         else:  # and on the clock
-            narrow, statement = _statements(filters, info.context.now, order_by, first, after, max_page_size)
+            narrow, statement = _statements(filters, info.context.now, order_by, window)
     except FilterError as exc:
         raise UserInputError(str(exc)) from exc
     builder = FactsBuilder()
     connection = await narrow_keyset_page(
         info.context.session, narrow, statement, kind=f"run:{order_by.value}", key_of=KEYS[order_by],
-        make_node=lambda row: Run(facts=builder.run_of_columns(row)), first=first, after=after,
+        make_node=lambda row: Run(facts=builder.run_of_columns(row)), window=window,
     )
     if not connection.edges:
         # Only an empty page can hide a name that matches nothing (a run on the page matched every
@@ -120,14 +132,12 @@ async def run_connection(
     return connection
 
 
-def _statements(filters: RunFilters, now: datetime, order_by: RunOrder, first: int, after: str | None,
-                max_page_size: int) -> tuple[Select, Select]:
+def _statements(filters: RunFilters, now: datetime, order_by: RunOrder, window: Window) -> tuple[Select, Select]:
     """The list (to count) and the page's statement (pagination.narrow_page_statement)."""
     narrow = select(RunRow.id).where(*filters.conditions(now))
     statement = narrow_page_statement(
         narrow, lambda page: run_columns_statement().join(page, page.c.page_id == RUN_ID_COLUMN),
-        id_column=RunRow.id, kind=f"run:{order_by.value}", order=ORDERS[order_by](), first=first, after=after,
-        max_page_size=max_page_size,
+        id_column=RunRow.id, kind=f"run:{order_by.value}", order=ORDERS[order_by](), window=window,
     )
     return narrow, statement
 
@@ -137,9 +147,8 @@ def _statements(filters: RunFilters, now: datetime, order_by: RunOrder, first: i
 # arguments' values, so a kept one is the very statement they would build; a bad argument raises
 # and keeps nothing. Without a `stale` filter the clock is not in them.
 @lru_cache(maxsize=256)
-def _kept_statements(filters: RunFilters, order_by: RunOrder, first: int, after: str | None,
-                     max_page_size: int) -> tuple[Select, Select]:
-    return _statements(filters, _NO_CLOCK, order_by, first, after, max_page_size)
+def _kept_statements(filters: RunFilters, order_by: RunOrder, window: Window) -> tuple[Select, Select]:
+    return _statements(filters, _NO_CLOCK, order_by, window)
 
 
 _NO_CLOCK = datetime.min.replace(tzinfo=UTC)  # never read: RunFilters reads `now` only for `stale`

@@ -14,7 +14,7 @@ from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.enums import WorkloadKind, WorkloadOrder
 from kernelindex.graphql.errors import UserInputError
-from kernelindex.graphql.pagination import Connection, keyset_page
+from kernelindex.graphql.pagination import AfterArg, BeforeArg, Connection, FirstArg, LastArg, keyset_page
 from kernelindex.graphql.types.workload import Workload
 from kernelindex.services.eligibility import eligible_run_clause
 from kernelindex.services.run_filters import FilterError, check_names, hardware_matches
@@ -50,7 +50,10 @@ KEYS = {
 @strawberry.type
 class WorkloadQueries:
     @strawberry.field(description="One workload by slug; null when there is none.")
-    async def workload(self, info: strawberry.Info[Context, None], slug: str) -> Workload | None:
+    async def workload(
+        self, info: strawberry.Info[Context, None],
+        slug: Annotated[str, strawberry.argument(description="The workload's slug, e.g. 'kernelbench-l3-p9-resnet18'.")],
+    ) -> Workload | None:
         row = await info.context.loaders.workload_by_slug.load(slug)
         return Workload(row=row) if row else None
 
@@ -58,8 +61,10 @@ class WorkloadQueries:
     async def workloads(
         self,
         info: strawberry.Info[Context, None],
-        first: int = 20,
-        after: str | None = None,
+        first: FirstArg = None,
+        after: AfterArg = None,
+        last: LastArg = None,
+        before: BeforeArg = None,
         suite: Annotated[str | None, strawberry.argument(description="Suite, e.g. 'kernelbench'.")] = None,
         level: Annotated[int | None, strawberry.argument(description="Level within the suite.")] = None,
         kind: Annotated[WorkloadKind | None, strawberry.argument(description="Model, operator or fusion.")] = None,
@@ -106,6 +111,8 @@ class WorkloadQueries:
             make_node=make_node,
             first=first,
             after=after,
+            last=last,
+            before=before,
             max_page_size=info.context.settings.max_page_size,
             count_from=statement,
         )

@@ -16,6 +16,7 @@ from datetime import date
 import strawberry
 
 from kernelindex.graphql.cost import cost_weight
+from kernelindex.graphql.enums import DeployabilityReasonCode, ImplementationRole, SourceAvailability, of_rules
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.text import SHORT_TEXT_KIB, short_text
 from kernelindex.rules import trust_labels as trust
@@ -84,7 +85,7 @@ class Hardware(Node):
 
 @strawberry.type(description="Why an implementation is or is not deployable.")
 class DeployabilityReason:
-    code: str = strawberry.field(description="'no_public_source', 'no_install_recipe' or 'licence_unknown'.")
+    code: DeployabilityReasonCode = strawberry.field(description="Which rule it fails.")
     words: str = strawberry.field(description="The reason in words.")
 
 
@@ -97,7 +98,7 @@ class Deployability:
     def __init__(self, result: DeployabilityResult) -> None:
         self.result = result
         self.deployable = result.deployable
-        self.reasons = [DeployabilityReason(code=r.code, words=r.words) for r in result.reasons]
+        self.reasons = [DeployabilityReason(code=of_rules(DeployabilityReasonCode, r.code), words=r.words) for r in result.reasons]
         self.permissive = result.permissive
         self.words = result.words
 
@@ -123,10 +124,10 @@ class Implementation(Node):
         self.framework = facts.framework
         self.language = facts.language
         self.runtime_id = facts.runtime_id
-        self.role = facts.role
+        self.role = of_rules(ImplementationRole, facts.role)
         self.is_baseline = facts.is_baseline
         self.licence = facts.licence
-        self.source_availability = facts.source_availability
+        self.source_availability = of_rules(SourceAvailability, facts.source_availability)
         self.source_url = facts.source_url
 
     id: strawberry.ID = strawberry.field(description="Opaque global ID.")
@@ -136,10 +137,10 @@ class Implementation(Node):
     framework: str = strawberry.field(description="Framework, e.g. 'PyTorch'.")
     language: str = strawberry.field(description="Language, e.g. 'python'.")
     runtime_id: str = strawberry.field(description="Runtime id, e.g. 'torch_compile_inductor'.")
-    role: str = strawberry.field(description="'baseline' for the source's designated baseline, otherwise 'candidate'.")
+    role: ImplementationRole = strawberry.field(description="Baseline for the source's designated baseline, otherwise candidate.")
     is_baseline: bool = strawberry.field(description="Whether this is the source's designated baseline.")
     licence: str | None = strawberry.field(description="SPDX licence identifier, when known.")
-    source_availability: str = strawberry.field(description="'mirrored', 'upstream' or 'none'.")
+    source_availability: SourceAvailability = strawberry.field(description="Whether its source can be read, and where.")
     source_url: str | None = strawberry.field(description="Link to the source.")
 
     def _install_recipe(self) -> str | None:
@@ -157,7 +158,7 @@ class Implementation(Node):
     def _availability_detail(self) -> str:
         return trust.availability_detail(self.facts)
     availability_detail: str = strawberry.field(
-        resolver=_availability_detail, description="'source mirrored', 'source upstream' or 'no public source'.")
+        resolver=_availability_detail, description="sourceAvailability in words, e.g. 'source mirrored'.")
 
     def _install_label(self) -> str:
         return short_text(trust.install_label(self.facts)) or ""
@@ -222,13 +223,14 @@ class Environment(Node):
 
 
 @strawberry.type(description="How runs were timed. Runs are compared only under the same protocol.")
-class Protocol:
+class Protocol(Node):
     facts: strawberry.Private[ProtocolFacts]
 
     # Written by hand (see Hardware): every field is one of the facts.
     def __init__(self, facts: ProtocolFacts) -> None:
         self.facts = facts
-        self.id = strawberry.ID(str(facts.id))
+        self.id = to_global_id("Protocol", facts.id)
+        self.database_id = facts.id
         self.name = facts.name
         self.version = facts.version
         self.timer = facts.timer
@@ -237,7 +239,8 @@ class Protocol:
         self.statistic = facts.statistic
         self.l2_flush = facts.l2_flush
 
-    id: strawberry.ID = strawberry.field(description="Protocol id.")
+    id: strawberry.ID = strawberry.field(description="Opaque global ID.")
+    database_id: int = strawberry.field(description="Database id (stable, for scripts).")
     name: str = strawberry.field(description="Name, e.g. 'KernelBench timing scripts'.")
     version: str = strawberry.field(description="Version of the protocol.")
     timer: str | None = strawberry.field(description="Timer, e.g. 'cuda_events'.")
@@ -248,18 +251,23 @@ class Protocol:
 
 
 @strawberry.type(description="Where a figure comes from: a source at one revision.")
-class Source:
+class Source(Node):
     facts: strawberry.Private[SourceFacts]
 
     # Written by hand (see Hardware): the stored facts are plain fields, the display text a resolver.
+    # Its id is the source snapshot's: a source at one revision.
     def __init__(self, facts: SourceFacts) -> None:
         self.facts = facts
+        self.id = to_global_id("Source", facts.id)
+        self.database_id = facts.id
         self.name = facts.name
         self.url = facts.url
         self.licence = facts.licence
         self.revision = facts.revision
         self.revision_date = facts.revision_date
 
+    id: strawberry.ID = strawberry.field(description="Opaque global ID.")
+    database_id: int = strawberry.field(description="Database id of the source at this revision (stable, for scripts).")
     name: str = strawberry.field(description="Source name, e.g. 'KernelBench baseline timings'.")
     url: str | None = strawberry.field(description="Link to the source.")
     licence: str | None = strawberry.field(description="Licence of the source's data.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
+from kernelindex.graphql.enums import CompareField, of_rules
 from kernelindex.graphql.types.run import Run
 from kernelindex.rules import compare as compare_rules
 from kernelindex.rules.facts import RunFacts
@@ -13,9 +14,9 @@ from kernelindex.rules.facts import RunFacts
 class FieldDifference:
     diff: strawberry.Private[compare_rules.FieldDiff]
 
-    @strawberry.field(description="Field name, e.g. 'hardware'.")
-    def field(self) -> str:
-        return self.diff.field
+    @strawberry.field(description="The field compared.")
+    def field(self) -> CompareField:
+        return of_rules(CompareField, self.diff.field)
 
     @strawberry.field(description="Its label in words.")
     def label(self) -> str:

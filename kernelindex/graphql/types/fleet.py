@@ -17,7 +17,7 @@ from kernelindex.db.models import Implementation as ImplementationRow
 from kernelindex.db.models import Run as RunRow
 from kernelindex.db.models import Submission as SubmissionRow
 from kernelindex.graphql.context import Context
-from kernelindex.graphql.enums import JobKind, JobState
+from kernelindex.graphql.enums import JobKind, JobState, SubmissionInputField, of_rules
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.types.catalogue import Environment, Implementation
 from kernelindex.graphql.types.run import Run
@@ -26,8 +26,12 @@ from kernelindex.services.facts import FactsBuilder, environment_facts, implemen
 
 
 @strawberry.type(description="A submitted implementation: the module as submitted, identified by the sha256 of its bytes.")
-class Submission:
+class Submission(Node):
     row: strawberry.Private[SubmissionRow]
+
+    @strawberry.field(description="Opaque global ID.")
+    def id(self) -> strawberry.ID:
+        return to_global_id("Submission", self.row.id)
 
     @strawberry.field(description="Database id.")
     def database_id(self) -> int:
@@ -63,11 +67,11 @@ class Job(Node):
 
     @strawberry.field(description="Where the job is.")
     def state(self) -> JobState:
-        return JobState(self.row.state)
+        return of_rules(JobState, self.row.state)
 
     @strawberry.field(description="Why it exists.")
     def kind(self) -> JobKind:
-        return JobKind(self.row.kind)
+        return of_rules(JobKind, self.row.kind)
 
     @strawberry.field(description="Why it failed, or why it was queued again; null otherwise.")
     def reason(self) -> str | None:
@@ -167,7 +171,7 @@ class Job(Node):
 
 @strawberry.type(description="A problem with a submission: the input field and why.")
 class SubmissionProblem:
-    key: str = strawberry.field(description="The input field: workload, file (the source), title, hardware, sourceUrl or bindings.")
+    key: SubmissionInputField = strawberry.field(description="The input field at fault.")
     reason: str = strawberry.field(description="Why, and what to do.")
 
 

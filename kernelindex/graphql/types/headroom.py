@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import strawberry
 
+from kernelindex.graphql.enums import FloorBound, FlopClass, MathPrecision, of_rules
 from kernelindex.graphql.types.catalogue import Hardware
 from kernelindex.rules import headroom_v1 as headroom_rules
 from kernelindex.rules import headroom_v2 as roofline
@@ -36,9 +37,9 @@ class Headroom:
     def floor_display(self) -> str | None:
         return self.result.floor_display
 
-    @strawberry.field(description="Which bound binds: 'bandwidth' (headroom-v1 has no arithmetic term).")
-    def bound(self) -> str | None:
-        return "bandwidth" if self.result.floor_ns is not None else None
+    @strawberry.field(description="Which bound binds: always MEMORY, the DRAM bandwidth (headroom-v1 has no arithmetic term); null without a floor.")
+    def bound(self) -> FloorBound | None:
+        return FloorBound.MEMORY if self.result.floor_ns is not None else None
 
     @strawberry.field(description="The datasheet's DRAM bandwidth used, GB/s.")
     def bandwidth_gbps(self) -> float | None:
@@ -91,17 +92,17 @@ class Headroom:
 class ComputeTerm:
     term: strawberry.Private[roofline.ComputeTerm]
 
-    @strawberry.field(description="'conv', 'matmul' or 'other'.")
-    def flop_class(self) -> str:
-        return self.term.flop_class
+    @strawberry.field(description="The kind of FLOPs.")
+    def flop_class(self) -> FlopClass:
+        return of_rules(FlopClass, self.term.flop_class)
 
     @strawberry.field(description="FLOPs of this class (2 per multiply-accumulate).")
     def flops(self) -> float:
         return float(self.term.flops)
 
-    @strawberry.field(description="The math it is bounded by: 'TF32', 'FP32', 'FP16' or 'BF16'.")
-    def math(self) -> str:
-        return self.term.math
+    @strawberry.field(description="The math it is bounded by.")
+    def math(self) -> MathPrecision:
+        return of_rules(MathPrecision, self.term.math)
 
     @strawberry.field(description="Datasheet peak used, TFLOPS (dense).")
     def peak_tflops(self) -> float | None:
@@ -164,9 +165,9 @@ class RooflineFloor:
     def floor_display(self) -> str | None:
         return self.floor.floor_display
 
-    @strawberry.field(description="Which bound binds: 'memory' or 'compute'.")
-    def bound(self) -> str | None:
-        return self.floor.bound
+    @strawberry.field(description="Which bound binds; null without a floor.")
+    def bound(self) -> FloorBound | None:
+        return None if self.floor.bound is None else of_rules(FloorBound, self.floor.bound)
 
     @strawberry.field(description="The record on this SKU, ms, when there is one.")
     def record_ms(self) -> float | None:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import strawberry
-from sqlalchemy import select
+from sqlalchemy import Select, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.models import RecordEvent as RecordEventRow
 from kernelindex.db.models import Run as RunRow
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
+from kernelindex.graphql.enums import RecordEventKind, of_rules
+from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.pagination import Connection, keyset_page
 from kernelindex.graphql.types.run import Run
 from kernelindex.rules.display import computed_or_none
@@ -20,15 +25,23 @@ from kernelindex.services.facts import FactsBuilder, run_rows_statement
 
 
 @strawberry.type(description="A change of record holder in one cohort. Events are appended, never deleted.")
-class RecordEvent:
+class RecordEvent(Node):
     row: strawberry.Private[RecordEventRow]
     run_facts: strawberry.Private[RunFacts | None]
     previous_facts: strawberry.Private[RunFacts | None]
     workload_slug_value: strawberry.Private[str]
 
-    @strawberry.field(description="'new_record', 'restored' (the holder was retracted or superseded) or 'revision_changed' (the workload's current revision moved upstream; names no run).")
-    def kind(self) -> str:
-        return self.row.kind
+    @strawberry.field(description="Opaque global ID.")
+    def id(self) -> strawberry.ID:
+        return to_global_id("RecordEvent", self.row.id)
+
+    @strawberry.field(description="Database id (stable, for scripts).")
+    def database_id(self) -> int:
+        return self.row.id
+
+    @strawberry.field(description="What changed the record.")
+    def kind(self) -> RecordEventKind:
+        return of_rules(RecordEventKind, self.row.kind)
 
     @strawberry.field(description="Workload slug.")
     def workload_slug(self) -> str:
@@ -64,11 +77,11 @@ class RecordEvent:
 
 
 async def record_events_page(
-    info: strawberry.Info[Context, None], first: int, after: str | None, workload_id: int | None = None,
-    kinds: tuple[str, ...] | None = None,
+    info: strawberry.Info[Context, None], first: int | None, after: str | None, last: int | None = None,
+    before: str | None = None, workload_id: int | None = None, kinds: tuple[str, ...] | None = None,
 ) -> Connection[RecordEvent]:
     """A page of record events, newest first, for one workload or all; each with its runs' facts."""
-    statement = select(RecordEventRow, WorkloadRow.slug).join(WorkloadRow, WorkloadRow.id == RecordEventRow.workload_id)
+    statement = record_events_statement()
     if workload_id is not None:
         statement = statement.where(RecordEventRow.workload_id == workload_id)
     if kinds:
@@ -76,16 +89,28 @@ async def record_events_page(
     session = info.context.session
     connection = await keyset_page(
         session, statement, kind="record-event", order=(-RecordEventRow.id,), key_of=lambda row: (-row[0].id,),
-        make_node=lambda row: row, first=first, after=after,
+        make_node=lambda row: row, first=first, after=after, last=last, before=before,
         max_page_size=info.context.settings.max_page_size, count_from=statement,
     )
-    run_ids = {i for edge in connection.edges for i in (edge.node[0].run_id, edge.node[0].previous_run_id) if i}
+    events = await record_events(session, [edge.node for edge in connection.edges])
+    for edge, event in zip(connection.edges, events, strict=True):
+        edge.node = event
+    return connection
+
+
+async def record_events(session: AsyncSession, rows: Sequence[Any]) -> list[RecordEvent]:
+    """RecordEvents of (event row, workload slug) rows, their runs' facts read in one statement."""
+    run_ids = {i for event, _ in rows for i in (event.run_id, event.previous_run_id) if i}
     builder = FactsBuilder()
     facts: dict[int, RunFacts] = {}
     if run_ids:
         facts = {row[0].id: builder.run(*row) for row in (await session.execute(run_rows_statement().where(RunRow.id.in_(run_ids)))).all()}
-    for edge in connection.edges:
-        row, slug = edge.node
-        edge.node = RecordEvent(row=row, run_facts=facts.get(row.run_id), previous_facts=facts.get(row.previous_run_id),
-                                workload_slug_value=slug)
-    return connection
+    return [
+        RecordEvent(row=event, run_facts=facts.get(event.run_id), previous_facts=facts.get(event.previous_run_id),
+                    workload_slug_value=slug)
+        for event, slug in rows
+    ]
+
+
+def record_events_statement() -> Select:
+    return select(RecordEventRow, WorkloadRow.slug).join(WorkloadRow, WorkloadRow.id == RecordEventRow.workload_id)

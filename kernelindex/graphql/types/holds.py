@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import strawberry
 
+from kernelindex.graphql.enums import RunFlagCode, of_rules
 from kernelindex.rules.plausibility import Flag
 
 
 @strawberry.type(description="A plausibility flag on a run: it is kept out of records until a review approves it.")
 class RunFlag:
-    code: str = strawberry.field(description="'below_floor' or 'implausible_speedup'.")
+    code: RunFlagCode = strawberry.field(description="Which plausibility-v1 rule raised it.")
     words: str = strawberry.field(description="The flag in words.")
     reason: str = strawberry.field(description="The figures behind it.")
 
     @staticmethod
     def of(flag: Flag) -> RunFlag:
-        return RunFlag(code=flag.code, words=flag.words, reason=flag.detail)
+        return RunFlag(code=of_rules(RunFlagCode, flag.code), words=flag.words, reason=flag.detail)

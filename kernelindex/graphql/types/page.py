@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date
+from typing import Annotated
 
 import strawberry
 
 from kernelindex.graphql.context import Context
+from kernelindex.graphql.enums import Evidence, HeadlineKind, TrustLevel, of_rules
 from kernelindex.graphql.pagination import check_first
 from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
 from kernelindex.graphql.types.run import Configuration, Run
@@ -32,11 +34,11 @@ class Headline:
     def _baseline(self) -> ranking.RankedRun | None:
         return ranking.baseline_of(self.record.cohort)
 
-    @strawberry.field(description="'baseline_unbeaten' when the source baseline holds the overall record, otherwise 'fastest'.")
-    def kind(self) -> str:
-        return "baseline_unbeaten" if self.record.run.implementation.is_baseline else "fastest"
+    @strawberry.field(description="BASELINE_UNBEATEN when the source baseline holds the overall record, otherwise FASTEST.")
+    def kind(self) -> HeadlineKind:
+        return HeadlineKind.BASELINE_UNBEATEN if self.record.run.implementation.is_baseline else HeadlineKind.FASTEST
 
-    @strawberry.field(description="'Source baseline · unbeaten' or 'Fastest reported'.")
+    @strawberry.field(description="kind in words, e.g. 'Source baseline · unbeaten'.")
     def label(self) -> str:
         return verdicts.headline_label(self.record.run.implementation.is_baseline, self.record.run.evidence)
 
@@ -102,7 +104,7 @@ class ComparisonRow:
     def rank(self) -> int:
         return self.tied.rank
 
-    @strawberry.field(description="'1', '2', or '2=' for a shared rank.")
+    @strawberry.field(description="The rank as text, e.g. '2', with '=' after it when the rank is shared ('2=').")
     def rank_display(self) -> str:
         return self.tied.rank_display
 
@@ -127,9 +129,9 @@ class ComparisonRow:
         interval = ties.baseline_verdict(self.row.run, self.baseline).interval
         return None if interval is None else [interval.low, interval.high]
 
-    @strawberry.field(description="trust-v2 ladder: Replicated, Verified, Reproducible or Reported.")
-    def trust_level(self) -> str:
-        return evidence_rules.trust_level(self.row.run, self.context_runs).word
+    @strawberry.field(description="trust-v2 ladder: the run's rung, weighing the KernelIndex measurements of its implementation on its SKU.")
+    def trust_level(self) -> TrustLevel:
+        return of_rules(TrustLevel, evidence_rules.trust_level(self.row.run, self.context_runs).word)
 
     @strawberry.field(description="A KernelIndex measurement on the same SKU confirming (within 5%) or contradicting this reported figure.")
     def cross_check(self) -> str | None:
@@ -225,9 +227,13 @@ class Comparison:
     canonical_configuration_key: strawberry.Private[str]
     measured_runs: strawberry.Private[Sequence[RunFacts] | None]
 
-    @strawberry.field(description="'Source-native comparison' when every row comes from one source, else 'Comparison'.")
+    @strawberry.field(description="'Source-native comparison' when singleSource, else 'Comparison'.")
     def title(self) -> str:
         return SOURCE_NATIVE_TITLE if self.summary.single_source else MIXED_SOURCES_TITLE
+
+    @strawberry.field(description="Whether every row comes from one source.")
+    def single_source(self) -> bool:
+        return self.summary.single_source
 
     @strawberry.field(description="The shared environment.")
     def environment(self) -> Environment:
@@ -271,7 +277,10 @@ class Comparison:
         )
 
     @strawberry.field(description="Ranked rows, fastest first: the first `first` of them (resultCount says how many in all).")
-    async def rows(self, info: strawberry.Info[Context, None], first: int = 20) -> list[ComparisonRow]:
+    async def rows(
+        self, info: strawberry.Info[Context, None],
+        first: Annotated[int, strawberry.argument(description="How many rows, at most (1 to 100; default 20), fastest first.")] = 20,
+    ) -> list[ComparisonRow]:
         check_first(first, info.context.settings.max_page_size)
         loaders = info.context.loaders
         top = await loaders.cohort_top.load((self.record.run.cohort_key, first))
@@ -298,7 +307,7 @@ class Comparison:
 @strawberry.type(description="An implementation's best eligible latency on this workload over all environments.")
 class ImplementationSummary:
     best: strawberry.Private[ranking.ImplementationBest]
-    evidence_levels: strawberry.Private[list[str]]
+    evidence_kinds_found: strawberry.Private[list[Evidence]]
     runs: strawberry.Private[list[RunFacts]]
 
     @strawberry.field(description="The implementation.")
@@ -325,14 +334,14 @@ class ImplementationSummary:
     def vs_best_display(self) -> str:
         return format_ratio(self.best.vs_best)
 
-    @strawberry.field(description="The strongest trust-v2 level among its runs: Replicated, Verified, Reproducible or Reported.")
-    def evidence(self) -> str:
+    @strawberry.field(description="The strongest trust-v2 level among its runs (REPORTED when none is stronger).")
+    def trust_level(self) -> TrustLevel:
         level = evidence_rules.implementation_level(self.runs)
-        return level.word if level is not None else trust.evidence_word("reported")
+        return TrustLevel.REPORTED if level is None else of_rules(TrustLevel, level.word)
 
-    @strawberry.field(description="Kinds of evidence among its eligible runs: 'reported', 'measured'.")
-    def evidence_kinds(self) -> list[str]:
-        return list(self.evidence_levels)
+    @strawberry.field(description="Kinds of evidence among its eligible runs, each once.")
+    def evidence_kinds(self) -> list[Evidence]:
+        return list(self.evidence_kinds_found)
 
     @strawberry.field(description="'MIT · source'.")
     def availability(self) -> str:

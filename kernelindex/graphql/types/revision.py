@@ -8,6 +8,7 @@ from typing import Annotated
 import strawberry
 
 from kernelindex.graphql.context import Context
+from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.pagination import LIST_DEFAULT, first_of
 from kernelindex.services.revisions import RevisionFacts, SnapshotFacts
 
@@ -34,8 +35,16 @@ class SuiteSnapshot:
 
 
 @strawberry.type(description="One version of a workload's reference source, identified by the sha256 of the upstream file.")
-class WorkloadRevision:
+class WorkloadRevision(Node):
     facts: strawberry.Private[RevisionFacts]
+
+    @strawberry.field(description="Opaque global ID.")
+    def id(self) -> strawberry.ID:
+        return to_global_id("WorkloadRevision", self.facts.id)
+
+    @strawberry.field(description="Database id (stable, for scripts).")
+    def database_id(self) -> int:
+        return self.facts.id
 
     @strawberry.field(description="sha256 of the upstream file's bytes: the revision's identity.")
     def sha256(self) -> str:

@@ -8,12 +8,13 @@ import strawberry
 
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.cost import cost_weight
+from kernelindex.graphql.enums import Evidence, ReviewState, RunStatus, TrustLevel, of_rules
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.text import MAX_SAMPLES_SHOWN, SAMPLES_KIB, SHORT_TEXT_KIB, short_text
 from kernelindex.graphql.types.catalogue import Environment, Implementation, Protocol, Source
 from kernelindex.graphql.types.holds import RunFlag
 from kernelindex.graphql.types.revision import WorkloadRevision
-from kernelindex.rules import stats, trust_ladder
+from kernelindex.rules import plausibility, stats, trust_ladder
 from kernelindex.rules import trust_labels as trust
 from kernelindex.rules.display import format_date, format_latency, plus_minus_display
 from kernelindex.rules.facts import RunFacts
@@ -66,7 +67,7 @@ class Run(Node):
         self.environment = Environment(facts=facts.environment)
         self.protocol = Protocol(facts=facts.protocol)
         self.source = Source(facts=facts.source)
-        self.status = facts.status
+        self.status = of_rules(RunStatus, facts.status)
         self.mean_ms = facts.mean_ms
         self.std_ms = facts.std_ms
         self.min_ms = facts.min_ms
@@ -78,7 +79,7 @@ class Run(Node):
         self.compile_time_ms = facts.compile_time_ms
         self.observed_at = facts.observed_at
         self.observed_date = facts.observed_at.date()
-        self.evidence = facts.evidence
+        self.evidence = of_rules(Evidence, facts.evidence)
         self.superseded = facts.superseded
         self.retracted = facts.retracted
 
@@ -105,7 +106,7 @@ class Run(Node):
     environment: Environment = strawberry.field(description="Where it was measured.")
     protocol: Protocol = strawberry.field(description="How it was timed.")
     source: Source = strawberry.field(description="Who reported or measured it, at which revision.")
-    status: str = strawberry.field(description="'passed' or 'failed'.")
+    status: RunStatus = strawberry.field(description="Passed or failed.")
 
     def _failure_reason(self) -> str | None:
         return short_text(self.facts.failure_reason)
@@ -167,7 +168,7 @@ class Run(Node):
         return format_date(self.facts.observed_at) or ""
     observed_display: str = strawberry.field(resolver=_observed_display, description="'2026-03-05'.")
 
-    evidence: str = strawberry.field(description="'reported' (a source published it) or 'measured' (a KernelIndex runner measured it).")
+    evidence: Evidence = strawberry.field(description="Where the figure comes from: reported (a source published it) or measured (a KernelIndex runner measured it).")
 
     def _trust_label(self) -> str:
         return trust.trust_label(self.facts.evidence, self.facts.implementation)
@@ -176,15 +177,15 @@ class Run(Node):
         description="'Reported · MIT · source': evidence, licence, source availability.",
     )
 
-    async def _trust_level(self, info: strawberry.Info[Context, None]) -> str:
+    async def _trust_level(self, info: strawberry.Info[Context, None]) -> TrustLevel:
         facts = self.facts
         subject = (facts.workload_revision_id, facts.configuration_key, facts.implementation.id, facts.environment.hardware.id)
         measured = await info.context.loaders.subject_measurements.load(subject)
-        return trust_ladder.trust_level(facts, measured).word
-    trust_level: str = strawberry.field(
+        return of_rules(TrustLevel, trust_ladder.trust_level(facts, measured).word)
+    trust_level: TrustLevel = strawberry.field(
         resolver=_trust_level,
-        description="trust-v2 ladder: 'Replicated' (measured by KernelIndex on two machines of the same SKU, agreeing), "
-        "'Verified' (measured by a KernelIndex worker, correctness checked), 'Reproducible' or 'Reported'. Set by the rules "
+        description="trust-v2 ladder: REPLICATED (measured by KernelIndex on two machines of the same SKU, agreeing), "
+        "VERIFIED (measured by a KernelIndex worker, correctness checked), REPRODUCIBLE or REPORTED. Set by the rules "
         "from how the run was measured, never by whoever submitted it.",
     )
 
@@ -207,7 +208,18 @@ class Run(Node):
         return (await info.context.loaders.holds_by_run_id.load(self.facts.id)).status_words
     review_status: str | None = strawberry.field(
         resolver=_review_status,
-        description="'suspicious: needs review', 'approved after review', 'rejected after review', or null when unflagged.",
+        description="reviewState in words, e.g. 'suspicious: needs review'; null when unflagged.",
+    )
+
+    async def _review_state(self, info: strawberry.Info[Context, None]) -> ReviewState | None:
+        holds = await info.context.loaders.holds_by_run_id.load(self.facts.id)
+        if not holds.flags:
+            return None
+        review = plausibility.latest_review(holds.reviews, self.facts.id)
+        return ReviewState.NEEDS_REVIEW if review is None else of_rules(ReviewState, review.decision)
+    review_state: ReviewState | None = strawberry.field(
+        resolver=_review_state,
+        description="Where a flagged run stands in review (the latest review decides); null when unflagged.",
     )
 
     def _caveats(self) -> list[str]:

@@ -10,9 +10,18 @@ import strawberry
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.cost import LONG_TEXT, cost_weight
-from kernelindex.graphql.enums import RunOrder
+from kernelindex.graphql.enums import AxisBehaviour, Determinism, Evidence, RunOrder, WorkloadKind, of_rules
 from kernelindex.graphql.node import Node, to_global_id
-from kernelindex.graphql.pagination import LIST_DEFAULT, Connection, first_of
+from kernelindex.graphql.pagination import (
+    LIST_DEFAULT,
+    AfterArg,
+    BeforeArg,
+    Connection,
+    FirstArg,
+    LastArg,
+    first_of,
+    page_window,
+)
 from kernelindex.graphql.queries.runs import run_connection
 from kernelindex.graphql.text import SHORT_TEXT_KIB, short_text, text_piece, text_size
 from kernelindex.graphql.types.catalogue import Source
@@ -51,7 +60,7 @@ class TensorSpec:
 @strawberry.type(description="An axis and how it behaves.")
 class Axis:
     name: str = strawberry.field(description="Axis name.")
-    behaviour: str = strawberry.field(description="'variable' or 'constant'.")
+    behaviour: AxisBehaviour = strawberry.field(description="Whether a configuration may bind it.")
     value: int | None = strawberry.field(description="The value of a constant axis.")
 
 
@@ -60,7 +69,7 @@ class Semantics:
     inputs: list[TensorSpec] = strawberry.field(description="Ordered inputs.")
     outputs: list[TensorSpec] = strawberry.field(description="Ordered outputs.")
     axes: list[Axis] = strawberry.field(description="Axes and their behaviour.")
-    determinism: str = strawberry.field(description="'deterministic', 'nondeterministic' or 'unspecified'.")
+    determinism: Determinism = strawberry.field(description="Whether the same input gives the same output.")
     constraints: list[str] = strawberry.field(description="Constraints, e.g. 'No mutation or aliasing'.")
 
     @staticmethod
@@ -71,8 +80,9 @@ class Semantics:
         return Semantics(
             inputs=tensors(data.get("inputs", [])),
             outputs=tensors(data.get("outputs", [])),
-            axes=[Axis(name=a["name"], behaviour=a["behaviour"], value=a.get("value")) for a in data.get("axes", [])],
-            determinism=data.get("determinism", "unspecified"),
+            axes=[Axis(name=a["name"], behaviour=of_rules(AxisBehaviour, a["behaviour"]), value=a.get("value"))
+                  for a in data.get("axes", [])],
+            determinism=of_rules(Determinism, data.get("determinism", "unspecified")),
             constraints=list(data.get("constraints", [])),
         )
 
@@ -122,9 +132,9 @@ class Workload(Node):
     def name(self) -> str:
         return self.row.name
 
-    @strawberry.field(description="'model', 'operator' or 'fusion'.")
-    def kind(self) -> str:
-        return self.row.kind
+    @strawberry.field(description="Model, operator or fusion.")
+    def kind(self) -> WorkloadKind:
+        return of_rules(WorkloadKind, self.row.kind)
 
     @strawberry.field(description="'KernelBench level3 problem 9: ResNet18.'")
     def title(self) -> str:
@@ -247,7 +257,7 @@ class Workload(Node):
         bests = first_of(page.implementation_bests, first, info.context.settings.max_page_size)
         measured = await info.context.loaders.measured_runs_by_workload_id.load(self.row.id)
         return [
-            ImplementationSummary(best=b, evidence_levels=sorted(page.evidence_kinds(b.run.implementation.id)),
+            ImplementationSummary(best=b, evidence_kinds_found=[of_rules(Evidence, e) for e in sorted(page.evidence_kinds(b.run.implementation.id))],
                                   runs=implementation_context(measured, b.run))
             for b in bests
         ]
@@ -283,8 +293,9 @@ class Workload(Node):
         return [RooflineFloor(floor=f.with_record(best_on.get(f.hardware.id))) for f in floors]
 
     @strawberry.field(description="Changes of record holder for this workload, newest first.")
-    async def record_history(self, info: strawberry.Info[Context, None], first: int = 20, after: str | None = None) -> Connection[RecordEvent]:
-        return await record_events_page(info, first, after, workload_id=self.row.id)
+    async def record_history(self, info: strawberry.Info[Context, None], first: FirstArg = None, after: AfterArg = None,
+                             last: LastArg = None, before: BeforeArg = None) -> Connection[RecordEvent]:
+        return await record_events_page(info, first, after, last, before, workload_id=self.row.id)
 
     @strawberry.field(description="Sources of the eligible runs. A capped list: the first `first` of them (at most 100).")
     async def sources(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[Source]:
@@ -302,10 +313,12 @@ class Workload(Node):
 
     @strawberry.field(description="Every live (not superseded) run of this workload, any revision, configuration or status; fastest first unless ordered otherwise. `Query.runs(workload:)` has the filters.")
     async def runs(
-        self, info: strawberry.Info[Context, None], first: int = 20, after: str | None = None,
+        self, info: strawberry.Info[Context, None], first: FirstArg = None, after: AfterArg = None,
+        last: LastArg = None, before: BeforeArg = None,
         order_by: Annotated[RunOrder, strawberry.argument(description="Sort order.")] = RunOrder.FASTEST,
     ) -> Connection[Run]:
-        return await run_connection(info, RunFilters(workload=self.row.slug), first=first, after=after, order_by=order_by)
+        window = page_window(first, after, last, before, info.context.settings.max_page_size)
+        return await run_connection(info, RunFilters(workload=self.row.slug), window=window, order_by=order_by)
 
     @strawberry.field(description="The written policy that decides records.")
     def policy(self) -> Policy:

@@ -1,0 +1,102 @@
+"""Relay both ways and Node everywhere (issue 18): a list read backward with last/before is the same
+list read forward, pageInfo says which way more lies, mixed arguments are refused, and every Node
+type refetches through `node(id:)`."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.test_runs_connection import RESNET, varied  # noqa: F401  (the fixture)
+
+PAGE = """query($first: Int, $after: String, $last: Int, $before: String, $order: RunOrder!) {
+  runs(first: $first, after: $after, last: $last, before: $before, orderBy: $order, includeSuperseded: true) {
+    edges { cursor node { databaseId } }
+    pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+  }
+}"""
+
+
+async def _walk(graphql, order: str, backward: bool, size: int) -> tuple[list[int], list[dict]]:
+    ids: list[int] = []
+    infos: list[dict] = []
+    cursor = None
+    while True:
+        variables = {"order": order, **({"last": size, "before": cursor} if backward else {"first": size, "after": cursor})}
+        page = (await graphql(PAGE, variables))["runs"]
+        infos.append(page["pageInfo"])
+        got = [e["node"]["databaseId"] for e in page["edges"]]
+        ids = got + ids if backward else ids + got
+        more = page["pageInfo"]["hasPreviousPage" if backward else "hasNextPage"]
+        if not more:
+            return ids, infos
+        cursor = page["pageInfo"]["startCursor" if backward else "endCursor"]
+        assert len(infos) < 200, "the list does not end"
+
+
+@pytest.mark.parametrize("order", ["FASTEST", "NEWEST", "RECENTLY_OBSERVED"])
+async def test_backward_pages_are_the_forward_list(varied, graphql, order):  # noqa: F811
+    forward, forward_infos = await _walk(graphql, order, backward=False, size=7)
+    backward, backward_infos = await _walk(graphql, order, backward=True, size=7)
+    assert len(forward) > 40 and backward == forward and len(set(forward)) == len(forward)
+    # The first page forward has nothing before it; the first page backward nothing after it.
+    assert forward_infos[0]["hasPreviousPage"] is False and backward_infos[0]["hasNextPage"] is False
+    assert all(i["hasPreviousPage"] for i in forward_infos[1:]) and all(i["hasNextPage"] for i in backward_infos[1:])
+    # A page backward from a forward page's end cursor is the items before it, in list order.
+    page = (await graphql(PAGE, {"order": order, "first": 10}))["runs"]
+    before_last = (await graphql(PAGE, {"order": order, "last": 3, "before": page["pageInfo"]["endCursor"]}))["runs"]
+    assert [e["node"]["databaseId"] for e in before_last["edges"]] == forward[6:9]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"first": 2, "last": 2}, "not both"),
+    ({"after": "x", "before": "y"}, "not both"),
+    ({"first": 2, "before": "y"}, "pass last with it"),
+    ({"last": 2, "after": "x"}, "pass first with it"),
+    ({"last": 0}, "last must be at least 1"),
+    ({"last": 101}, "last must be at most 100"),
+])
+async def test_mixed_or_bad_directions_are_refused(graphql, arguments, message):
+    body = await graphql(PAGE, {"order": "NEWEST", **arguments}, expect_errors=True)
+    assert body["data"] is None
+    assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT" and message in body["errors"][0]["message"]
+
+
+async def test_every_catalogue_connection_pages_backward(graphql):
+    for field, key in (("workloads", "slug"), ("implementations", "slug"), ("hardware", "sku"), ("environments", "databaseId"),
+                       ("recordFeed", "databaseId")):
+        query = f"query($first: Int, $last: Int) {{ {field}(first: $first, last: $last) {{ nodes {{ {key} }} " \
+                "pageInfo { hasNextPage hasPreviousPage } } }"
+        whole = [n[key] for n in (await graphql(query, {"first": 100}))[field]["nodes"]]
+        tail = (await graphql(query, {"last": 2}))[field]
+        assert [n[key] for n in tail["nodes"]] == whole[-2:], field
+        assert tail["pageInfo"]["hasPreviousPage"] is (len(whole) > 2) and tail["pageInfo"]["hasNextPage"] is False, field
+
+
+NODES = f"""{{
+  workload(slug: "{RESNET}") {{
+    revisions {{ id sha256 }}
+    sources {{ id name }}
+    headline {{ run {{ protocol {{ id databaseId name }} }} }}
+    recordHistory(first: 1) {{ nodes {{ id kind }} }}
+  }}
+  records(hardware: "NVIDIA H100", first: 1) {{ nodes {{ id workload {{ slug }} records {{ label }} }} }}
+}}"""
+
+
+async def test_every_node_refetches_by_its_id(graphql):
+    data = await graphql(NODES)
+    w = data["workload"]
+    protocol = w["headline"]["run"]["protocol"]
+    assert protocol["id"] != str(protocol["databaseId"])  # a global ID, not the bare database id
+    found = {
+        "WorkloadRevision": (w["revisions"][0]["id"], "... on WorkloadRevision { sha256 }", {"sha256": w["revisions"][0]["sha256"]}),
+        "Source": (w["sources"][0]["id"], "... on Source { name }", {"name": w["sources"][0]["name"]}),
+        "Protocol": (protocol["id"], "... on Protocol { name }", {"name": protocol["name"]}),
+        "RecordEvent": (w["recordHistory"]["nodes"][0]["id"], "... on RecordEvent { kind }",
+                        {"kind": w["recordHistory"]["nodes"][0]["kind"]}),
+        "WorkloadRecords": (data["records"]["nodes"][0]["id"], "... on WorkloadRecords { workload { slug } records { label } }",
+                            {"workload": data["records"]["nodes"][0]["workload"], "records": data["records"]["nodes"][0]["records"]}),
+    }
+    for type_name, (node_id, fragment, expected) in found.items():
+        node = (await graphql(f'{{ node(id: "{node_id}") {{ __typename id {fragment} }} }}'))["node"]
+        assert node == {"__typename": type_name, "id": node_id, **expected}, type_name
