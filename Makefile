@@ -9,12 +9,13 @@ PORT ?= 8000
 TORCH_CPU ?= torch==2.13.0
 TORCH_GPU ?= torch
 
-# GraphiQL's assets (kernelindex/web/graphiql.py): the npm packages pinned in tooling/package.json and its
-# lockfile, installed by `npm ci` (only when the lockfile changed) and copied into the package (git-ignored).
+# GraphiQL's assets (kernelindex/web/graphiql.py) and the frontend tooling (`make frontend`): the npm packages
+# pinned in tooling/package.json and its lockfile, installed by one `npm ci` (only when the lockfile changed);
+# GraphiQL's files are then copied into the package (git-ignored).
 GRAPHIQL_MANIFEST := kernelindex/web/static/graphiql/vendor/manifest.json
 NPM_TREE := tooling/node_modules/.package-lock.json
 
-.PHONY: setup serve lint test schema bench-ingest clean graphiql browser
+.PHONY: setup serve lint test schema bench-ingest clean graphiql browser frontend
 
 setup: $(STAMP)
 
@@ -40,18 +41,25 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: setup lint graphiql browser
+test: setup lint graphiql browser frontend
 	$(BIN)/python -m pytest -q
 
 graphiql: $(GRAPHIQL_MANIFEST)
 
 $(NPM_TREE): tooling/package.json tooling/package-lock.json
-	@command -v npm >/dev/null 2>&1 || { echo "make: GraphiQL's assets come from the npm registry: install Node.js 18+ with npm, then run make graphiql"; exit 1; }
+	@command -v npm >/dev/null 2>&1 || { echo "make: GraphiQL's assets and the frontend tooling come from the npm registry: install Node.js 18+ with npm (apt-get install nodejs npm), then run make graphiql frontend"; exit 1; }
 	cd tooling && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	touch $(NPM_TREE)
 
 $(GRAPHIQL_MANIFEST): $(NPM_TREE) kernelindex/web/graphiql.py | $(STAMP)
 	$(BIN)/python -m kernelindex.web.graphiql vendor tooling/node_modules
+
+# What a frontend team's tools say of schema.graphql and examples/operations/*.graphql: graphql-eslint (the
+# Relay rules on the schema, the operation rules on the operations), graphql-inspector validate, and
+# graphql-codegen with tsc over what it generates (tooling/check_operations.mjs; about 10 s).
+frontend: $(NPM_TREE)
+	@command -v node >/dev/null 2>&1 || { echo "make: the frontend check needs Node.js 18+ (apt-get install nodejs npm)"; exit 1; }
+	node tooling/check_operations.mjs
 
 # The browser test (tests/api/test_graphiql_offline.py) drives Debian's Chromium: installed here when it is
 # missing and we are root (CI is); otherwise the test fails saying what to install.
@@ -66,4 +74,4 @@ schema: setup
 	$(BIN)/kernelindex export-schema > schema.graphql
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache tooling/node_modules kernelindex/web/static/graphiql/vendor
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache tooling/node_modules tooling/generated kernelindex/web/static/graphiql/vendor
