@@ -7,6 +7,8 @@ display-v1, the one place these rules live (every display string in the API is b
 - "± 0.02": the 95% half width to as many decimals as the latency it qualifies, so a half width
   under half a unit of the last decimal reads "± 0.00" (the reference pages show it so: the
   interval is narrower than the latency's own rounding);
+- "± 0.0041 ms": the same half width to two significant figures, in its own unit
+  (`half_width_display`), for a reader who wants the interval itself rather than the page's notation;
 - percentages with one decimal, never "-0.0%"; a change that rounds to zero but is not zero reads
   "under 0.1% faster" (or slower), no change at all "the same time" (`format_change`); a signed
   difference "+4.1%" or "-4.3%", "0.0%" when it rounds to zero (`format_signed_percent`);
@@ -68,6 +70,26 @@ def plus_minus_display(std_ms: float | None, n: int | None, like_ms: float) -> s
     text = format_plus_minus(ci95_half_width(std_ms, n), like_ms)
     assert text is not None  # a mean with no reason to lack one has an interval
     return text
+
+
+def format_half_width(half_width_ms: float) -> str:
+    """'± 0.0041 ms': a 95% half width to two significant figures (decided after rounding, so
+    0.00996 reads 0.010), however narrow it is next to its latency; '± 0 ms' for none at all."""
+    if half_width_ms <= 0:
+        return "± 0 ms"
+    rounded = float(f"{half_width_ms:.2g}")
+    decimals = max(0, 1 - math.floor(math.log10(rounded)))
+    return f"± {rounded:.{decimals}f} ms"
+
+
+def half_width_display(std_ms: float | None, n: int | None) -> str:
+    """'± 0.0041 ms' (stats-v2's 95% half width, two significant figures), or why there is none."""
+    reason = no_interval_reason(std_ms, n)
+    if reason is not None:
+        return reason
+    half_width = ci95_half_width(std_ms, n)
+    assert half_width is not None  # a mean with no reason to lack one has an interval
+    return format_half_width(half_width)
 
 
 def format_duration_ns(ns: float) -> str:

@@ -197,3 +197,19 @@ async def test_stale_flag_follows_the_clock(db_url):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
             body = (await client.get(f"/workloads/{RESNET18}.json")).json()
     assert [r["stale"] for r in body["comparison"]["rows"]] == [False, False]
+
+
+async def test_a_tiny_interval_keeps_the_pages_notation_and_can_be_read_itself(graphql):
+    """VGG19's record interval (0.0021 ms on 2.43 ms) reads "± 0.00" as its reference page shows;
+    ciHalfWidthDisplay gives the interval itself, on the headline, the comparison's rows and a run."""
+    query = """query ($slug: String!) { workload(slug: $slug) {
+      headline { plusMinusDisplay ciHalfWidthDisplay ciHalfWidthMs run { plusMinusDisplay ciHalfWidthDisplay } }
+      comparison { rows { plusMinusDisplay ciHalfWidthDisplay } } } }"""
+    w = (await graphql(query, {"slug": VGG19}))["workload"]
+    h = w["headline"]
+    assert (h["plusMinusDisplay"], h["ciHalfWidthDisplay"]) == ("± 0.00", "± 0.0021 ms")
+    assert h["ciHalfWidthMs"] == pytest.approx(0.0021, abs=5e-5)
+    assert (h["run"]["plusMinusDisplay"], h["run"]["ciHalfWidthDisplay"]) == ("± 0.00", "± 0.0021 ms")
+    assert [r["plusMinusDisplay"] for r in w["comparison"]["rows"]] == ["± 0.00", "± 0.00"]
+    assert all(r["ciHalfWidthDisplay"].startswith("± 0.00") and r["ciHalfWidthDisplay"] != "± 0.00 ms"
+               for r in w["comparison"]["rows"])

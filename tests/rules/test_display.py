@@ -16,6 +16,7 @@ from kernelindex.rules.display import (
     format_count,
     format_date,
     format_duration_ns,
+    format_half_width,
     format_latency,
     format_ms,
     format_number,
@@ -25,6 +26,7 @@ from kernelindex.rules.display import (
     format_signed_percent,
     format_statistic,
     format_value,
+    half_width_display,
     plural,
     plus_minus_display,
 )
@@ -242,3 +244,20 @@ def test_format_signed_percent_never_writes_a_signed_zero(percent, text):
 def test_format_statistic():
     assert format_statistic("mean", 100) == "mean of 100"
     assert format_statistic("median", None) == "median"
+
+
+@pytest.mark.parametrize("half_width, text", [
+    (0.0041, "± 0.0041 ms"), (0.0020972, "± 0.0021 ms"), (0.0170128, "± 0.017 ms"), (0.00996, "± 0.010 ms"),
+    (1.234, "± 1.2 ms"), (12.34, "± 12 ms"), (0.0, "± 0 ms"), (1.3729871999999999e-05, "± 0.000014 ms"),
+])
+def test_the_half_width_itself_reads_two_significant_figures_however_narrow(half_width, text):
+    assert format_half_width(half_width) == text
+
+
+def test_the_interval_of_the_issue_reads_both_ways():
+    # The 0.0041 ms interval of a 1.52 ms record: the page's notation keeps the reference pages'
+    # "± 0.00"; the interval itself is there to read too.
+    assert format_plus_minus(0.0041, 1.52) == "± 0.00"
+    assert format_half_width(0.0041) == "± 0.0041 ms"
+    assert half_width_display(0.0107, 100) == "± 0.0021 ms"  # VGG19's record, "± 0.00" on its page
+    assert half_width_display(0.01, 1) == plus_minus_display(0.01, 1, 1.0)  # one trial: the same reason, no figure

@@ -19,7 +19,7 @@ from kernelindex.rules import ranking, stats, ties, verdicts
 from kernelindex.rules import trust_labels as trust
 from kernelindex.rules import trust_ladder as evidence_rules
 from kernelindex.rules.comparison_text import MIXED_SOURCES_TITLE, SOURCE_NATIVE_TITLE, row_notes
-from kernelindex.rules.display import format_date, format_latency, format_ratio, plural, plus_minus_display
+from kernelindex.rules.display import format_date, format_latency, format_ratio, half_width_display, plural, plus_minus_display
 from kernelindex.rules.facts import HardwareFacts, RunFacts
 from kernelindex.rules.trust_context import comparison_context
 from kernelindex.services.workload_page import CohortSummary, WorkloadPage
@@ -58,10 +58,15 @@ class Headline:
     def latency_display(self) -> str:
         return format_latency(self.record.run.latency_ms)
 
-    @strawberry.field(description="'± 0.02'.")
+    @strawberry.field(description="'± 0.02': to the latency's decimals, as the reference pages write it (so a tiny interval reads '± 0.00').")
     def plus_minus_display(self) -> str | None:
         run = self.record.run
         return plus_minus_display(run.std_ms, run.num_trials, run.latency_ms)
+
+    @strawberry.field(description="'± 0.0041 ms': the 95% half width to two significant figures, however narrow (plusMinusDisplay writes it to the latency's decimals, as the reference pages do: '± 0.00').")
+    def ci_half_width_display(self) -> str:
+        run = self.record.run
+        return half_width_display(run.std_ms, run.num_trials)
 
     @strawberry.field(description="'mean of 100'.")
     def statistic_display(self) -> str:
@@ -164,10 +169,15 @@ class ComparisonRow:
     def latency_display(self) -> str:
         return format_latency(self.row.run.latency_ms)
 
-    @strawberry.field(description="'± 0.00'.")
+    @strawberry.field(description="'± 0.00': to the latency's decimals, as the reference pages write it.")
     def plus_minus_display(self) -> str | None:
         run = self.row.run
         return plus_minus_display(run.std_ms, run.num_trials, run.latency_ms)
+
+    @strawberry.field(description="'± 0.0041 ms': the 95% half width to two significant figures, however narrow (plusMinusDisplay writes it to the latency's decimals, as the reference pages do: '± 0.00').")
+    def ci_half_width_display(self) -> str:
+        run = self.row.run
+        return half_width_display(run.std_ms, run.num_trials)
 
     @strawberry.field(description="Latency / the #1 row's latency.")
     def vs_first(self) -> float:

@@ -16,7 +16,7 @@ from kernelindex.graphql.types.holds import RunFlag
 from kernelindex.graphql.types.revision import WorkloadRevision
 from kernelindex.rules import plausibility, stats, trust_ladder
 from kernelindex.rules import trust_labels as trust
-from kernelindex.rules.display import format_date, format_latency, plus_minus_display
+from kernelindex.rules.display import format_date, format_latency, half_width_display, plus_minus_display
 from kernelindex.rules.facts import RunFacts
 
 
@@ -154,6 +154,12 @@ class Run(Node):
         resolver=_plus_minus_display,
         description="'± 0.02' (ms, to the latency's decimals).",
     )
+
+    def _ci_half_width_display(self) -> str | None:
+        if not self.facts.mean_ms:
+            return None
+        return half_width_display(self.facts.std_ms, self.facts.num_trials)
+    ci_half_width_display: str | None = strawberry.field(resolver=_ci_half_width_display, description="'± 0.0041 ms': the 95% half width to two significant figures, however narrow (plusMinusDisplay writes it to the latency's decimals, as the reference pages do: '± 0.00').")
 
     def _statistic_display(self) -> str | None:
         if self.facts.num_trials is None:
