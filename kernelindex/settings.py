@@ -48,8 +48,10 @@ class Settings(BaseSettings):
     response_cache_bytes: int = 64 * 1024 * 1024
     response_cache_ttl_s: float = 600.0
     # Workloads whose page values the read model keeps (kernelindex.services.read_model), each until
-    # a write changes it; 0 turns the read model off (every request computes its values).
-    read_model_workloads: int = 5000
+    # a write changes it; 0 turns the read model off (every request computes its values). About
+    # 130 kB a workload (perf.dataset's, 200 runs each, page and list read): 500, KernelBench's
+    # 270 problems with room, is some 65 MB a server process.
+    read_model_workloads: int = 500
 
     # Persisted queries (kernelindex.web.persisted). APQ documents clients register by hash are kept
     # per process in a bounded LRU (a miss costs the client one re-send of the full query); 0 entries
