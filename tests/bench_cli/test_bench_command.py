@@ -59,7 +59,7 @@ def test_bench_ingests_measured_runs(cli, db_url, relu_workload, tmp_path, capsy
     assert "runs inserted" in capsys.readouterr().out
     page = _page(db_url, relu_workload)
     assert page["eligibleRunCount"] == 1
-    assert page["headline"]["run"]["evidence"] == "measured"
+    assert page["headline"]["run"]["evidence"] == "MEASURED"
     assert page["headline"]["run"]["protocol"]["name"] == "kernelindex-cpu-perf-counter"
 
 

@@ -223,7 +223,7 @@ def test_revision_change_is_a_record_event_and_old_runs_stay(cli, db_url, checko
     assert w["inLatestSnapshot"] is True and w["eligibleRunCount"] == 1
     assert [(r["upstreamRevision"], r["current"]) for r in w["revisions"]] == [("0ld0001", False), ("new0002", True)]
     kinds = [e["node"]["kind"] for e in w["recordHistory"]["edges"]]
-    assert "revision_changed" in kinds
+    assert "REVISION_CHANGED" in kinds
     runs = sorted((e["node"]["meanMs"], e["node"]["revision"]["upstreamRevision"], e["node"]["revision"]["current"])
                   for e in data["runs"]["edges"])
     assert runs == [(0.05, "0ld0001", False), (0.07, "new0002", True)]
