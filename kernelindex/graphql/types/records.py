@@ -14,9 +14,19 @@ from kernelindex.rules.display import format_latency
 class EnvironmentRecord:
     record: strawberry.Private[ranking.CohortRecord]
 
-    @strawberry.field(description="'NVIDIA H100 · env 1': family, with env N when the family repeats (N by record latency).")
-    def label(self) -> str:
-        return self.record.environment_label
+    # Written by hand (as the catalogue types are): what a list shows of each record is plain fields,
+    # filled once (a list of 100 workloads resolves some 1,000 records); the run and its environment,
+    # which cost more to build and are rarely asked for here, stay resolvers.
+    def __init__(self, record: ranking.CohortRecord) -> None:
+        self.record = record
+        self.label = record.environment_label
+        self.latency_ms = record.run.latency_ms
+        self.latency_display = format_latency(record.run.latency_ms)
+        self.implementation = Implementation(facts=record.run.implementation)
+        self.run_count = record.run_count
+
+    label: str = strawberry.field(
+        description="'NVIDIA H100 · env 1': family, with env N when the family repeats (N by record latency).")
 
     @strawberry.field(description="The environment.")
     def environment(self) -> Environment:
@@ -26,18 +36,7 @@ class EnvironmentRecord:
     def run(self) -> Run:
         return Run(facts=self.record.run)
 
-    @strawberry.field(description="Record latency in milliseconds.")
-    def latency_ms(self) -> float:
-        return self.record.run.latency_ms
-
-    @strawberry.field(description="'1.39 ms'.")
-    def latency_display(self) -> str:
-        return format_latency(self.record.run.latency_ms)
-
-    @strawberry.field(description="The record holder.")
-    def implementation(self) -> Implementation:
-        return Implementation(facts=self.record.run.implementation)
-
-    @strawberry.field(description="Eligible runs in this environment's cohort.")
-    def run_count(self) -> int:
-        return self.record.run_count
+    latency_ms: float = strawberry.field(description="Record latency in milliseconds.")
+    latency_display: str = strawberry.field(description="'1.39 ms'.")
+    implementation: Implementation = strawberry.field(description="The record holder.")
+    run_count: int = strawberry.field(description="Eligible runs in this environment's cohort.")

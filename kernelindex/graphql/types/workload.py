@@ -101,45 +101,32 @@ class Identity:
 class Workload(Node):
     row: strawberry.Private[WorkloadRow]
 
+    # Written by hand (as the catalogue types are): the row's own fields are plain fields, filled
+    # once (a list shows them for every workload); what comes from the page stays resolvers.
+    def __init__(self, row: WorkloadRow) -> None:
+        self.row = row
+        self.id = to_global_id("Workload", row.id)
+        self.database_id = row.id
+        self.slug = row.slug
+        self.suite = row.suite
+        self.level = row.level
+        self.problem_number = row.problem_number
+        self.name = row.name
+        self.kind = of_rules(WorkloadKind, row.kind)
+        self.title = f"{SUITE_TITLES.get(row.suite, row.suite)} level{row.level} problem {row.problem_number}: {row.name}."
+
     async def _page(self, info: strawberry.Info[Context, None]) -> WorkloadPage:
         return await info.context.loaders.page_by_workload_id.load(self.row.id)
 
-    @strawberry.field(description="Opaque global ID.")
-    def id(self) -> strawberry.ID:
-        return to_global_id("Workload", self.row.id)
-
-    @strawberry.field(description="Database id (stable, for scripts).")
-    def database_id(self) -> int:
-        return self.row.id
-
-    @strawberry.field(description="Stable slug, e.g. 'kernelbench-l3-p9-resnet18'.")
-    def slug(self) -> str:
-        return self.row.slug
-
-    @strawberry.field(description="Suite, e.g. 'kernelbench'.")
-    def suite(self) -> str:
-        return self.row.suite
-
-    @strawberry.field(description="Level within the suite.")
-    def level(self) -> int:
-        return self.row.level
-
-    @strawberry.field(description="Problem number within the level.")
-    def problem_number(self) -> int:
-        return self.row.problem_number
-
-    @strawberry.field(description="Name, e.g. 'ResNet18'.")
-    def name(self) -> str:
-        return self.row.name
-
-    @strawberry.field(description="Model, operator or fusion.")
-    def kind(self) -> WorkloadKind:
-        return of_rules(WorkloadKind, self.row.kind)
-
-    @strawberry.field(description="'KernelBench level3 problem 9: ResNet18.'")
-    def title(self) -> str:
-        suite = SUITE_TITLES.get(self.row.suite, self.row.suite)
-        return f"{suite} level{self.row.level} problem {self.row.problem_number}: {self.row.name}."
+    id: strawberry.ID = strawberry.field(description="Opaque global ID.")
+    database_id: int = strawberry.field(description="Database id (stable, for scripts).")
+    slug: str = strawberry.field(description="Stable slug, e.g. 'kernelbench-l3-p9-resnet18'.")
+    suite: str = strawberry.field(description="Suite, e.g. 'kernelbench'.")
+    level: int = strawberry.field(description="Level within the suite.")
+    problem_number: int = strawberry.field(description="Problem number within the level.")
+    name: str = strawberry.field(description="Name, e.g. 'ResNet18'.")
+    kind: WorkloadKind = strawberry.field(description="Model, operator or fusion.")
+    title: str = strawberry.field(description="'KernelBench level3 problem 9: ResNet18.'")
 
     @strawberry.field(description="What the computation is (at most 2 KiB; longer text is cut, with a marker).",
                       metadata=cost_weight(SHORT_TEXT_KIB))
