@@ -3,7 +3,8 @@ values (it changes nothing it is given), named for what it returns and what it i
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from functools import cached_property
 from typing import Generic, TypeVar
 
@@ -62,7 +63,7 @@ class ReadModelLoader(Loader[KH, V], Generic[KH, V]):
         raise NotImplementedError
 
     async def batch_load(self, keys: list[KH]) -> list[V]:
-        model, version = self.loaders.read_model, self.loaders.version
+        model, version = self.loaders.read_model, await self.loaders.read_model_version()
         found: dict[KH, V] = {}
         if model is not None and version is not None:
             for key in keys:
@@ -124,7 +125,7 @@ class PageByWorkloadIdLoader(Loader[int, WorkloadPage]):
     workload's current page, else computed and kept there."""
 
     async def batch_load(self, keys: list[int]) -> list[WorkloadPage]:
-        model, version = self.loaders.read_model, self.loaders.version
+        model, version = self.loaders.read_model, await self.loaders.read_model_version()
         found: dict[int, WorkloadPage] = {}
         if model is not None and version is not None:
             for key in keys:
@@ -213,8 +214,10 @@ class RevisionsByWorkloadIdLoader(ReadModelLoader[int, list[RevisionFacts]]):
 
 class Loaders:
     """The loaders of one request; each is made on first use (a request answered from the response
-    cache uses none). With a read model, `version` is the data version the request read before any
-    of its statements (set by the view; None: not read, so the read model is not used)."""
+    cache uses none). With a read model, `version` is the data version the read model's values are
+    looked up and kept at: the one the response cache's look-up read, or read by the first loader
+    that needs it (`read_version_with`; a request that never reads a page never reads it). None: not
+    read, so the read model is not used."""
 
     def __init__(self, session: AsyncSession, read_model: ReadModel | None = None):
         self.session = session
@@ -222,6 +225,22 @@ class Loaders:
         self.reads = Reads()
         self.read_model = read_model if read_model is not None and read_model.enabled else None
         self.version: int | None = None
+        self._version_source: Callable[[], Awaitable[int | None]] | None = None
+        self._version_read: asyncio.Future[int | None] | None = None
+
+    def read_version_with(self, source: Callable[[], Awaitable[int | None]]) -> None:
+        """Read the data version with `source` when a loader first needs it. Read then, after some of
+        the request's statements, it is still exact: the values computed afterwards are at that version
+        or newer, and a value kept is kept at it (a statement before it saw older data, as any two
+        statements of a READ COMMITTED request may)."""
+        self._version_source = source
+
+    async def read_model_version(self) -> int | None:
+        if self.version is None and self._version_source is not None:
+            if self._version_read is None:  # one read for every loader of the request
+                self._version_read = asyncio.ensure_future(self._version_source())
+            self.version = await asyncio.shield(self._version_read)
+        return self.version
 
     def workload_of_revision(self, revision_id: int) -> int | None:
         """The workload of a current revision whose page the read model holds (None: not known)."""

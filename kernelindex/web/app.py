@@ -246,9 +246,10 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             version = await server.data_version.current()
             sub_response.headers[X_CACHE] = "miss"
         elif server.read_model.enabled and is_query(request_data.query, request_data.operation_name):
-            # No cached answer to look for, but the read model's values are kept per version too. Never
-            # for a mutation: what it reads after its own writes must show them (the versions move at commit).
-            version = await server.data_version.current()
+            # No cached answer to look for, but the read model's values are kept per version too: read
+            # when a loader first needs it (a `runs` query never does). Never for a mutation: what it
+            # reads after its own writes must show them (the versions move at commit).
+            context.loaders.read_version_with(server.data_version.current)
         # Read before any statement of the request: what the loaders compute is at this version or newer.
         context.loaders.version = version
         if key is None or version is None:

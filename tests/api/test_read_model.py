@@ -245,3 +245,13 @@ async def test_the_ids_the_store_reads_are_the_workloads(db_url):
         kept = model.page(a, model._history.version)
         assert kept is not None and kept.workload.id == a
         assert model.workload_of_revision(kept.workload.current_revision_id) == a
+
+
+async def test_a_query_that_reads_no_page_reads_no_version(db_url):
+    """The version is read when a loader first needs it: a runs list never does (it would cost it a
+    round trip a request for nothing); a page does, once for all its loaders."""
+    async with serving(db_url) as (app, client):
+        await answer(client, "{ runs(first: 3) { edges { node { meanMs implementation { slug } } } } }")
+        assert app.state.data_version.reads == 0
+        await page(client, A)
+        assert app.state.data_version.reads == 1
