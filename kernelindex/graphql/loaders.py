@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from functools import cached_property
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -62,24 +62,29 @@ class ReadModelLoader(Loader[KH, V], Generic[KH, V]):
     async def compute(self, keys: list[KH]) -> Mapping[KH, V]:
         raise NotImplementedError
 
+    def kept(self, model: ReadModel, workload: int, key: KH, version: int) -> Any:
+        """The value the read model keeps for `key`, or MISSING (None may be a value)."""
+        return model.value(workload, (self.kind, key), version)
+
+    def keep(self, model: ReadModel, workload: int, key: KH, version: int, value: V) -> None:
+        model.put_value(workload, (self.kind, key), version, value)
+
     async def batch_load(self, keys: list[KH]) -> list[V]:
         model, version = self.loaders.read_model, await self.loaders.read_model_version()
         found: dict[KH, V] = {}
         if model is not None and version is not None:
             for key in keys:
                 workload = self.workload_of(key)
-                if workload is not None:
-                    value = model.value(workload, (self.kind, key), version)
-                    if value is not MISSING:
-                        found[key] = value
+                if workload is not None and (value := self.kept(model, workload, key, version)) is not MISSING:
+                    found[key] = value
         missing = [k for k in dict.fromkeys(keys) if k not in found]
         if missing:
             computed = await self.compute(missing)
             if model is not None and version is not None:
-                for key in missing:
+                for key, value in computed.items():
                     workload = self.workload_of(key)
                     if workload is not None:
-                        model.put_value(workload, (self.kind, key), version, computed[key])
+                        self.keep(model, workload, key, version, value)
             found.update(computed)
         return [found[k] for k in keys]
 
@@ -120,32 +125,28 @@ class WorkloadByIdLoader(Loader[int, Workload | None]):
         return [by_id.get(i) for i in keys]
 
 
-class PageByWorkloadIdLoader(Loader[int, WorkloadPage]):
+class PageByWorkloadIdLoader(ReadModelLoader[int, WorkloadPage]):
     """A workload's page from the precomputed cohort bests: from the read model when it holds the
     workload's current page, else computed and kept there."""
 
-    async def batch_load(self, keys: list[int]) -> list[WorkloadPage]:
-        model, version = self.loaders.read_model, await self.loaders.read_model_version()
-        found: dict[int, WorkloadPage] = {}
-        if model is not None and version is not None:
-            for key in keys:
-                page = model.page(key, version)
-                if page is not None:
-                    found[key] = page
-        missing = [k for k in dict.fromkeys(keys) if k not in found]
-        if missing:
-            workloads = [w for w in await self.loaders.workload_by_id.load_many(missing) if w is not None]
-            pages = await load_page_evidence(self.session, workloads, await self.loaders.catalogue())
-            if model is not None and version is not None:
-                for workload_id, page in pages.items():
-                    # Out of this request's session first: its rollback at the end expires the rows in
-                    # it, and a later request would meet a detached row it cannot refresh.
-                    for row in (page.workload, page.revision):
-                        if row is not None and object_session(row) is not None:
-                            self.session.expunge(row)
-                    model.put_page(workload_id, version, page)
-            found.update(pages)
-        return [found[i] for i in keys]
+    def workload_of(self, key: int) -> int | None:
+        return key
+
+    async def compute(self, keys: list[int]) -> Mapping[int, WorkloadPage]:
+        workloads = [w for w in await self.loaders.workload_by_id.load_many(keys) if w is not None]
+        return await load_page_evidence(self.session, workloads, await self.loaders.catalogue())
+
+    def kept(self, model: ReadModel, workload: int, key: int, version: int) -> Any:
+        page = model.page(workload, version)
+        return MISSING if page is None else page
+
+    def keep(self, model: ReadModel, workload: int, key: int, version: int, value: WorkloadPage) -> None:
+        # Out of this request's session first: its rollback at the end expires the rows in it, and a
+        # later request would meet a detached row it cannot refresh.
+        for row in (value.workload, value.revision):
+            if row is not None and object_session(row) is not None:
+                self.session.expunge(row)
+        model.put_page(workload, version, value)
 
 
 class CohortTopLoader(ReadModelLoader[CohortTopKey, CohortTop]):

@@ -250,7 +250,8 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             # when a loader first needs it (a `runs` query never does). Never for a mutation: what it
             # reads after its own writes must show them (the versions move at commit).
             context.loaders.read_version_with(server.data_version.current)
-        # Read before any statement of the request: what the loaders compute is at this version or newer.
+        # The response cache's version, read before any statement of the request: what the loaders
+        # compute is at this version or newer (None: read by the first loader that needs it, or never).
         context.loaders.version = version
         if key is None or version is None:
             return await super().execute_single(request, request_adapter, sub_response, context, root_value, request_data)

@@ -79,14 +79,30 @@ class CacheKey:
         return len(self.query) + len(self.variables) + len(self.operation_name or "")
 
 
-def cache_key(query: object, operation_name: object, variables: object) -> CacheKey | None:
-    """The key for a query operation, or None when the request is not a cacheable query."""
+def _query_request(query: object, operation_name: object) -> tuple[str, str | None] | None:
+    """The document and operation name of a request that runs a query operation (not a mutation, not
+    a document that fails to parse), typed; None for anything else. A document longer than any
+    cacheable one is not parsed here (nor kept in _operation's cache): None."""
     if not isinstance(query, str) or len(query) > MAX_CACHEABLE_QUERY_CHARS:
         return None
     if operation_name is not None and not isinstance(operation_name, str):
         return None
     if _operation(query, operation_name) is None:
         return None
+    return query, operation_name
+
+
+def is_query(query: object, operation_name: object) -> bool:
+    """Whether the request runs a query operation (see _query_request)."""
+    return _query_request(query, operation_name) is not None
+
+
+def cache_key(query: object, operation_name: object, variables: object) -> CacheKey | None:
+    """The key for a query operation, or None when the request is not a cacheable query."""
+    found = _query_request(query, operation_name)
+    if found is None:
+        return None
+    query, operation_name = found
     try:
         canonical = json.dumps(variables or {}, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
@@ -111,13 +127,6 @@ def _operation(query: str, operation_name: str | None) -> tuple[DocumentNode, Op
     if operation is None or operation.operation is not OperationType.QUERY:
         return None
     return document, operation
-
-
-def is_query(query: object, operation_name: object) -> bool:
-    """Whether the request runs a query operation (not a mutation, not a document that fails to parse).
-    A document longer than any cacheable one is not parsed here (nor kept in _operation's cache): False."""
-    return (isinstance(query, str) and len(query) <= MAX_CACHEABLE_QUERY_CHARS
-            and (operation_name is None or isinstance(operation_name, str)) and _operation(query, operation_name) is not None)
 
 
 @lru_cache(maxsize=512)
