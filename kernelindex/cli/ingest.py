@@ -19,7 +19,8 @@ from pathlib import Path
 
 from kernelindex.cli.common import EXIT_FATAL, EXIT_OK, EXIT_SOME_REJECTED, CommandError, database_url, say
 from kernelindex.db.errors import describe_failure, shortage
-from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
+from kernelindex.ingest.errors import IngestAborted, IngestFatal
+from kernelindex.ingest.formats import sniff
 from kernelindex.ingest.kernelbench import import_kernelbench
 from kernelindex.ingest.progress import print_table
 from kernelindex.ingest.runs import check_input_file, ingest_runs_file
@@ -112,6 +113,11 @@ def cmd_ingest_runs(args: argparse.Namespace) -> int:
     label = "<stdin>" if args.file == "-" else args.file
     try:
         with readable_copy(args.file) as path:
+            # Another source's file (a KernelBench timing file, a catalogue export) is refused whole, naming
+            # what it is, before any database is started: not thousands of per-line JSON errors.
+            foreign = sniff(path)
+            if foreign is not None:
+                raise IngestFatal(foreign.message(label))
             url = database_url()
             summary = asyncio.run(
                 ingest_runs_file(url, path, label, strict=args.strict, dry_run=args.dry_run, batch_size=args.batch_size)
@@ -162,7 +168,9 @@ def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
     try:
         levels = [int(x) for x in args.levels.split(",") if x.strip()]
     except ValueError:
-        raise IngestAborted([InputProblem("--levels", args.levels, "expected comma-separated level numbers")]) from None
+        raise CommandError(f"--levels {args.levels!r}: expected comma-separated level numbers, e.g. 1,2,3") from None
+    if not levels:
+        raise CommandError(f"--levels {args.levels!r}: no level named")
     url = database_url()
     summary = asyncio.run(
         import_kernelbench(
@@ -170,6 +178,8 @@ def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
             strict=args.strict, dry_run=args.dry_run, batch_size=args.batch_size, timeout_s=args.timeout,
         )
     )
+    if summary.checkout is not None:
+        say(f"imported {summary.checkout.describe()}" if not args.dry_run else f"would import {summary.checkout.describe()}")
     for change in summary.changes:
         say(f"upstream {change}")
     for line in summary.untraced:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -37,7 +39,7 @@ from kernelindex.cli.parser import Parser, version
 from kernelindex.cli.tokens import add_token_commands
 from kernelindex.db.embedded import kept_alive
 from kernelindex.db.errors import describe_failure, shortage
-from kernelindex.ingest.errors import IngestAborted
+from kernelindex.ingest.errors import IngestAborted, IngestFatal
 from kernelindex.settings import get_settings
 
 
@@ -73,6 +75,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise CommandError(f"--workers must be 1 or more, got {args.workers}")
+    # Before anything starts or is announced: a busy port is one line and exit 2, not "serving on …" followed
+    # by uvicorn's own error and its exit status 3 (which this command reserves for --strict).
+    check_port_free(args.host, args.port)
     url = database_url()
     # This process owns the embedded server it started (none with KERNELINDEX_DATABASE_URL): it is
     # restarted if it dies while we serve, and stopped however this block is left.
@@ -110,6 +115,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except (KeyboardInterrupt, Terminated) as stop:
             say(f"stopped ({'SIGTERM' if isinstance(stop, Terminated) else 'SIGINT'})")
     return EXIT_OK
+
+
+def check_port_free(host: str, port: int) -> None:
+    """CommandError unless host:port can be listened on now, bound as uvicorn binds it (SO_REUSEADDR, so a
+    port in TIME_WAIT after a restart is free, as it is to uvicorn)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise CommandError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from exc
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CommandError(f"port {port} is in use on {host}: stop what listens there, or pass --port") from exc
+            raise CommandError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from exc
 
 
 def cmd_export_schema(args: argparse.Namespace) -> int:
@@ -181,7 +204,7 @@ def _run(args: argparse.Namespace) -> int:
         status = args.func(args)
         sys.stdout.flush()  # here, not at exit: a full disk or a closed pipe is reported like any error
         return status
-    except CommandError as exc:
+    except (CommandError, IngestFatal) as exc:
         say(f"error: {exc}")
         return EXIT_FATAL
     except IngestAborted as exc:

@@ -26,7 +26,7 @@ from sqlalchemy import select
 from benchmarks.naming import level_number, problem_name  # torch-free
 from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
 from kernelindex.db.models import WorkloadRevision
-from kernelindex.ingest.errors import IngestAborted, InputProblem
+from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
 from kernelindex.ingest.progress import Progress, say
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record, parse_json_line
 from kernelindex.ingest.traces import ProblemTrace, ProblemTraceError, trace_from_analysis, traced_with
@@ -123,6 +123,7 @@ class KernelBenchSummary:
     (the source recorded no timing: the model failed there); the entries skipped, each with its reason;
     and the entries rejected, each with its problem. `accounted` is their sum and equals `entries`."""
 
+    checkout: Checkout | None = None  # what was imported: folder, revision, date and where they came from
     workloads_inserted: int = 0
     workloads_new_revision: int = 0
     workloads_unchanged: int = 0
@@ -311,16 +312,31 @@ def discover_timing_files(root: Path) -> list[tuple[Path, str, str]]:
     return found
 
 
-def git_revision(root: Path) -> tuple[str, str] | None:
-    """(short commit, commit date) when root is a git checkout."""
+def _git(root: Path, *args: str) -> str | None:
+    """git's answer about root, or None when git is missing or root is not inside a work tree."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "log", "-1", "--format=%h %cs", "--abbrev=7"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.split()
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+def git_revision(root: Path) -> tuple[str, str] | None:
+    """(short commit, commit date) when root is the top level of a git checkout. A folder that merely lies
+    inside some other repository (a snapshot kept in a project's tree) is not a checkout of KernelBench:
+    the enclosing repository's HEAD says nothing about the suite's revision."""
+    top = _git(root, "rev-parse", "--show-toplevel")
+    if not top or Path(top).resolve() != root.resolve():
+        return None
+    out = (_git(root, "log", "-1", "--format=%h %cs", "--abbrev=7") or "").split()
     return (out[0], out[1]) if len(out) == 2 else None
+
+
+def enclosing_repository(root: Path) -> str | None:
+    """The top level of the git repository root lies inside, when root is not that top level itself."""
+    top = _git(root, "rev-parse", "--show-toplevel")
+    return top if top and Path(top).resolve() != root.resolve() else None
 
 
 def workload_spec(
@@ -479,21 +495,87 @@ def timing_records(
     return records, failed, rejected
 
 
-def _checkout(root: Path, revision: str | None, observed: str | None) -> tuple[Path, str, str]:
-    """(resolved root, revision, observed date) of a KernelBench checkout, from git unless given."""
-    root = root.resolve()
-    if not root.is_dir():
-        raise IngestAborted([InputProblem(str(root), "path", "not a directory")])
-    git = git_revision(root)
-    revision = revision or (git[0] if git else None)
-    observed = observed or (git[1] if git else None)
-    if not revision or not observed:
-        raise IngestAborted([InputProblem(str(root), "path", "not a git checkout: pass --revision and --observed")])
+@dataclass(frozen=True)
+class Checkout:
+    """Which KernelBench is imported: the folder, the upstream revision and when its timings were observed,
+    and where those two came from (the summary and every dry run state all of it)."""
+
+    root: Path
+    revision: str
+    observed: str
+    revision_from: str  # "--revision and --observed", "git HEAD of PATH", or a mix of the two
+
+    def describe(self) -> str:
+        return (f"{SOURCE_NAME} ({SOURCE_URL}) at revision {self.revision}, observed {self.observed} "
+                f"(from {self.revision_from})")
+
+
+def _listing(root: Path, limit: int = 6) -> str:
     try:
-        date.fromisoformat(observed)
-    except ValueError:
-        raise IngestAborted([InputProblem(str(root), "--observed", f"not a date (YYYY-MM-DD): {observed!r}")]) from None
-    return root, revision, observed
+        names = sorted(p.name + ("/" if p.is_dir() else "") for p in root.iterdir())
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if not names:
+        return "an empty folder"
+    more = f", … ({len(names) - limit:,} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def check_layout(root: Path, levels: list[int]) -> None:
+    """IngestFatal unless root is a KernelBench checkout (its KernelBench/levelN folders) and the levels asked
+    for are KernelBench's and present there: a wrong folder or a filter that matches nothing would otherwise
+    be an import of nothing that exits 0."""
+    if not root.exists():
+        raise IngestFatal(f"{root}: no such folder")
+    if not root.is_dir():
+        raise IngestFatal(f"{root}: not a folder; expected a KernelBench checkout (a folder holding KernelBench/level1 … level4)")
+    unknown = [level for level in levels if level not in ALL_LEVELS]
+    if unknown:
+        raise IngestFatal(
+            f"--levels {','.join(map(str, unknown))}: KernelBench has levels {', '.join(map(str, ALL_LEVELS))}"
+        )
+    present = [level for level in ALL_LEVELS if (root / "KernelBench" / f"level{level}").is_dir()]
+    if not present:
+        if any((root / f"level{level}").is_dir() for level in ALL_LEVELS):
+            raise IngestFatal(
+                f"{root}: this is the KernelBench/ folder inside a checkout; pass the checkout itself: {root.parent}"
+            )
+        raise IngestFatal(
+            f"{root}: not a KernelBench checkout: expected KernelBench/level1 … level4 (and results/timing/), "
+            f"found {_listing(root)}"
+        )
+    if not set(levels) & set(present):
+        raise IngestFatal(
+            f"--levels {','.join(map(str, levels))}: none of them is in {root} (it has "
+            f"{', '.join(f'level{level}' for level in present)})"
+        )
+
+
+def resolve_checkout(root: Path, revision: str | None, observed: str | None, levels: list[int]) -> Checkout:
+    """The checkout to import: its layout checked, its revision and date from the flags, or from git only
+    when root is the top level of a git checkout; otherwise both flags are required."""
+    root = root.resolve()
+    check_layout(root, levels)
+    git = git_revision(root) if not (revision and observed) else None
+    if (not revision or not observed) and git is None:
+        inside = enclosing_repository(root)
+        where = (f"it lies inside the git repository at {inside}, whose commit is not KernelBench's" if inside
+                 else "it is not a git checkout")
+        missing = " and ".join(flag for flag, value in (("--revision", revision), ("--observed", observed)) if not value)
+        raise IngestFatal(f"{root}: {where}: pass {missing} (e.g. --revision 423217d --observed 2026-03-05)")
+    if observed is not None:
+        try:
+            date.fromisoformat(observed)
+        except ValueError:
+            raise IngestFatal(f"--observed: not a date (YYYY-MM-DD): {observed!r}") from None
+    if revision and observed:
+        return Checkout(root, revision, observed, "--revision and --observed")
+    assert git is not None  # refused above otherwise
+    revision_from = " and ".join([
+        "--revision" if revision else "git HEAD of PATH",
+        "--observed" if observed else "the date of git HEAD",
+    ])
+    return Checkout(root, revision or git[0], observed or git[1], revision_from)
 
 
 async def import_kernelbench(
@@ -502,9 +584,10 @@ async def import_kernelbench(
     timeout_s: float = 60.0, progress: bool = True,
 ) -> KernelBenchSummary:
     # File system and git calls block: off the event loop.
-    root, upstream_revision, observed_date = await asyncio.to_thread(_checkout, root, revision, observed)
+    checkout = await asyncio.to_thread(resolve_checkout, root, revision, observed, levels or ALL_LEVELS)
+    root, upstream_revision, observed_date = checkout.root, checkout.revision, checkout.observed
 
-    summary = KernelBenchSummary()
+    summary = KernelBenchSummary(checkout=checkout)
     problems = await asyncio.to_thread(discover_problems, root, levels or ALL_LEVELS, summary.refused)
     if summary.refused and strict:
         raise IngestAborted(summary.refused)

@@ -151,7 +151,8 @@ def test_bad_timing_entries(cli, db_url, checkout, capsys):
 
 
 def test_not_a_git_checkout_needs_revision(cli, checkout, capsys):
-    assert cli("ingest", "kernelbench", str(checkout)) == 1
+    # A fatal error (exit 2, as the README documents for bad arguments), not "some input rejected".
+    assert cli("ingest", "kernelbench", str(checkout)) == 2
     assert "pass --revision and --observed" in capsys.readouterr().err
 
 
