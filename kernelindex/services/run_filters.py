@@ -94,6 +94,7 @@ class RunFilters:
     workload: str | None = None
     implementation: str | None = None
     hardware: str | None = None
+    level: int | None = None  # the suite's level (KernelBench 1–4): a researcher groups by it
     environment_id: int | None = None
     evidence: str | None = None
     licence: str | None = None
@@ -112,6 +113,8 @@ class RunFilters:
             out.append(Run.superseded_at.is_(None))
         if self.workload is not None:
             out.append(Run.workload_id.in_(select(Workload.id).where(Workload.slug == self.workload).correlate(None)))
+        if self.level is not None:
+            out.append(Run.workload_id.in_(select(Workload.id).where(Workload.level == self.level).correlate(None)))
         if self.implementation is not None:
             out.append(Run.implementation_id.in_(
                 select(Implementation.id).where(Implementation.slug == self.implementation).correlate(None)))

@@ -178,6 +178,11 @@ RUN_COLUMNS = (
     ExportColumn("stale", "stale"),
     ExportColumn("superseded", "superseded"),
     ExportColumn("retracted", "retracted"),
+    # Appended, not inserted, so that readers of the published columns by position keep working.
+    ExportColumn("suite", "workload.suite"),
+    ExportColumn("level", "workload.level"),
+    ExportColumn("problem_number", "workload.problemNumber"),
+    ExportColumn("workload_name", "workload.name"),
 )
 CSV_COLUMNS = tuple(c.csv for c in RUN_COLUMNS)
 GRAPHQL_COLUMNS = tuple(c.graphql for c in RUN_COLUMNS)
@@ -197,7 +202,7 @@ def filters_from_query(request: Request, route_params: frozenset[str] = frozense
     GraphQL's spellings of names (`observedSince`) and enum values (`status=PASSED`) are accepted."""
     items = [(FILTER_ALIASES.get(name, name), value) for name, value in request.query_params.multi_items()]
     q = dict(items)
-    known = {"workload", "implementation", "hardware", "evidence", "licence", "status", "stale", "observed_since",
+    known = {"workload", "implementation", "hardware", "level", "evidence", "licence", "status", "stale", "observed_since",
              "eligible_only", "include_superseded"} | route_params
     unknown = sorted(set(q) - known)
     if unknown:
@@ -223,6 +228,11 @@ def filters_from_query(request: Request, route_params: frozenset[str] = frozense
         spelled = ", ".join(f"{m.name} ({m.value})" for m in ENUM_FILTERS[name])
         raise FilterError(f"{name} must be one of {spelled}, got {q[name]!r}")
 
+    level = None
+    if "level" in q:
+        if not q["level"].isascii() or not q["level"].isdecimal() or len(q["level"]) > 4:
+            raise FilterError(f"level must be a whole number, e.g. 3, got {q['level']!r}")
+        level = int(q["level"])
     observed_since = None
     if "observed_since" in q:
         try:
@@ -234,7 +244,7 @@ def filters_from_query(request: Request, route_params: frozenset[str] = frozense
         except UserInputError as exc:
             raise FilterError(exc.message) from exc
     return RunFilters(
-        workload=q.get("workload"), implementation=q.get("implementation"), hardware=q.get("hardware"),
+        workload=q.get("workload"), implementation=q.get("implementation"), hardware=q.get("hardware"), level=level,
         evidence=enum_value("evidence"), licence=q.get("licence"), status=enum_value("status"), stale=boolean("stale"),
         observed_since=observed_since, eligible_only=bool(boolean("eligible_only")),
         include_superseded=bool(boolean("include_superseded")),
@@ -275,7 +285,8 @@ async def runs_csv(request: Request) -> Response:
         return cached
     try:
         filters = filters_from_query(request, frozenset({"names"}))
-        statement = _statement(request, filters)
+        # The grouping columns (suite, level, problem, name) a researcher needs, after the published ones.
+        statement = _statement(request, filters).add_columns(Workload.suite, Workload.level, Workload.problem_number, Workload.name)
         names = request.query_params.get("names", "csv")
         if names not in NAME_CHOICES:
             raise FilterError(f"names must be {' or '.join(NAME_CHOICES)}, got {names!r}")
@@ -295,7 +306,7 @@ async def runs_csv(request: Request) -> Response:
         writer.writerow(GRAPHQL_COLUMNS if graphql_names else CSV_COLUMNS)
         result = await session.stream(statement)
         count = 0
-        async for run, impl, env, hw, protocol, snapshot, source, slug, sha in result:
+        async for run, impl, env, hw, protocol, snapshot, source, slug, sha, suite, level, number, name in result:
             half = stats.ci95_half_width(run.std_ms, run.num_trials)
             bindings = ([{"axis": k, "value": int(v)} for k, v in sorted(run.bindings.items())] if graphql_names
                         else run.bindings)
@@ -304,7 +315,8 @@ async def runs_csv(request: Request) -> Response:
                    run.mean_ms, run.std_ms, run.min_ms, run.max_ms, run.median_ms, run.p5_ms, run.p95_ms, run.num_trials,
                    half, run.compile_time_ms, run.observed_at.isoformat(), run.evidence, source.name,
                    snapshot.revision or "", impl.licence or "", trust.trust_label(run.evidence, implementation_facts(impl)),
-                   trust.is_stale(run.observed_at, now), run.superseded_at is not None, run.retracted_at is not None)
+                   trust.is_stale(run.observed_at, now), run.superseded_at is not None, run.retracted_at is not None,
+                   suite, level, number, name)
             # GraphQL writes booleans as JSON does and enums by name; the published columns keep Python's
             # True/False and the lower-case values.
             writer.writerow(tuple(_graphql_value(c, v) for c, v in zip(RUN_COLUMNS, row, strict=True)) if graphql_names

@@ -23,6 +23,8 @@ PUBLISHED = (
     "failure_reason", "mean_ms", "std_ms", "min_ms", "max_ms", "median_ms", "p5_ms", "p95_ms", "num_trials",
     "ci95_half_width_ms", "compile_time_ms", "observed_at", "evidence", "source", "source_revision", "licence",
     "trust_label", "stale", "superseded", "retracted",
+    # added after the first publication, at the end (positional readers keep working)
+    "suite", "level", "problem_number", "workload_name",
 )
 
 

@@ -78,6 +78,7 @@ class RunQueries:
         workload: Annotated[str | None, strawberry.argument(description="Workload slug.")] = None,
         implementation: Annotated[str | None, strawberry.argument(description="Implementation slug.")] = None,
         hardware: Annotated[str | None, strawberry.argument(description="Hardware SKU, short name, family (every SKU of it) or driver product name, e.g. 'NVIDIA H100'.")] = None,
+        level: Annotated[int | None, strawberry.argument(description="Level within the workload's suite, e.g. 3 (KernelBench levels 1–4).")] = None,
         environment: Annotated[strawberry.ID | None, strawberry.argument(description="Environment ID.")] = None,
         evidence: Annotated[Evidence | None, strawberry.argument(description="Reported or measured.")] = None,
         licence: Annotated[str | None, strawberry.argument(description="SPDX licence of the implementation.")] = None,
@@ -95,7 +96,7 @@ class RunQueries:
             if type_name != "Environment":
                 raise UserInputError(f"environment expects an Environment ID, got a {type_name} ID")
         filters = RunFilters(
-            workload=workload, implementation=implementation, hardware=hardware, environment_id=environment_id,
+            workload=workload, implementation=implementation, hardware=hardware, level=level, environment_id=environment_id,
             evidence=value_of(evidence), licence=licence, status=value_of(status),
             stale=stale, observed_since=observed_since, eligible_only=eligible_only, include_superseded=include_superseded,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
@@ -18,6 +19,9 @@ from kernelindex.rules import plausibility, stats, trust_ladder
 from kernelindex.rules import trust_labels as trust
 from kernelindex.rules.display import format_date, format_latency, half_width_display, plus_minus_display
 from kernelindex.rules.facts import RunFacts
+
+if TYPE_CHECKING:
+    from kernelindex.graphql.types.workload import Workload
 
 
 @strawberry.type(description="One bound axis of a configuration, e.g. batch_size = 2.")
@@ -88,6 +92,16 @@ class Run(Node):
         assert workload is not None  # a run's workload is never deleted (foreign key)
         return workload.slug
     workload_slug: str = strawberry.field(resolver=_workload_slug, description="Slug of the workload measured.")
+
+    async def _workload(self, info: strawberry.Info[Context, None]) -> Annotated[Workload, strawberry.lazy("kernelindex.graphql.types.workload")]:
+        from kernelindex.graphql.types.workload import Workload  # the workload type shows runs: imported when asked
+
+        row = await info.context.loaders.workload_by_id.load(self.facts.workload_id)
+        assert row is not None  # a run's workload is never deleted (foreign key)
+        return Workload(row)
+    workload: Annotated[Workload, strawberry.lazy("kernelindex.graphql.types.workload")] = strawberry.field(
+        resolver=_workload, description="The workload measured: its suite, level, problem number and name (runs.csv's grouping columns).",
+    )
 
     async def _revision(self, info: strawberry.Info[Context, None]) -> WorkloadRevision:
         facts = await info.context.loaders.revision_by_id.load(self.facts.workload_revision_id)
