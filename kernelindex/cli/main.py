@@ -71,6 +71,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     # GraphiQLPage by way of the app module, which imports it: the web stack loads only for `serve`.
     from kernelindex.web.app import GraphiQLPage, create_app
+
+    # Request heads bounded in size and time (uvicorn's own protocol bounds neither).
+    from kernelindex.web.bounded_http import UVICORN_HTTP
     from kernelindex.web.persisted import PersistedQueryFileError
 
     if args.workers < 1:
@@ -107,11 +110,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 # supervisor handles SIGINT and SIGTERM here: it stops the workers and returns.
                 os.environ["KERNELINDEX_DATABASE_URL"] = url
                 uvicorn.run("kernelindex.web.app:create_default_app", factory=True, workers=args.workers,
-                            host=args.host, port=args.port, log_level=args.log_level)
+                            host=args.host, port=args.port, log_level=args.log_level, http=UVICORN_HTTP)
             else:
                 # uvicorn shuts down gracefully on SIGINT or SIGTERM, then raises the signal again with our
                 # handlers back in place: KeyboardInterrupt or Terminated, caught here.
-                uvicorn.run(application, host=args.host, port=args.port, log_level=args.log_level)
+                uvicorn.run(application, host=args.host, port=args.port, log_level=args.log_level, http=UVICORN_HTTP)
         except (KeyboardInterrupt, Terminated) as stop:
             say(f"stopped ({'SIGTERM' if isinstance(stop, Terminated) else 'SIGINT'})")
     return EXIT_OK

@@ -1,11 +1,14 @@
 """Hostile inputs against the web server's bounds: exports cannot starve GraphQL or /healthz, the
 request timeout is answered on time and never leaves a broken connection in the pool, malformed
-bodies are 400s, and production serves no GraphiQL and no insides in its error bodies."""
+bodies are 400s, production serves no GraphiQL and no insides in its error bodies, and request heads
+are bounded in size (431) and in the time to send them (408, or closed)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import select
+import socket
 import time
 
 import asyncpg
@@ -16,6 +19,7 @@ from sqlalchemy import text
 from kernelindex.db.urls import to_libpq_url
 from kernelindex.settings import Settings
 from kernelindex.web.app import create_app
+from kernelindex.web.bounded_http import BoundedHttpToolsProtocol
 from tests.conftest import FIXED_NOW
 
 RESNET18 = "kernelbench-l3-p9-resnet18"
@@ -360,3 +364,183 @@ async def test_healthz_shares_one_probe_among_concurrent_callers(app, client):
     assert all(a.status_code == 200 for a in answers)
     assert json.loads(answers[0].text) == {"status": "ok", "database": "reachable"}
     assert 1 <= app.state.health.probes - before < 50
+
+
+# -- request heads: bounded in size and in time (kernelindex.web.bounded_http) ---------------------
+
+class SmallBounds(BoundedHttpToolsProtocol):
+    """The serve protocol with limits a test reaches in a moment: 4 KiB heads, 0.6 s to send one."""
+
+    max_header_bytes = 4096
+    header_timeout_s = 0.6
+
+
+async def _hello(scope, receive, send):
+    """An application that answers everything at once, or after ?sleep=S seconds: the bounds are the server's."""
+    if scope["type"] != "http":
+        return
+    if scope["query_string"].startswith(b"sleep="):
+        await asyncio.sleep(float(scope["query_string"][6:]))
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": b"hello"})
+
+
+@pytest.fixture
+def bounded_server():
+    """uvicorn with SmallBounds on a loopback port, in a thread; yields the port."""
+    import threading
+
+    import uvicorn
+
+    from tests.serving import free_port
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(_hello, host="127.0.0.1", port=port, log_level="critical", lifespan="off",
+                                           http=SmallBounds))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started
+    yield port
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def _connect(port: int) -> socket.socket:
+    conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return conn
+
+
+def _read_until_closed(conn: socket.socket, timeout: float = 5) -> bytes:
+    """Everything the server sends until it closes the connection (raises if it has not in `timeout`)."""
+    conn.settimeout(timeout)
+    chunks = []
+    while True:
+        try:
+            chunk = conn.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _get(port: int, extra: bytes = b"", path: bytes = b"/") -> bytes:
+    with _connect(port) as conn:
+        conn.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + extra + b"\r\n")
+        return _read_until_closed(conn)
+
+
+def test_a_head_under_the_limit_is_answered_and_one_over_it_is_431_and_closed(bounded_server):
+    assert _get(bounded_server, b"X-Pad: " + b"a" * 3000 + b"\r\n").startswith(b"HTTP/1.1 200")
+    # Over the limit in one write (the 200 KB header line the issue saw answered 200), and over it in many fields.
+    for extra in (b"X-Pad: " + b"a" * 200_000 + b"\r\n", b"".join(b"X-%d: %s\r\n" % (i, b"b" * 100) for i in range(60))):
+        answer = _get(bounded_server, extra)
+        assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+        assert b"over the limit of 4096 bytes" in answer and b"connection: close" in answer.lower()
+    # A request target over the limit is the same.
+    assert _get(bounded_server, path=b"/" + b"p" * 10_000).startswith(b"HTTP/1.1 431")
+
+
+def _trickle(conn: socket.socket, pieces, pause_s: float, give_up_s: float) -> tuple[bytes, int, float]:
+    """Send `pieces` one at a time, `pause_s` apart, until the server answers or stops reading (or
+    `give_up_s` passed): what it answered, how many bytes went out, and when (s since the start)."""
+    started = time.monotonic()
+    sent = 0
+    for piece in pieces:
+        if select.select([conn], [], [], 0)[0]:
+            break  # the server answered (or closed)
+        if time.monotonic() - started > give_up_s:
+            break
+        try:
+            conn.sendall(piece)
+        except (BrokenPipeError, ConnectionResetError):
+            break
+        sent += len(piece)
+        time.sleep(pause_s)
+    took = time.monotonic() - started
+    try:
+        answer = _read_until_closed(conn)
+    except ConnectionResetError:
+        answer = b""
+    return answer, sent, took
+
+
+def test_an_unterminated_header_line_is_cut_off_near_the_limit(bounded_server):
+    """The issue's 24 MiB header line: the server refuses it once the limit is passed, whatever keeps coming."""
+    with _connect(bounded_server) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nX-Endless: ")
+        answer, sent, _ = _trickle(conn, (b"z" * 1024 for _ in range(4096)), pause_s=0.002, give_up_s=10)
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+    # The limit, plus the read the head began in and what was in flight when the answer came.
+    assert sent < 4096 + 3 * 65536, sent
+
+
+def test_a_head_sent_a_byte_at_a_time_is_cut_off_at_the_time_limit(bounded_server):
+    with _connect(bounded_server) as conn:
+        head = b"GET / HTTP/1.1\r\nHost: t\r\nX-Slow: " + b"s" * 1000
+        answer, _, took = _trickle(conn, (head[i:i + 1] for i in range(len(head))), pause_s=0.05, give_up_s=3)
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert b"within 0.6 s" in answer
+    assert 0.55 <= took < 1.5, took
+
+
+def test_a_silent_connection_is_closed_at_the_time_limit_and_a_slow_application_is_not(bounded_server):
+    started = time.monotonic()
+    with _connect(bounded_server) as conn:
+        assert _read_until_closed(conn) == b""  # nothing of a request came: nothing to answer
+    assert 0.55 <= time.monotonic() - started < 1.5
+    # The limit is on sending the head: an answer that takes longer than it is not cut.
+    assert _get(bounded_server, path=b"/?sleep=1.2").startswith(b"HTTP/1.1 200")
+
+
+def test_the_next_request_on_a_kept_connection_has_its_own_time_limit(bounded_server):
+    with _connect(bounded_server) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        conn.settimeout(5)
+        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+        time.sleep(0.4)  # idle, under uvicorn's keep-alive limit (5 s)
+        conn.sendall(b"GET / HTTP/1.1\r\n")
+        time.sleep(0.4)  # 0.8 s into the connection, 0.4 s into this head
+        conn.sendall(b"Host: t\r\nConnection: close\r\n\r\n")
+        assert _read_until_closed(conn).startswith(b"HTTP/1.1 200")
+
+
+def test_many_slow_heads_are_all_closed_and_others_are_answered_meanwhile(bounded_server):
+    slow = [_connect(bounded_server) for _ in range(40)]
+    try:
+        for conn in slow:
+            conn.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nX-S")
+        latencies = []
+        for _ in range(5):
+            started = time.monotonic()
+            assert _get(bounded_server).startswith(b"HTTP/1.1 200")
+            latencies.append(time.monotonic() - started)
+        assert max(latencies) < 0.5, latencies
+        time.sleep(1.0)
+        for conn in slow:  # all refused by now: the 408 is there to read and then the end of the stream
+            assert _read_until_closed(conn, timeout=2).startswith(b"HTTP/1.1 408")
+    finally:
+        for conn in slow:
+            conn.close()
+
+
+def test_serve_runs_uvicorn_with_the_bounded_protocol(cli, monkeypatch):
+    import uvicorn
+
+    from kernelindex.web import bounded_http
+    from kernelindex.web.bounded_http import UVICORN_HTTP
+
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: calls.append(kwargs))
+    from tests.serving import free_port
+
+    assert cli("serve", "--port", str(free_port())) == 0
+    assert calls and calls[0]["http"] == UVICORN_HTTP
+    module, _, name = UVICORN_HTTP.partition(":")
+    assert module == bounded_http.__name__ and getattr(bounded_http, name) is bounded_http.BoundedHttpToolsProtocol
+    assert (bounded_http.MAX_HEADER_BYTES, bounded_http.HEADER_TIMEOUT_S) == (64 * 1024, 10.0)
