@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from kernelindex.db.engine import in_own_transaction
 from kernelindex.db.models import Implementation, Workload
 from kernelindex.ingest.errors import IngestAborted, InputProblem
-from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
+from kernelindex.ingest.hardware import catalogue_problems, hardware_problem, upsert_hardware
 from kernelindex.ingest.records import RunRecord, read_run_records
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, upsert_workload
 from kernelindex.ingest.writer import IngestSummary, RunWriter
@@ -65,6 +65,10 @@ async def load_hardware_catalogue(session: AsyncSession, path: Path) -> int:
         problem = hardware_problem(entry)
         if problem:
             raise IngestAborted([InputProblem(str(path), entry.get("sku", "?"), problem[1], key=problem[0])])
+    clashes = catalogue_problems(entries)
+    if clashes:
+        raise IngestAborted([InputProblem(str(path), sku, why, key=key) for sku, key, why in clashes])
+    for entry in entries:
         await upsert_hardware(session, entry)
     return len(entries)
 
