@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bindings import parse_binding  # torch-free
-from kernelindex.cli.common import EXIT_OK, CommandError, database_url, say, write_stdout
+from kernelindex.cli.common import EXIT_OK, EXIT_SOME_REJECTED, CommandError, database_url, say, write_stdout
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.models import FLEET_JOB_STATES, FleetJob
 from kernelindex.fleet import jobs as fleet_jobs
 from kernelindex.fleet.jobs import Enqueued, FleetInputError
+from kernelindex.fleet.submissions import MAX_SOURCE_BYTES, check_candidate_source
 from kernelindex.ingest.progress import Progress
 
 
@@ -69,11 +70,22 @@ def report_enqueued(results: list[Enqueued]) -> None:
 def cmd_submit(args: argparse.Namespace) -> int:
     path = Path(args.file)
     try:
-        source = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        # Refused before it is read: a file larger than any submission is not held in memory to say so.
+        source = "" if size > MAX_SOURCE_BYTES else path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CommandError(f"no such file: {args.file}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CommandError(f"cannot read {args.file}: {exc}") from exc
+    # The module is checked before the database is touched: what is wrong with the file is the file's
+    # problem (exit 1, as for any input refused), not a fatal error.
+    try:
+        if size > MAX_SOURCE_BYTES:
+            raise FleetInputError("file", f"{path.name}: {size:,} bytes; a submission is at most {MAX_SOURCE_BYTES:,}")
+        check_candidate_source(source, path.name)
+    except FleetInputError as exc:
+        say(f"error: {exc}")
+        return EXIT_SOME_REJECTED
     url = database_url()
 
     async def work(session):

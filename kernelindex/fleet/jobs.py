@@ -8,12 +8,12 @@ file submitted twice is one job; a new revision of the workload is a new measure
 States: queued → running → passed | failed (with its reason) | cancelled. A job whose worker dies is
 put back to queued by another worker of its SKU (kernelindex.fleet.worker) until it has been started
 ``max_attempts`` times, then failed with that reason. Nothing here runs submitted code: a submission's
-source is parsed (``ast``), never imported, on this side.
+source is parsed in a bounded child process, never imported, on this side (kernelindex.fleet.submissions,
+which checks every field of a submission).
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import re
@@ -27,10 +27,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.models import FLEET_JOB_STATES, FleetJob, Hardware, Implementation, Submission, Workload, WorkloadRevision
 from kernelindex.fleet.queue import CPU, defer, queue_for
+from kernelindex.fleet.submissions import (
+    FleetInputError,
+    bindable_axes,
+    check_bindings,
+    check_bindings_name_axes,
+    check_candidate_source,
+    check_candidate_source_async,
+    checked_licence,
+    checked_source_url,
+    checked_title,
+    shown_filename,
+)
 
 DEFAULT_MAX_ATTEMPTS = 3
-MAX_SOURCE_BYTES = 512 * 1024
-MAX_TITLE_CHARS = 200
 # Measurements of one subject on distinct machines: two make the Replicated rung reachable.
 MAX_REPLICAS = 4
 # The builtin runners a sweep may queue (benchmarks.runners.IMPLEMENTATIONS, named here so the API
@@ -39,15 +49,8 @@ BUILTIN_IMPLEMENTATIONS = (
     "torch_eager", "torch_compile_inductor", "torch_compile_inductor_reduce_overhead",
     "torch_compile_inductor_max_autotune", "torch_compile_inductor_max_autotune_no_cudagraphs",
 )
-_BINDING_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class FleetInputError(ValueError):
-    """A request the fleet refuses: ``key`` names the field, the message says why and what to do."""
-
-    def __init__(self, key: str, message: str):
-        super().__init__(message)
-        self.key = key
+# Re-exported: the checks of a submission live in kernelindex.fleet.submissions.
+__all__ = ["FleetInputError", "check_bindings", "check_candidate_source"]
 
 
 @dataclass(frozen=True)
@@ -93,38 +96,6 @@ async def current_revision(session: AsyncSession, slug: str) -> tuple[Workload, 
     if row is None:
         raise FleetInputError("workload", f"no workload {slug!r} (with a current revision)")
     return row[0], row[1]
-
-
-def check_candidate_source(source: str, filename: str) -> None:
-    """The submitted module parses and defines ``ModelNew`` at top level. Parsed only, never run."""
-    size = len(source.encode("utf-8", "surrogatepass"))
-    if size > MAX_SOURCE_BYTES:
-        raise FleetInputError("file", f"{filename}: {size:,} bytes; a submission is at most {MAX_SOURCE_BYTES:,}")
-    if "\x00" in source:
-        raise FleetInputError("file", f"{filename}: holds a NUL character; a submission is Python source text")
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as exc:
-        raise FleetInputError("file", f"{filename}, line {exc.lineno}: not valid Python ({exc.msg})") from None
-    names = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
-    names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    names |= {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
-    if "ModelNew" not in names:
-        raise FleetInputError(
-            "file", f"{filename}: defines no ModelNew at top level; a submission is a KernelBench candidate module "
-            "(class ModelNew(nn.Module) with the reference Model's constructor arguments)"
-        )
-
-
-def check_bindings(bindings: dict[str, Any]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for name, value in bindings.items():
-        if not _BINDING_NAME.match(name):
-            raise FleetInputError("bindings", f"binding name {name[:40]!r} is not a Python identifier")
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**31:
-            raise FleetInputError("bindings", f"binding {name} must be a positive integer, got {value!r}")
-        out[name] = value
-    return dict(sorted(out.items()))
 
 
 def framework_of(source: str) -> str:
@@ -191,16 +162,14 @@ async def submit_implementation(
     on ``hardware`` (``replicas`` of them, each on a machine of its own), in the session's transaction.
     The same bytes for the same revision and hardware (and configuration) are the jobs already made."""
     check_replicas(replicas)
-    title = " ".join(title.split())
-    if not title:
-        raise FleetInputError("title", "a submission needs a title (what the implementation is, in a few words)")
-    if len(title) > MAX_TITLE_CHARS:
-        raise FleetInputError("title", f"title of {len(title)} characters; at most {MAX_TITLE_CHARS}")
-    if source_url is not None and not re.match(r"^https?://\S+$", source_url):
-        raise FleetInputError("sourceUrl", f"source URL {source_url[:60]!r} is not an http(s) URL")
-    check_candidate_source(source, filename)
+    filename = shown_filename(filename)
+    title = checked_title(title)
+    licence = checked_licence(licence)
+    source_url = checked_source_url(source_url)
     checked_bindings = check_bindings(bindings or {})
     workload, revision = await current_revision(session, workload_slug)
+    check_bindings_name_axes(checked_bindings, bindable_axes(revision.semantics, revision.canonical_bindings), workload.slug)
+    await check_candidate_source_async(source, filename)
     sku = await resolve_hardware(session, hardware)
     sha = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
     slug = f"submitted-{sha[:16]}"

@@ -205,5 +205,6 @@ class SubmissionInputField(Enum):
     TITLE = strawberry.enum_value("title", description="`title`.")
     HARDWARE = strawberry.enum_value("hardware", description="`hardware`: where to measure.")
     SOURCE_URL = strawberry.enum_value("sourceUrl", description="`sourceUrl`.")
+    LICENCE = strawberry.enum_value("licence", description="`licence`: an SPDX licence expression.")
     BINDINGS = strawberry.enum_value("bindings", description="`bindings`: the configuration overrides.")
     REPLICAS = strawberry.enum_value("replicas", description="`replicas`.")

@@ -23,7 +23,7 @@ from kernelindex.graphql.auth import token_with_scope
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.enums import ReviewDecision, ReviewState, of_rules
 from kernelindex.graphql.errors import UserInputError
-from kernelindex.graphql.node import from_global_id, to_global_id
+from kernelindex.graphql.node import decimal_id, from_global_id, to_global_id
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record
 from kernelindex.ingest.writer import RunWriter
 from kernelindex.services.records import refresh_cohorts_of_runs
@@ -87,9 +87,8 @@ class RetractRunResult:
 def _run_database_id(raw: str) -> int | None:
     """The database id a run ID names: a global ID this API returned, or a plain database id."""
     raw = raw.strip()
-    if raw.isascii() and raw.isdigit() and len(raw) <= 19:
-        value = int(raw)
-    else:
+    value = decimal_id(raw)
+    if value is None:
         if len(raw) > 200:
             return None
         try:

@@ -27,27 +27,53 @@ def to_global_id(type_name: str, database_id: int) -> strawberry.ID:
     return strawberry.ID(base64.urlsafe_b64encode(f"{type_name}:{database_id}".encode()).decode())
 
 
+# Longer than any ID this API writes (a WorkloadRecords ID of _MAX_HARDWARE_IDS ids is about 1.3 kB of base64).
+_MAX_GLOBAL_ID_CHARS = 2048
+# Digits of the largest bigint: a decimal id is 1 to 19 ASCII digits.
+_MAX_ID_DIGITS = 19
+
+
 def _malformed(global_id: str) -> UserInputError:
     return UserInputError(f"malformed ID {global_id[:40]!r}: pass an id this API returned")
 
 
-def global_id_type(global_id: str) -> str:
-    """The type an ID names (any of NODE_TYPES or WorkloadRecords)."""
+def _decoded(global_id: str) -> str:
+    """The text inside a global ID, which must be exactly as to_global_id writes it: URL-safe base64
+    with its padding, of UTF-8. Python's decoder would otherwise skip characters outside the alphabet
+    and ignore missing padding, so that many spellings named one object."""
+    if not global_id.isascii() or len(global_id) > _MAX_GLOBAL_ID_CHARS:
+        raise _malformed(global_id)
     try:
-        type_name, _ = base64.urlsafe_b64decode(global_id.encode()).decode().split(":", 1)
+        raw = base64.b64decode(global_id.encode(), altchars=b"-_", validate=True)
+        text = raw.decode()
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise _malformed(global_id) from None
+    if base64.urlsafe_b64encode(raw).decode() != global_id:
+        raise _malformed(global_id)
+    return text
+
+
+def global_id_type(global_id: str) -> str:
+    """The type an ID names (any of NODE_TYPES or WorkloadRecords)."""
+    type_name, colon, _ = _decoded(global_id).partition(":")
+    if not colon:
+        raise _malformed(global_id)
     if type_name not in NODE_TYPES and type_name != WORKLOAD_RECORDS:
         raise UserInputError(f"ID {global_id[:40]!r} names no known type")
     return type_name
 
 
+def decimal_id(raw: str) -> int | None:
+    """The number `raw` spells as this API writes ids (1 to 19 ASCII digits, no sign, spaces, underscores
+    or leading zero), or None. Not str.isdigit, which takes '²' and other digits int() refuses."""
+    if 0 < len(raw) <= _MAX_ID_DIGITS and raw.isascii() and raw.isdigit() and raw[0] != "0":
+        return int(raw)
+    return None
+
+
 def _database_id(global_id: str, type_name: str, raw: str) -> int:
-    try:
-        database_id = int(raw)
-    except ValueError:
-        raise _malformed(global_id) from None
-    if not 1 <= database_id <= _MAX_DATABASE_ID.get(type_name, _MAX_INTEGER):
+    database_id = decimal_id(raw)
+    if database_id is None or database_id > _MAX_DATABASE_ID.get(type_name, _MAX_INTEGER):
         # Past the range of the id column: PostgreSQL would refuse the comparison outright.
         raise _malformed(global_id)
     return database_id
@@ -57,8 +83,26 @@ def from_global_id(global_id: str) -> tuple[str, int]:
     type_name = global_id_type(global_id)
     if type_name == WORKLOAD_RECORDS:
         raise UserInputError(f"ID {global_id[:40]!r} is a WorkloadRecords ID: refetch it with node(id:)")
-    raw = base64.urlsafe_b64decode(global_id.encode()).decode().split(":", 1)[1]
+    raw = _decoded(global_id).split(":", 1)[1]
     return type_name, _database_id(global_id, type_name, raw)
+
+
+def database_id_of(raw: str, type_name: str) -> int:
+    """The database id an argument documented as "the global ID or the database id" of a `type_name`
+    names: a global ID of that type, or the decimal id itself within its column's range. Anything
+    else is BAD_USER_INPUT."""
+    number = decimal_id(raw)
+    if number is not None:
+        if number > _MAX_DATABASE_ID.get(type_name, _MAX_INTEGER):
+            raise UserInputError(f"id {raw[:40]!r} is past the range of {type_name} ids")
+        return number
+    if raw.isascii() and raw.isdigit():
+        raise UserInputError(f"id {raw[:40]!r}{'…' if len(raw) > 40 else ''} is not a {type_name} id: "
+                             "1 to 19 digits without a leading zero, or its global ID")
+    found, database_id = from_global_id(raw)
+    if found != type_name:
+        raise UserInputError(f"ID {raw[:40]!r} is not a {type_name}'s")
+    return database_id
 
 
 def workload_records_id(workload_id: int, hardware_ids: frozenset[int]) -> strawberry.ID:
@@ -70,7 +114,7 @@ def from_workload_records_id(global_id: str) -> tuple[int, frozenset[int]]:
     """The workload id and hardware ids of a WorkloadRecords ID."""
     if global_id_type(global_id) != WORKLOAD_RECORDS:
         raise UserInputError(f"ID {global_id[:40]!r} is not a WorkloadRecords ID")
-    parts = base64.urlsafe_b64decode(global_id.encode()).decode().split(":")
+    parts = _decoded(global_id).split(":")
     if len(parts) != 3:
         raise _malformed(global_id)
     hardware = parts[2].split(".") if parts[2] else []

@@ -16,6 +16,7 @@ import asyncio
 import base64
 import binascii
 import json
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -24,6 +25,7 @@ from typing import Annotated, Any, Generic, TypeVar
 import strawberry
 from sqlalchemy import ColumnElement, Select, Subquery, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnClause, Label, UnaryExpression
 
 from kernelindex.db.text import text_problem
 from kernelindex.graphql.errors import UserInputError
@@ -47,26 +49,54 @@ def encode_cursor(kind: str, key: Sequence[Any]) -> str:
 _MAX_BIGINT = 2**63 - 1
 
 
+def _constant(name: str) -> float:
+    """json.loads's reading of NaN, Infinity and -Infinity, which JSON does not have: Infinity is what
+    a float key holds for "none" (a run without a mean sorts after every other), the others no key holds."""
+    if name == "Infinity":
+        return math.inf
+    raise ValueError(f"{name} is not JSON")
+
+
+def _key_value_fits(value: Any, want: type) -> bool:
+    """Whether a cursor's key value is one a sort expression of Python type `want` gives: text for
+    text; an integer in bigint's range for an integer column (not 1.5, not 1.0: this API writes
+    integers); a finite number or +Infinity (see _constant) for a float or numeric one; any of those for
+    an unknown type."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, str):
+        return want in (str, object) and text_problem(value) is None
+    if isinstance(value, int):
+        return want is not str and -_MAX_BIGINT <= value <= _MAX_BIGINT
+    if isinstance(value, float):
+        return want in (float, object) and (math.isfinite(value) or value == math.inf)
+    return False
+
+
 def decode_cursor(kind: str, cursor: str, length: int, expected: Sequence[type] | None = None) -> list[Any]:
     """The key a cursor holds. `expected`: the Python type of each sort expression (str, int, float,
     or object for unknown); a value of the wrong kind, or one PostgreSQL cannot take, is refused."""
     try:
-        decoded_kind, key = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
+        decoded_kind, key = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode(), parse_constant=_constant)
     except (binascii.Error, ValueError, UnicodeDecodeError, TypeError, RecursionError):
         raise PaginationError(f"malformed cursor {cursor[:40]!r}: pass a cursor this API returned") from None
     if decoded_kind != kind or not isinstance(key, list) or len(key) != length:
         raise PaginationError(f"cursor {cursor[:40]!r} does not belong to this list and order")
     for index, value in enumerate(key):
-        want = expected[index] if expected is not None else object
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            ok = False
-        elif isinstance(value, str):
-            ok = want in (str, object) and text_problem(value) is None
-        else:
-            ok = want is not str and (not isinstance(value, int) or -_MAX_BIGINT <= value <= _MAX_BIGINT)
-        if not ok:
+        if not _key_value_fits(value, expected[index] if expected is not None else object):
             raise PaginationError(f"malformed cursor {cursor[:40]!r}: pass a cursor this API returned")
     return key
+
+
+def _is_column(expression: Any) -> bool:
+    """A table column, or one negated (a descending key) or labelled."""
+    while True:
+        if hasattr(expression, "__clause_element__"):
+            expression = expression.__clause_element__()
+        if isinstance(expression, (UnaryExpression, Label)):
+            expression = expression.element
+            continue
+        return isinstance(expression, ColumnClause)
 
 
 def _python_type(expression: Any) -> type:
@@ -80,7 +110,13 @@ def _python_type(expression: Any) -> type:
         return _python_type(arguments[0]) if arguments else object
     if issubclass(python_type, str):
         return str
-    if issubclass(python_type, (int, float, Decimal)):
+    if issubclass(python_type, bool):
+        return object
+    if issubclass(python_type, int):
+        # Only a column's own type is trusted to be an integer's: SQLAlchemy types extract() Integer,
+        # and an epoch it extracts has a fraction.
+        return int if _is_column(expression) else float
+    if issubclass(python_type, (float, Decimal)):
         return float
     return object
 

@@ -45,7 +45,7 @@ from kernelindex.graphql.types.history import RecordEvent
 from kernelindex.graphql.types.revision import WorkloadRevision
 from kernelindex.graphql.types.run import Run
 from kernelindex.graphql.types.workload import Workload
-from kernelindex.graphql.validation import Validation
+from kernelindex.graphql.validation import OneOperation, Validation
 from kernelindex.settings import Settings, get_settings
 
 # The order of the areas is the order of the root fields in the SDL.
@@ -85,6 +85,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     extensions = [
         lambda: MaxTokensLimiter(max_token_count=settings.max_query_tokens),
         lambda: ParserCache(maxsize=CACHE_SIZE),
+        OneOperation,
         lambda: AddValidationRules(rules),
         lambda: Validation(hide_suggestions=settings.is_production),
         TextInputPolicy,

@@ -19,6 +19,11 @@ with nothing but "Validation aborted." (a document of 900 repeats of an unknown 
 that). Here the budget is FIELD_MERGE_BUDGET (no query of ours spends any: only fields repeated
 under one response name are compared), and running out of it is one QUERY_TOO_COMPLEX error while
 every other rule goes on reporting.
+
+One operation. With no operationName, GraphQL's GetOperation takes the document's operation only if
+it holds exactly one, and otherwise is a request error; strawberry runs the first one instead.
+OneOperation refuses such a document the way an operationName that names none is refused (HTTP 400,
+BAD_REQUEST), before anything is validated or run.
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from graphql import DocumentNode, GraphQLError, GraphQLSchema, validate
+from graphql import DocumentNode, GraphQLError, GraphQLSchema, OperationDefinitionNode, validate
 from graphql.validation import ASTValidationRule, OverlappingFieldsCanBeMergedRule, ValidationContext
 from graphql.validation.validate import ValidationAbortedError
 from strawberry.extensions import SchemaExtension
+from strawberry.schema.exceptions import CannotGetOperationTypeError
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 
@@ -113,3 +119,32 @@ class Validation(SchemaExtension):
                 ctx.schema._schema, ctx.graphql_document, tuple(ctx.validation_rules), self.hide_suggestions
             )
         yield
+
+
+class SeveralOperationsError(CannotGetOperationTypeError):
+    """A document of several operations sent without operationName: strawberry's views answer it as
+    they answer an unknown operation name, with HTTP 400 and this reason."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(None)
+        self.names = names
+
+    def as_http_error_reason(self) -> str:
+        shown = ", ".join(self.names[:5]) + (", …" if len(self.names) > 5 else "")
+        return (f"the document holds {len(self.names)} operations ({shown}): name the one to run in operationName "
+                "(GraphQL runs an unnamed request only when its document has one operation)")
+
+
+class OneOperation(SchemaExtension):
+    def on_parse(self) -> Iterator[None]:
+        yield
+        ctx = self.execution_context
+        document = ctx.graphql_document
+        # strawberry keeps the request's operationName only here; ctx.operation_name falls back to the
+        # first operation's name, which is the choice the specification does not allow.
+        if document is None or ctx._provided_operation_name is not None:
+            return
+        names = [d.name.value if d.name else "an anonymous one" for d in document.definitions
+                 if isinstance(d, OperationDefinitionNode)]
+        if len(names) > 1:
+            raise SeveralOperationsError(names)

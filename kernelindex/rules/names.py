@@ -102,3 +102,24 @@ def axis_name_problem(name: str) -> str | None:
     if not (name.isascii() and name.isidentifier()):
         return f"axis name {name[:40]!r} is not an identifier (letters, digits and _, not starting with a digit)"
     return None
+
+
+# Characters that change how the text around them is shown instead of being shown: C0 and C1 controls
+# (ESC begins a terminal escape sequence, CR and BS rewrite what a terminal already shows), format
+# characters (the bidi overrides, embeddings and isolates that reorder what follows them, as U+202E
+# does; zero-width characters), line and paragraph separators, and lone surrogates.
+_NOT_SHOWN = {"Cc": "a control character", "Cf": "an invisible format character", "Zl": "a line separator",
+              "Zp": "a paragraph separator", "Cs": "a lone surrogate"}
+
+
+def shown_text_problem(text: str) -> str | None:
+    """Why a single line of text shown to people as it is stored (a submission's title, file name,
+    licence or URL) is refused: it holds a character that is not shown but acts on what is (see
+    _NOT_SHOWN), tab and newline included. As a predicate for "<name> …"; None when it is fine.
+    name_problem, for record names, is unchanged: it refuses format characters only."""
+    for ch in text:
+        kind = _NOT_SHOWN.get(unicodedata.category(ch))
+        if kind is not None:
+            name = unicodedata.name(ch, "")
+            return f"holds {kind} (U+{ord(ch):04X}{' ' + name if name else ''}): one line of visible text, please"
+    return None

@@ -1,8 +1,11 @@
 """Relay both ways and Node everywhere (issue 18): a list read backward with last/before is the same
 list read forward, pageInfo says which way more lies, mixed arguments are refused, and every Node
-type refetches through `node(id:)`."""
+type refetches through `node(id:)`. Ids, cursors and documents not of their documented shape are
+refused (issue 28): BAD_USER_INPUT, never an internal error or an empty page."""
 
 from __future__ import annotations
+
+import base64
 
 import pytest
 
@@ -100,3 +103,72 @@ async def test_every_node_refetches_by_its_id(graphql):
     for type_name, (node_id, fragment, expected) in found.items():
         node = (await graphql(f'{{ node(id: "{node_id}") {{ __typename id {fragment} }} }}'))["node"]
         assert node == {"__typename": type_name, "id": node_id, **expected}, type_name
+
+
+# -- strict ids, cursors and operations (issue 28) -------------------------------------------------
+
+def _b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
+JOB = "query($id: ID!) { job(id: $id) { databaseId } }"
+JOBS_AFTER = "query($after: String) { jobs(first: 2, after: $after) { nodes { databaseId } } }"
+FASTEST_AFTER = "query($after: String) { runs(first: 2, after: $after, orderBy: FASTEST) { nodes { databaseId } } }"
+
+
+@pytest.mark.parametrize("job_id", [
+    "²", "9" * 5000, "１２", "1_0", " 1", "+1", "01", "-1", "0", "1.0", "9223372036854775808", "",
+    _b64("Job:²"), _b64("Job:1_0"), _b64("Run:1"), "Sm9iOjE",  # the last: Job:1 without its padding
+])
+async def test_a_job_id_not_of_the_documented_shape_is_bad_user_input(graphql, job_id):
+    body = await graphql(JOB, {"id": job_id}, expect_errors=True)
+    assert body["data"] == {"job": None}
+    (error,) = body["errors"]
+    assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+    assert len(error["message"]) < 200
+
+
+async def test_a_job_id_of_the_documented_shape_that_names_nothing_is_null(graphql):
+    for job_id in ("1", "9223372036854775807", _b64("Job:1")):
+        assert await graphql(JOB, {"id": job_id}) == {"job": None}
+
+
+@pytest.mark.parametrize(("query", "key"), [
+    (JOBS_AFTER, "NaN"), (JOBS_AFTER, "Infinity"), (JOBS_AFTER, "-Infinity"), (JOBS_AFTER, "-1.5"), (JOBS_AFTER, "-1.0"),
+    (JOBS_AFTER, "1e400"), (JOBS_AFTER, "9" * 5000),
+    (FASTEST_AFTER, "NaN, 1"), (FASTEST_AFTER, "-Infinity, 1"), (FASTEST_AFTER, "0.5, 1.5"), (FASTEST_AFTER, "0.5, NaN"),
+])
+async def test_a_cursor_key_no_page_of_the_list_gives_is_bad_user_input_not_an_empty_page(graphql, query, key):
+    kind = "job" if query is JOBS_AFTER else "run:fastest"
+    body = await graphql(query, {"after": _b64(f'["{kind}", [{key}]]')}, expect_errors=True)
+    assert body["data"] is None or list(body["data"].values()) == [None]
+    assert [e["extensions"]["code"] for e in body["errors"]] == ["BAD_USER_INPUT"]
+    assert "malformed cursor" in body["errors"][0]["message"]
+
+
+async def test_the_cursors_the_api_writes_still_page(graphql):
+    page = (await graphql("{ runs(first: 3, orderBy: FASTEST) { pageInfo { endCursor } } }"))["runs"]
+    after = await graphql(FASTEST_AFTER, {"after": page["pageInfo"]["endCursor"]})
+    assert len(after["runs"]["nodes"]) == 2
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/graphql-response+json"])
+async def test_several_operations_without_an_operation_name_are_refused(client, accept):
+    documents = [
+        "query A { policy { version } } query B { workloads(first: 1) { totalCount } }",
+        "{ policy { version } } query B { workloads(first: 1) { totalCount } }",
+        "query A { policy { version } } mutation B { retractRun(id: \"1\", reason: \"x\") { ok } }",
+    ]
+    for document in documents:
+        response = await client.post("/graphql", json={"query": document}, headers={"accept": accept})
+        assert response.status_code == 400, response.text
+        body = response.json()
+        assert "data" not in body or body["data"] is None
+        (error,) = body["errors"]
+        assert error["extensions"]["code"] == "BAD_REQUEST" and "operationName" in error["message"]
+        assert "holds 2 operations" in error["message"]
+    # Named, the same document runs the operation named; one operation needs no name.
+    named = await client.post("/graphql", json={"query": documents[0], "operationName": "B"}, headers={"accept": accept})
+    assert named.status_code == 200 and set(named.json()["data"]) == {"workloads"}
+    single = await client.get("/graphql", params={"query": "query A { policy { version } }"}, headers={"accept": accept})
+    assert single.status_code == 200 and single.json()["data"]["policy"]["version"]

@@ -23,7 +23,7 @@ def test_submit_queues_one_job_and_a_repeat_is_the_same_job(cli, tiny_workload, 
 def test_submit_refuses_what_is_not_a_candidate_in_one_line(cli, tiny_workload, tmp_path, capsys):
     broken = tmp_path / "broken.py"
     broken.write_text("class ModelNew(:\n", encoding="utf-8")
-    assert cli("submit", "--workload", tiny_workload, "--file", str(broken), "--hardware", "cpu") == 2
+    assert cli("submit", "--workload", tiny_workload, "--file", str(broken), "--hardware", "cpu") == 1  # the file's problem
     assert "error: broken.py, line 1: not valid Python" in capsys.readouterr().err
     assert cli("submit", "--workload", tiny_workload, "--file", str(tmp_path / "missing.py"), "--hardware", "cpu") == 2
     assert "error: no such file" in capsys.readouterr().err

@@ -1,13 +1,17 @@
 """Submitting and queueing: checks before anything is stored, one job per request, procrastinate's
-queue entry in the same transaction."""
+queue entry in the same transaction. Hostile submissions (issue 28): a source too deep or too big to
+parse is a file problem found in bounded time, and every field of the documented shape only."""
 
 from __future__ import annotations
+
+import asyncio
+import time
 
 import pytest
 from sqlalchemy import func, select, text
 
 from kernelindex.db.models import FleetJob, Implementation, Submission
-from kernelindex.fleet import jobs
+from kernelindex.fleet import jobs, submissions
 from kernelindex.fleet.jobs import FleetInputError
 from kernelindex.fleet.queue import queue_for
 from tests.fleet.conftest import candidate
@@ -167,3 +171,122 @@ async def test_replicas_are_jobs_of_their_own_and_a_machine_takes_one_of_them(se
     with pytest.raises(FleetInputError, match="replicas must be 1 to 4"):
         await jobs.submit_implementation(session, workload_slug=tiny_workload, source=candidate("honest"), filename="h.py",
                                          title="t", licence=None, source_url=None, hardware="cpu", replicas=9)
+
+
+# -- hostile submissions (issue 28): bounded parse, clear refusals of every field --------------------
+
+REQUEST = dict(filename="new.py", title="t", licence=None, source_url=None, hardware="cpu")
+DEEP = {
+    "100,000 nested unary minus signs": "x = " + "-" * 100_000 + "1\nclass ModelNew: pass\n",
+    "a 150,000-term 1+… chain": "x = " + "1+" * 150_000 + "1\nclass ModelNew: pass\n",
+    "a 150,000-long .b chain": "x = a" + ".b" * 150_000 + "\nclass ModelNew: pass\n",
+    "80,000 nots": "x = " + "not " * 80_000 + "1\nclass ModelNew: pass\n",
+    "300 levels of attributes": "x = a" + ".b" * 300 + "\nclass ModelNew: pass\n",
+    "250 nested lists": "x = " + "[" * 250 + "]" * 250 + "\nclass ModelNew: pass\n",
+    "a 300,000-node comparison": "x = 1" + "<1" * 150_000 + "\nclass ModelNew: pass\n",
+}
+
+
+@pytest.mark.parametrize("name", list(DEEP))
+async def test_a_source_too_deep_or_too_big_to_parse_is_a_file_problem_in_bounded_time(session, tiny_workload, name):
+    started = time.monotonic()
+    with pytest.raises(FleetInputError) as raised:
+        await submit_one(session, workload_slug=tiny_workload, source=DEEP[name], **REQUEST)
+    took = time.monotonic() - started
+    message = str(raised.value)
+    assert raised.value.key == "file" and message.startswith("new.py")
+    assert any(words in message for words in ("nested", "levels deep", "syntax nodes", "not valid Python")), message
+    assert took < submissions.PARSE_TIMEOUT_S, took
+    assert await session.scalar(select(func.count()).select_from(Submission)) == 0
+
+
+async def test_the_parse_is_bounded_in_nodes_and_in_time(session, tiny_workload, monkeypatch):
+    monkeypatch.setattr(submissions, "MAX_AST_NODES", 30)  # the honest fixture has 43
+    with pytest.raises(FleetInputError, match="more than 30 syntax nodes"):
+        await submit_one(session, workload_slug=tiny_workload, source=candidate("honest"), **REQUEST)
+    monkeypatch.setattr(submissions, "MAX_AST_NODES", 200_000)
+    monkeypatch.setattr(submissions, "PARSE_TIMEOUT_S", 0.2)
+    slow = "x = f(" + "g()," * 100_000 + ")\nclass ModelNew: pass\n"  # seconds of parsing, in one child
+    started = time.monotonic()
+    with pytest.raises(FleetInputError, match="took longer than 0.2 s to parse"):
+        await submit_one(session, workload_slug=tiny_workload, source=slow, **REQUEST)
+    assert time.monotonic() - started < 2
+    with pytest.raises(FleetInputError, match="took longer than 0.2 s to parse"):
+        submissions.check_candidate_source(slow, "new.py")  # the CLI's check, before the database
+
+
+async def test_the_event_loop_keeps_running_while_a_source_is_parsed(session, tiny_workload):
+    """512 KiB of calls took 8 s of ast.parse in the server's event loop; the child leaves the loop free."""
+    source = "x = f(" + "g()," * 60_000 + ")\nclass ModelNew: pass\n"
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.ensure_future(tick())
+    started = time.monotonic()
+    try:
+        await submissions.check_candidate_source_async(source, "calls.py")
+    except FleetInputError:
+        pass  # over a bound on this machine, or not: the loop is what is measured
+    finally:
+        ticker.cancel()
+    took = time.monotonic() - started
+    assert ticks >= took / 0.01 * 0.5, (ticks, took)
+
+
+@pytest.mark.parametrize(("change", "key", "words"), [
+    ({"title": "fast \u202egnp.exe"}, "title", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+    ({"title": "fast \x1b[2J\x1b[31mrelu"}, "title", "U+001B"),
+    ({"title": "x" * 201}, "title", "at most 200"),
+    ({"licence": "MIT\n" + "x" * 50_000}, "licence", "at most 200"),
+    ({"licence": "MIT\nApache-2.0"}, "licence", "U+000A"),
+    ({"licence": "MIT License"}, "licence", "not an SPDX licence expression"),
+    ({"licence": "((MIT"}, "licence", "not an SPDX licence expression"),
+    ({"licence": "NOASSERTION"}, "licence", "leave it out"),
+    ({"filename": "../" * 33_000 + "x.py"}, "file", "at most 4,096"),
+    ({"filename": "a" * 300 + ".py"}, "file", "at most 255"),
+    ({"filename": "../../"}, "file", "names no file"),
+    ({"filename": "model\x1b[8m.py"}, "file", "U+001B"),
+    ({"filename": "model\u202eyp.exe"}, "file", "U+202E"),
+    ({"source_url": "https://example.org/\x1b[2J"}, "sourceUrl", "not an http(s) URL"),
+    ({"source_url": "https://example.org/" + "a" * 3000}, "sourceUrl", "at most 2,048"),
+    ({"bindings": {"N" * 5000: 8}}, "bindings", "at most 64"),
+    ({"bindings": {"M": 8}}, "bindings", "has no axis M; its axes: N"),
+    ({"bindings": {"N": 2**31}}, "bindings", "below 2**31"),
+    ({"bindings": {"N": "8"}}, "bindings", "positive integer"),
+])
+async def test_loose_fields_are_refused_with_their_key(session, tiny_workload, change, key, words):
+    request = dict(workload_slug=tiny_workload, source=candidate("honest"), **REQUEST) | change
+    with pytest.raises(FleetInputError) as raised:
+        await submit_one(session, **request)
+    assert raised.value.key == key and words in str(raised.value), str(raised.value)
+    assert len(str(raised.value)) < 400
+    assert await session.scalar(select(func.count()).select_from(FleetJob)) == 0
+
+
+async def test_fields_of_the_documented_shape_are_stored_as_shown(session, tiny_workload):
+    result = await submit_one(session, workload_slug=tiny_workload, source=candidate("honest"),
+                              filename="../../kernels\\sub/relu_v2.py", title="  fused\nrelu  v2 ",
+                              licence=" Apache-2.0 OR MIT ", source_url="https://example.org/k", hardware="cpu",
+                              bindings={"N": 64})
+    submission = (await session.execute(select(Submission).where(Submission.id == result.job.submission_id))).scalar_one()
+    implementation = (await session.execute(select(Implementation).where(Implementation.slug == result.job.implementation_slug))).scalar_one()
+    assert submission.filename == "relu_v2.py"
+    assert (implementation.title, implementation.licence) == ("fused relu v2", "Apache-2.0 OR MIT")
+    assert result.job.bindings == {"N": 64}
+
+
+async def test_a_workload_with_traced_semantics_takes_its_variable_axes_only(session, tiny_workload):
+    await session.execute(text(
+        "UPDATE workload_revisions SET semantics = CAST(:s AS jsonb) WHERE id = "
+        "(SELECT current_revision_id FROM workloads WHERE slug = :w)"),
+        {"s": '{"axes": [{"name": "K", "behaviour": "variable"}, {"name": "C", "behaviour": "constant", "value": 3}]}',
+         "w": tiny_workload})
+    made = await submit_one(session, workload_slug=tiny_workload, source=candidate("honest"), **REQUEST, bindings={"K": 4})
+    assert made.job.bindings == {"K": 4}
+    with pytest.raises(FleetInputError, match="has no axis C; its axes: K, N"):
+        await submit_one(session, workload_slug=tiny_workload, source=candidate("honest"), **REQUEST, bindings={"C": 4})

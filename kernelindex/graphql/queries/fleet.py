@@ -17,7 +17,7 @@ from kernelindex.graphql.auth import token_with_scope
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.enums import JobState, SubmissionInputField, of_rules
 from kernelindex.graphql.errors import UserInputError
-from kernelindex.graphql.node import from_global_id
+from kernelindex.graphql.node import database_id_of
 from kernelindex.graphql.pagination import AfterArg, BeforeArg, Connection, LastArg, keyset_page
 from kernelindex.graphql.types.fleet import Job, SubmissionProblem, SubmitImplementationResult
 from kernelindex.services.tokens import SCOPE_IMPLEMENTATIONS_SUBMIT
@@ -25,13 +25,6 @@ from kernelindex.services.tokens import SCOPE_IMPLEMENTATIONS_SUBMIT
 MAX_JOBS_PER_PAGE = 200
 
 
-def _job_id(raw: str) -> int:
-    if raw.isdigit():
-        return int(raw)
-    type_name, database_id = from_global_id(raw)
-    if type_name != "Job":
-        raise UserInputError(f"ID {raw[:40]!r} is not a job's")
-    return database_id
 
 
 @strawberry.input(description="Which jobs: every filter given must hold.")
@@ -50,9 +43,7 @@ class FleetQueries:
         id: Annotated[strawberry.ID, strawberry.argument(description="The job's global ID (Job.id) or its database id.")],
     ) -> Job | None:
         info.context.loaders.reads.volatile = True
-        job_id = _job_id(str(id))
-        if job_id > 2**63 - 1:
-            return None
+        job_id = database_id_of(str(id), "Job")
         row = await fleet_jobs.get_job(info.context.session, job_id)
         return Job(row=row) if row else None
 
@@ -93,13 +84,19 @@ class FleetQueries:
                   "reference Model's constructor arguments; plain PyTorch, Triton, or torch.utils.cpp_extension.load_inline).")
 class SubmitImplementationInput:
     workload: str = strawberry.field(description="Slug of the workload it implements (its current revision is measured).")
-    source: str = strawberry.field(description="The module's Python source.")
-    title: str = strawberry.field(description="What it is, in a few words.")
+    source: str = strawberry.field(description="The module's Python source: at most 512 KiB, parsed (never run) "
+                                   "within bounds of time, nesting and size.")
+    title: str = strawberry.field(description="What it is, in a few words (at most 200 characters of visible text; "
+                                  "control, escape and bidi characters are refused).")
     hardware: str = strawberry.field(description="Where to measure: 'cpu' or a GPU of the catalogue (SKU, short name or product name).")
-    filename: str = strawberry.field(default="model_new.py", description="File name, for tracebacks and the record.")
-    licence: str | None = strawberry.field(default=None, description="SPDX licence identifier.")
+    filename: str = strawberry.field(default="model_new.py", description="File name, for tracebacks and the record: a "
+                                     "path's last part is kept (at most 255 characters, one line of visible text).")
+    licence: str | None = strawberry.field(default=None, description="SPDX licence expression, e.g. 'MIT' or "
+                                           "'Apache-2.0 OR MIT' (at most 200 characters); omitted when none is stated.")
     source_url: str | None = strawberry.field(default=None, description="Where its source lives (http or https).")
-    bindings: JSON | None = strawberry.field(default=None, description="Configuration overrides, e.g. {\"batch_size\": 8}.")
+    bindings: JSON | None = strawberry.field(default=None, description="Configuration overrides of the workload's "
+                                             "variable axes, e.g. {\"batch_size\": 8}: each an axis of the workload, "
+                                             "each value a positive integer below 2**31.")
     replicas: int = strawberry.field(default=1, description="Measurements on distinct machines of that hardware (1 to 4); "
                                      "two that agree make the run Replicated.")
 
