@@ -156,7 +156,7 @@ class FloorBound(Enum):
     COMPUTE = strawberry.enum_value("compute", description="The FLOPs at their matching peaks take longest.")
 
 
-@strawberry.enum(description="headroom-v2: the kinds of FLOPs counted apart, each at the peak of the math it runs.")
+@strawberry.enum(description="headroom-v3: the kinds of FLOPs counted apart, each at the peak of the fastest math it may use.")
 class FlopClass(Enum):
     CONV = strawberry.enum_value("conv", description="Convolutions.")
     MATMUL = strawberry.enum_value("matmul", description="Matrix multiplications.")

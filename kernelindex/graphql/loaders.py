@@ -16,7 +16,7 @@ from strawberry.dataloader import DataLoader
 from kernelindex.db.models import Hardware, Workload
 from kernelindex.rules.facts import RunFacts
 from kernelindex.services.facts import load_catalogue
-from kernelindex.services.holds import RunHolds, load_holds
+from kernelindex.services.holds import HeldRun, RunHolds, load_held_runs, load_holds
 from kernelindex.services.pages import (
     CohortTop,
     CohortTopKey,
@@ -185,6 +185,18 @@ class MeasuredRunsByWorkloadIdLoader(ReadModelLoader[int, list[RunFacts]]):
         return await load_measured_runs(self.session, await self.loaders.page_by_workload_id.load_many(keys))
 
 
+class HeldRunsByWorkloadIdLoader(ReadModelLoader[int, list[HeldRun]]):
+    """A workload's runs held for review (current revision, canonical configuration), fastest first."""
+
+    kind = "held_runs"
+
+    def workload_of(self, key: int) -> int | None:
+        return key
+
+    async def compute(self, keys: list[int]) -> Mapping[int, list[HeldRun]]:
+        return await load_held_runs(self.session, await self.loaders.page_by_workload_id.load_many(keys))
+
+
 class HoldsByRunIdLoader(Loader[int, RunHolds]):
     """A run's plausibility flags and reviews."""
 
@@ -270,6 +282,10 @@ class Loaders:
     @cached_property
     def measured_runs_by_workload_id(self) -> MeasuredRunsByWorkloadIdLoader:
         return MeasuredRunsByWorkloadIdLoader(self)
+
+    @cached_property
+    def held_runs_by_workload_id(self) -> HeldRunsByWorkloadIdLoader:
+        return HeldRunsByWorkloadIdLoader(self)
 
     @cached_property
     def holds_by_run_id(self) -> HoldsByRunIdLoader:

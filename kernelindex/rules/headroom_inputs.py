@@ -1,14 +1,14 @@
 """What a workload's headroom floors are set against: the overall record (its hardware family and
-latency) for headroom-v1, and the fastest record on each SKU for headroom-v2."""
+latency) for headroom-v1, and the fastest record on each SKU for the roofline (headroom-v3)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kernelindex.rules.facts import HardwareFacts
+from kernelindex.rules.facts import HardwareFacts, RunFacts
 from kernelindex.rules.headroom_v1 import HeadroomV1, headroom_v1
-from kernelindex.rules.ranking import CohortRecord
+from kernelindex.rules.ranking import CohortRecord, order_key
 
 
 def record_headroom_v1(
@@ -33,4 +33,18 @@ def best_latency_by_hardware(records: Iterable[CohortRecord]) -> dict[int, float
         if mean_ms is None:
             continue
         best[hardware_id] = min(best.get(hardware_id, mean_ms), mean_ms)
+    return best
+
+
+def best_record_by_hardware(records: Iterable[CohortRecord]) -> dict[int, RunFacts]:
+    """The run of the fastest record on each hardware id (ranking's order breaks ties): the run a
+    floor on that SKU is set against, and the one that beats it when it is under the floor."""
+    best: dict[int, RunFacts] = {}
+    for record in records:
+        run = record.run
+        if run.mean_ms is None:
+            continue
+        hardware_id = run.environment.hardware.id
+        if hardware_id not in best or order_key(run) < order_key(best[hardware_id]):
+            best[hardware_id] = run
     return best

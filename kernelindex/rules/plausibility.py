@@ -1,13 +1,20 @@
 """Runs too good to be true are held for review before they can hold a record.
 
-plausibility-v1:
-- below_floor: the run's mean latency is under its headroom floor (the headroom-v2 floor on the
-  run's exact SKU when one is available, else the headroom-v1 floor);
+plausibility-v2 (plausibility-v1 held every run under its floor, the source's baseline included):
+- the source's designated baseline is never flagged: it is the reference every speedup is measured
+  against, the figure the source itself stands behind;
+- below_floor: a run whose correctness was not checked passed, with its mean latency under its
+  headroom floor (the roofline floor on the run's exact SKU when one is available, else the
+  headroom-v1 floor). A run whose correctness check passed is never held for beating a floor:
+  a lower bound that a correct run beats is a defect of the floor, reported on the floor
+  (kernelindex.rules.headroom_v2.RooflineFloor.defect);
 - implausible_speedup: the run is more than 10× faster than its cohort's baseline
   (baseline mean / run mean > 10);
 - a flagged run reads "suspicious: needs review" and is kept out of records until reviewed. A
   review is data: the latest review of the run decides; "approved" makes it eligible again,
-  "rejected" keeps it out. Without a review a flagged run stays held.
+  "rejected" keeps it out. Without a review a flagged run stays held;
+- a stored flag whose reason the current version no longer holds for (a v1 below_floor flag on a
+  baseline or a correct run) is kept as history and holds nothing.
 """
 
 from __future__ import annotations
@@ -16,10 +23,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from kernelindex.rules.display import format_duration_ns, format_latency, format_ratio
+from kernelindex.rules.display import format_duration_ns, format_latency, format_ratio, plural
 from kernelindex.rules.facts import RunFacts
+from kernelindex.rules.headroom_v2 import ROOFLINE_VERSION
 
-PLAUSIBILITY_VERSION = "plausibility-v1"
+PLAUSIBILITY_VERSION = "plausibility-v2"
 
 SUSPICIOUS = "suspicious: needs review"
 MAX_PLAUSIBLE_SPEEDUP = 10.0
@@ -29,6 +37,11 @@ IMPLAUSIBLE_SPEEDUP = "implausible_speedup"
 FLAG_WORDS = {
     BELOW_FLOOR: "faster than its estimated floor",
     IMPLAUSIBLE_SPEEDUP: "more than 10× faster than the baseline",
+}
+# The reasons in a page's count of held runs: '1 faster run held for review: implausible speedup'.
+REASON_WORDS = {
+    BELOW_FLOOR: "below its estimated floor",
+    IMPLAUSIBLE_SPEEDUP: "implausible speedup",
 }
 
 APPROVED = "approved"
@@ -59,21 +72,36 @@ class Review:
 
 
 def floor_for_run(v2_floor_ns: float | None, v1_floor_ns: float | None) -> tuple[float | None, str | None]:
-    """(floor in ns, method) to judge a run by: headroom-v2 on its SKU when available, else v1."""
+    """(floor in ns, method) to judge a run by: the roofline (headroom-v3) on its SKU when available, else v1."""
     if v2_floor_ns is not None:
-        return v2_floor_ns, "headroom-v2"
+        return v2_floor_ns, ROOFLINE_VERSION
     if v1_floor_ns is not None:
         return v1_floor_ns, "headroom-v1"
     return None, None
 
 
+def flag_holds(code: str, is_baseline: bool, correctness_passed: bool | None) -> bool:
+    """Whether a flag with this code holds a run under plausibility-v2: never the source's baseline;
+    below_floor only a run whose correctness check did not pass (a floor that a correct run beats is
+    the floor's defect)."""
+    if is_baseline:
+        return False
+    return code != BELOW_FLOOR or correctness_passed is not True
+
+
+def holds_for_floor(run: RunFacts) -> bool:
+    """Whether beating a floor can hold this run (flag_holds for below_floor)."""
+    return flag_holds(BELOW_FLOOR, run.implementation.is_baseline, run.correctness_passed)
+
+
 def flags_for(run: RunFacts, cohort_baseline: RunFacts | None, floor_ns: float | None) -> list[Flag]:
-    """The reasons to doubt a run, in the order below_floor, implausible_speedup; empty when none."""
+    """The reasons to doubt a run, in the order below_floor, implausible_speedup; empty when none,
+    and always empty for the source's designated baseline."""
     flags: list[Flag] = []
-    if run.mean_ms is None:
+    if run.mean_ms is None or run.implementation.is_baseline:
         return flags
     run_ns = run.mean_ms * 1e6
-    if floor_ns is not None and floor_ns > 0 and run_ns < floor_ns:
+    if floor_ns is not None and floor_ns > 0 and run_ns < floor_ns and holds_for_floor(run):
         flags.append(Flag(
             run.id, BELOW_FLOOR, FLAG_WORDS[BELOW_FLOOR],
             f"{format_duration_ns(run_ns)} is below the estimated floor of {format_duration_ns(floor_ns)}",
@@ -92,6 +120,12 @@ def flags_for(run: RunFacts, cohort_baseline: RunFacts | None, floor_ns: float |
                 f"{format_latency(cohort_baseline.mean_ms)}",
             ))
     return flags
+
+
+def holding_flags(run: RunFacts, flags: Iterable[Flag]) -> list[Flag]:
+    """The stored flags that still hold this run under plausibility-v2: none for the source's
+    baseline; a below_floor flag only while beating a floor can hold the run (holds_for_floor)."""
+    return [f for f in flags if flag_holds(f.code, run.implementation.is_baseline, run.correctness_passed)]
 
 
 def latest_review(reviews: Iterable[Review], run_id: int) -> Review | None:
@@ -126,3 +160,34 @@ def status_words(flags: Iterable[Flag], reviews: Iterable[Review]) -> str | None
         return None
     review = latest_review(reviews, flags[0].run_id)
     return SUSPICIOUS if review is None else f"{review.decision} after review"
+
+
+@dataclass(frozen=True)
+class HeldRun:
+    """A run held for review, as a page counts it: its reasons, and whether it is faster than the
+    record shown for its cohort (or its cohort shows none)."""
+
+    run_id: int
+    codes: tuple[str, ...]
+    faster: bool
+
+
+def held_summary(held: Iterable[HeldRun]) -> str | None:
+    """'1 faster run held for review: implausible speedup'; '2 runs held for review: implausible
+    speedup'; '1 faster run and 1 other held for review: …'. None when nothing is held. The reasons,
+    each once, in the order the flags are raised."""
+    held = list(held)
+    if not held:
+        return None
+    faster = sum(1 for h in held if h.faster)
+    others = len(held) - faster
+    codes = {c for h in held for c in h.codes}
+    reasons = ", ".join(REASON_WORDS.get(c, c) for c in (BELOW_FLOOR, IMPLAUSIBLE_SPEEDUP) if c in codes)
+    reasons += "".join(f", {c}" for c in sorted(codes - set(REASON_WORDS)))
+    if faster and others:
+        who = f"{plural(faster, 'faster run')} and {plural(others, 'other')}"
+    elif faster:
+        who = plural(faster, "faster run")
+    else:
+        who = plural(others, "run")
+    return f"{who} held for review: {reasons}"

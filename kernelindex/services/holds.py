@@ -1,7 +1,8 @@
 """Holds: the plausibility flags and reviews of runs, loaded in one place for every reader.
 
 A flagged run is held out of records until its latest review approves it (kernelindex.rules.plausibility
-decides). The workload page, the run's own fields and the refresh of the precomputed records all read
+decides, and decides which stored flags still hold: none on the source's baseline, no below_floor on a
+run whose correctness check passed). The workload page, the run's own fields and the refresh of the precomputed records all read
 flags and reviews through `load_holds`, so they see the same values.
 """
 
@@ -10,29 +11,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from sqlalchemy import any_, select
+from sqlalchemy import any_, func, select
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kernelindex.db.models import RunFlag, RunReview
-from kernelindex.rules import plausibility
+from kernelindex.db.models import Implementation, Run, RunFlag, RunReview, WorkloadRevision
+from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
+from kernelindex.services.facts import FactsBuilder, run_rows_statement
 from kernelindex.services.sql import id_array
+from kernelindex.services.workload_page import WorkloadPage
 
 
 @dataclass(frozen=True)
 class RunHolds:
-    """A run's flags (in the order they were raised) and reviews (oldest first)."""
+    """A run's flags (in the order they were raised, every one stored), the ones of them that still
+    hold it (plausibility.flag_holds) and its reviews (oldest first)."""
 
     flags: tuple[plausibility.Flag, ...] = ()
     reviews: tuple[plausibility.Review, ...] = ()
+    holding: tuple[plausibility.Flag, ...] = ()
 
     @property
     def held_for_review(self) -> bool:
-        return plausibility.is_held_for_review(self.flags, self.reviews)
+        return plausibility.is_held_for_review(self.holding, self.reviews)
 
     @property
     def status_words(self) -> str | None:
-        return plausibility.status_words(self.flags, self.reviews)
+        return plausibility.status_words(self.holding, self.reviews)
 
 
 NO_HOLDS = RunHolds()
@@ -42,6 +48,7 @@ NO_HOLDS = RunHolds()
 class _Collecting:
     flags: dict[int, plausibility.Flag] = field(default_factory=dict)
     reviews: dict[int, plausibility.Review] = field(default_factory=dict)
+    holding: dict[int, plausibility.Flag] = field(default_factory=dict)
 
 
 async def load_holds(session: AsyncSession, run_ids: Sequence[int]) -> dict[int, RunHolds]:
@@ -52,7 +59,9 @@ async def load_holds(session: AsyncSession, run_ids: Sequence[int]) -> dict[int,
     through the flags loses none."""
     collected: dict[int, _Collecting] = {}
     rows = await session.execute(
-        select(RunFlag, RunReview)
+        select(RunFlag, RunReview, Implementation.role, Run.correctness["passed"].astext)
+        .join(Run, Run.id == RunFlag.run_id)
+        .join(Implementation, Implementation.id == Run.implementation_id)
         .outerjoin(RunReview, RunReview.run_id == RunFlag.run_id)
         .where(RunFlag.run_id == any_(id_array(run_ids)))
         .order_by(RunFlag.id, RunReview.id)
@@ -60,10 +69,14 @@ async def load_holds(session: AsyncSession, run_ids: Sequence[int]) -> dict[int,
     for row in rows:
         flag: RunFlag = row[0]
         review: RunReview | None = row[1]  # None: a flag without a review (outer join)
+        is_baseline = row[2] == "baseline"
+        correctness_passed = {"true": True, "false": False}.get(row[3])  # JSON true/false as text; else unknown
         run = collected.setdefault(flag.run_id, _Collecting())
         if flag.id not in run.flags:
             words = plausibility.FLAG_WORDS.get(flag.code, flag.code)
             run.flags[flag.id] = plausibility.Flag(flag.run_id, flag.code, words, flag.reason)
+            if plausibility.flag_holds(flag.code, is_baseline, correctness_passed):
+                run.holding[flag.id] = run.flags[flag.id]
         if review is not None and review.id not in run.reviews:
             run.reviews[review.id] = plausibility.Review(
                 run_id=review.run_id, decision=review.decision, reviewed_at=review.created_at,
@@ -71,7 +84,7 @@ async def load_holds(session: AsyncSession, run_ids: Sequence[int]) -> dict[int,
             )
     holds = {
         # Rows come ordered by flag, then review: each run's first flag brings its reviews in id order.
-        run_id: RunHolds(flags=tuple(c.flags.values()), reviews=tuple(c.reviews.values()))
+        run_id: RunHolds(flags=tuple(c.flags.values()), reviews=tuple(c.reviews.values()), holding=tuple(c.holding.values()))
         for run_id, c in collected.items()
     }
     return {run_id: holds.get(run_id, NO_HOLDS) for run_id in run_ids}
@@ -81,3 +94,73 @@ async def with_holds(session: AsyncSession, facts: list[RunFacts]) -> list[RunFa
     """The runs, with held_for_review set from their flags and reviews (one statement)."""
     holds = await load_holds(session, [f.id for f in facts])
     return [replace(f, held_for_review=True) if holds[f.id].held_for_review else f for f in facts]
+
+
+@dataclass(frozen=True)
+class HeldRun:
+    """A passed, live run of a workload's current revision at its canonical configuration that is held
+    for review: what the page counts in `heldRunCount` and words in `heldSummary`. `codes`: the flags
+    that hold it; `faster`: faster than the record its cohort shows, or its cohort shows none (what
+    the page would show but for the hold)."""
+
+    run: RunFacts
+    codes: tuple[str, ...]
+    faster: bool
+
+    @property
+    def summary_item(self) -> plausibility.HeldRun:
+        return plausibility.HeldRun(self.run.id, self.codes, self.faster)
+
+
+async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -> dict[int, list[HeldRun]]:
+    """The held runs of each page's workload (current revision, canonical configuration, passed and
+    live), by workload id, fastest first. One statement whatever the pages and the data: the flagged
+    runs with their flag codes and deciding review (the latest by time, reviews without one older
+    than any with one, ties by id: plausibility.latest_review); plausibility then decides."""
+    out: dict[int, list[HeldRun]] = {p.workload.id: [] for p in pages}
+    revision_ids = [p.revision.id for p in pages if p.revision is not None]
+    codes = (
+        select(func.array_agg(aggregate_order_by(RunFlag.code, RunFlag.id)))
+        .where(RunFlag.run_id == Run.id)
+        .scalar_subquery()
+    )
+    decision = (
+        select(RunReview.decision).where(RunReview.run_id == Run.id)
+        .order_by(RunReview.created_at.desc().nulls_last(), RunReview.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    rows = (
+        await session.execute(
+            run_rows_statement()
+            .add_columns(codes, decision)
+            .join(WorkloadRevision, WorkloadRevision.id == Run.workload_revision_id)
+            .where(
+                Run.workload_revision_id == any_(id_array(revision_ids)),
+                Run.configuration_key == WorkloadRevision.canonical_configuration_key,
+                Run.status == "passed", Run.superseded_at.is_(None), Run.retracted_at.is_(None),
+                select(RunFlag.id).where(RunFlag.run_id == Run.id).exists(),
+            )
+        )
+    ).all()
+    builder = FactsBuilder()
+    held: dict[int, list[tuple[RunFacts, tuple[str, ...]]]] = {}
+    for row in rows:
+        facts = builder.run(*row[:-2])
+        flag_codes, deciding = row[-2] or [], row[-1]
+        holding = tuple(
+            c for c in flag_codes if plausibility.flag_holds(c, facts.implementation.is_baseline, facts.correctness_passed)
+        )
+        if holding and deciding != plausibility.APPROVED:
+            held.setdefault(facts.workload_id, []).append((facts, holding))
+    for page in pages:
+        shown = {r.run.cohort_key: r.run for r in page.records}
+        mine = sorted(held.get(page.workload.id, []), key=lambda h: ranking.order_key(h[0]))
+        out[page.workload.id] = [HeldRun(run=f, codes=c, faster=_faster_than(f, shown.get(f.cohort_key))) for f, c in mine]
+    return out
+
+
+def _faster_than(run: RunFacts, record: RunFacts | None) -> bool:
+    if record is None:
+        return True
+    return run.mean_ms is not None and record.mean_ms is not None and run.mean_ms < record.mean_ms

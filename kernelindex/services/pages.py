@@ -26,6 +26,7 @@ from sqlalchemy import (
     BigInteger,
     Integer,
     Text,
+    and_,
     any_,
     bindparam,
     column,
@@ -59,7 +60,7 @@ from kernelindex.db.models import (
 from kernelindex.rules import ranking
 from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts
 from kernelindex.rules.measurements import MAX_LATENCY_MS, MIN_LATENCY_MS
-from kernelindex.rules.plausibility import APPROVED
+from kernelindex.rules.plausibility import APPROVED, BELOW_FLOOR
 from kernelindex.services.facts import CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
 from kernelindex.services.holds import with_holds
 from kernelindex.services.sql import id_array
@@ -331,8 +332,19 @@ def not_held_clause() -> ColumnElement[bool]:
     plausibility.is_held_for_review in SQL, so an ordered LIMIT can skip held runs; the runs read are
     judged again in Python (with_holds), which stays the definition. The deciding review is the
     latest by time, reviews without one older than any with one, ties by id (latest_review, over
-    reviews in id order as load_holds gives them)."""
-    flagged = select(RunFlag.id).where(RunFlag.run_id == Run.id).exists()
+    reviews in id order as load_holds gives them). Only flags that still hold count
+    (plausibility.flag_holds): none on a baseline implementation, no below_floor on a run whose
+    correctness check passed."""
+    holds_floor = Run.correctness["passed"].is_distinct_from(literal_column("'true'::jsonb"))
+    not_baseline = ~select(Implementation.id).where(
+        Implementation.id == Run.implementation_id, Implementation.role == literal_column("'baseline'")
+    ).exists()
+    flagged = and_(
+        not_baseline,
+        select(RunFlag.id).where(
+            RunFlag.run_id == Run.id, or_(RunFlag.code != literal_column(f"'{BELOW_FLOOR}'"), holds_floor)
+        ).exists(),
+    )
     decision = (
         select(RunReview.decision).where(RunReview.run_id == Run.id)
         .order_by(RunReview.created_at.desc().nulls_last(), RunReview.id.desc())

@@ -178,7 +178,8 @@ async def refresh_cohorts(
                     new_flags.append({"run_id": run.id, "code": flag.code, "reason": flag.detail,
                                       "rule_version": plausibility.PLAUSIBILITY_VERSION})
                     summary.flagged_runs.append(run.id)
-            held = plausibility.is_held_for_review(found, holds[run.id].reviews)
+            # Every stored flag stays as history; only those plausibility still holds for count.
+            held = plausibility.is_held_for_review(plausibility.holding_flags(run, found), holds[run.id].reviews)
             judged.append(replace(run, held_for_review=held) if run.held_for_review != held else run)
         eligible = ranking.eligible_runs(judged, facts_of_workload)
         _append_bests(bests, key, workload.id, eligible, snapshot_of)
@@ -308,7 +309,7 @@ EVENT_COLUMNS = (
 
 
 def _floor_for(run: RunFacts, revision: WorkloadRevision, catalogue) -> float | None:
-    """The floor a run is judged against: headroom-v2 on its SKU when traced, else headroom-v1."""
+    """The floor a run is judged against: the roofline (headroom-v3) on its SKU when traced, else headroom-v1."""
     v2 = roofline_floor(revision.analysis, run.environment.hardware).floor_ns if revision.analysis else None
     v1 = headroom.headroom_v1(revision.semantics, revision.canonical_bindings, run.environment.hardware.family,
                               catalogue, None).floor_ns

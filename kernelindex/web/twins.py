@@ -31,7 +31,7 @@ WORKLOAD_PAGE_QUERY = f"""
 query WorkloadPage($slug: String!) {{
   workload(slug: $slug) {{
     slug suite level problemNumber name kind title description sourceSha256
-    eligibleRunCount eligibleRunCountDisplay lastObserved lastObservedDisplay
+    eligibleRunCount eligibleRunCountDisplay heldRunCount heldSummary lastObserved lastObservedDisplay
     canonicalConfiguration {{ bindings {{ axis value }} dtype display bindingsDisplay }}
     headline {{
       kind label latencyMs ciHalfWidthMs latencyDisplay plusMinusDisplay statisticDisplay

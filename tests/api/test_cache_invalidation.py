@@ -242,7 +242,7 @@ REVIEWED_WORKLOAD_FIELDS = {
     "Workload": {
         "referenceSource", "referenceSourceSizeBytes", "referenceSourceTruncated", "sourceSha256", "revisions",
         "canonicalConfiguration", "semantics", "semanticsError", "identity", "eligibleRunCount",
-        "eligibleRunCountDisplay", "headline", "records", "comparison", "comparisons", "implementations",
+        "eligibleRunCountDisplay", "heldRunCount", "heldSummary", "headline", "records", "comparison", "comparisons", "implementations",
         "notMeasured", "headroom", "roofline", "floors", "recordHistory", "sources", "lastObserved",
         "lastObservedDisplay", "runs",
     },

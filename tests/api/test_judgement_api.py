@@ -29,7 +29,7 @@ async def test_roofline_floors_on_every_sku(graphql):
     assert floors["NVIDIA H100 SXM5 80GB"]["bound"] == "COMPUTE"
     assert floors["NVIDIA H100 SXM5 80GB"]["recordMs"] == 1.47
     assert floors["NVIDIA B200 180GB"]["recordMs"] is None  # not measured, still bounded
-    assert floors["NVIDIA B200 180GB"]["floorDisplay"] == "6.62 µs"
+    assert floors["NVIDIA B200 180GB"]["floorDisplay"] == "6.60 µs"
     assert any("TF32" in n for n in floors["NVIDIA T4 16GB"]["notes"])
 
 

@@ -27,7 +27,7 @@ async def test_workload_page_statements_constant(app, db_url, graphql, count_sta
     assert page["eligibleRunCount"] == 64
     assert len(page["records"]) == 62
     assert before == after
-    assert after <= 10
+    assert after <= 11  # 10, and notMeasured's read of the held runs (a SKU with only held runs was measured)
 
 
 async def test_workload_list_statements_constant(app, db_url, graphql, count_statements):

@@ -436,8 +436,9 @@ def test_a_line_too_long_is_refused_without_reading_it_whole(cli, db_url, tmp_pa
 
 def test_a_run_too_fast_to_be_true_lands_flagged_and_holds_no_record(cli, db_url, tmp_path, capsys):
     """The writer refreshes the precomputed records of the cohorts it touched: a run under its floor
-    is stored, flagged for review, and kept off the page's headline."""
-    record = seed_record(0)
+    is stored, flagged for review, and kept off the page's headline (a candidate without a correctness
+    check: plausibility-v2 never holds the source's baseline, nor a correct run, for beating a floor)."""
+    record = seed_record(2)
     record["environment"]["label"] = "too-fast"
     record["statistics"].update(mean=0.001, std=0.0001, min=0.0009, max=0.0011)
     assert cli("ingest", "runs", write_jsonl(tmp_path / "fast.jsonl", [record])) == 0

@@ -1,4 +1,5 @@
-"""headroom-v2: the roofline floor on an exact SKU, from the traced analysis and the datasheet peaks."""
+"""headroom-v3 (kernelindex.rules.headroom_v2): the roofline floor on an exact SKU, from the traced analysis
+and the datasheet peaks, at the fastest math each FLOP class may use."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from kernelindex.rules.headroom_v2 import (
     DEFAULT_SETTINGS,
-    HEADROOM_V2,
+    HEADROOM_V3,
     analysis_bytes,
     floors_for_catalogue,
     math_by_class,
@@ -85,31 +86,34 @@ def test_resnet18_floor_on_h100_sxm():
     # bytes   = 1,204,224 + 8,000 + 46,758,048 + 38,560 = 48,008,832
     # memory  = 48,008,832 B / 3,350 GB/s = 14,330.99 ns
     # conv    = 7,254,245,376 FLOPs / 494.7 TFLOPS (TF32) = 7,254,245,376 / 494,700 ns = 14,663.93 ns
-    # matmul  = 2,048,000 / 67 TFLOPS (FP32) = 2,048,000 / 67,000 ns = 30.57 ns
-    # compute = 14,694.50 ns > memory → compute-bound, floor 14.7 µs
-    # record 1.47 ms (the SXM cohort record) → 1,470,000 / 14,694.50 = 100.04×
+    # matmul  = 2,048,000 / 494.7 TFLOPS (TF32: the fastest math an fp32 matmul may use) = 4.14 ns
+    # compute = 14,668.07 ns > memory → compute-bound, floor 14.7 µs
+    # record 1.47 ms (the SXM cohort record) → 1,470,000 / 14,668.07 = 100.22×
     f = roofline_floor(RESNET18, SXM, record_ms=1.47)
-    assert f.method == HEADROOM_V2 == "headroom-v2"
+    assert f.method == HEADROOM_V3 == "headroom-v3"
     assert f.bytes == analysis_bytes(RESNET18) == 48_008_832
     assert f.memory_ns == pytest.approx(14_330.9946, abs=1e-3)
-    assert [(t.flop_class, t.math, t.peak_tflops) for t in f.compute_terms] == [("conv", "TF32", 494.7), ("matmul", "FP32", 67)]
+    assert [(t.flop_class, t.math, t.peak_tflops) for t in f.compute_terms] == [("conv", "TF32", 494.7), ("matmul", "TF32", 494.7)]
     assert f.compute_terms[0].time_ns == pytest.approx(14_663.9283, abs=1e-3)
-    assert f.compute_terms[1].time_ns == pytest.approx(30.5672, abs=1e-3)
-    assert f.compute_ns == pytest.approx(14_694.4956, abs=1e-3)
+    assert f.compute_terms[1].time_ns == pytest.approx(4.1399, abs=1e-3)
+    assert f.compute_ns == pytest.approx(14_668.0683, abs=1e-3)
     assert f.floor_ns == f.compute_ns
     assert f.bound == "compute"
-    assert f.ratio_above == pytest.approx(100.0375, abs=1e-3)
-    assert not f.below_floor
+    assert f.ratio_above == pytest.approx(100.2177, abs=1e-3)
+    assert not f.below_floor and f.defect is None
     assert f.floor_display == "14.7 µs"
-    assert f.summary == "Estimated floor 14.7 µs · compute-bound on H100 SXM · record 100.04× above it"
+    assert f.summary == "Estimated floor 14.7 µs · compute-bound on H100 SXM · record 100.22× above it"
     assert f.terms_line == "DRAM 14.3 µs · compute 14.7 µs"
     assert f.basis_line == (
         "48,008,832 bytes cross DRAM once at 3,350 GB/s; convolutions at 494.7 TFLOPS TF32; "
-        "matmuls at 67 TFLOPS FP32 · H100 SXM datasheet"
+        "matmuls at 494.7 TFLOPS TF32 · H100 SXM datasheet"
     )
     assert f.compute_terms[0].line == "convolutions 7,254,245,376 FLOPs at 494.7 TFLOPS (TF32 tensor cores): 14.7 µs"
     assert f.assumed_settings == SETTINGS
-    assert f.settings_line == "assumed: cudnn.allow_tf32=True, float32_matmul_precision=highest"
+    assert f.settings_line == (
+        "assumed: the fastest math allowed (convolutions TF32, matmuls TF32, other operations FP32); "
+        "the reference ran with cudnn.allow_tf32=True, float32_matmul_precision=highest"
+    )
     assert f.notes == () and f.unavailable_reason is None
 
 
@@ -117,24 +121,24 @@ def test_vgg19_floor_on_h100_sxm():
     # bytes   = 6,021,120 + 40,000 + 574,668,960 + 0 = 580,730,080
     # memory  = 580,730,080 / 3,350 = 173,352.26 ns
     # conv    = 390,168,576,000 / 494,700 = 788,697.34 ns
-    # matmul  = 2,472,673,280 / 67,000 = 36,905.57 ns
-    # compute = 825,602.92 ns → compute-bound, floor 826 µs; record 2.43 ms → 2.94×
+    # matmul  = 2,472,673,280 / 494,700 = 4,998.33 ns
+    # compute = 793,695.67 ns → compute-bound, floor 794 µs; record 2.43 ms → 3.06×
     f = roofline_floor(VGG19, SXM, record_ms=2.43)
     assert f.bytes == 580_730_080
     assert f.memory_ns == pytest.approx(173_352.2627, abs=1e-3)
     assert f.compute_terms[0].time_ns == pytest.approx(788_697.3439, abs=1e-3)
-    assert f.compute_terms[1].time_ns == pytest.approx(36_905.5713, abs=1e-3)
-    assert f.compute_ns == pytest.approx(825_602.9152, abs=1e-3)
+    assert f.compute_terms[1].time_ns == pytest.approx(4_998.3288, abs=1e-3)
+    assert f.compute_ns == pytest.approx(793_695.6727, abs=1e-3)
     assert f.bound == "compute"
-    assert f.summary == "Estimated floor 826 µs · compute-bound on H100 SXM · record 2.94× above it"
+    assert f.summary == "Estimated floor 794 µs · compute-bound on H100 SXM · record 3.06× above it"
 
 
 def test_resnet18_on_h100_pcie_is_memory_bound():
-    # memory 48,008,832 / 2,039 = 23,545.28 ns; compute 7,254,245,376 / 378,000 + 2,048,000 / 51,000
-    # = 19,191.12 + 40.16 = 19,231.28 ns → memory-bound, 23.5 µs; record 1.39 ms → 59.04×
+    # memory 48,008,832 / 2,039 = 23,545.28 ns; compute 7,254,245,376 / 378,000 + 2,048,000 / 378,000
+    # = 19,191.13 + 5.42 = 19,196.54 ns → memory-bound, 23.5 µs; record 1.39 ms → 59.04×
     f = roofline_floor(RESNET18, PCIE, record_ms=1.39)
     assert f.memory_ns == pytest.approx(23_545.2830, abs=1e-3)
-    assert f.compute_ns == pytest.approx(19_231.2822, abs=1e-3)
+    assert f.compute_ns == pytest.approx(19_196.5433, abs=1e-3)
     assert f.bound == "memory" and f.floor_ns == f.memory_ns
     assert f.summary == "Estimated floor 23.5 µs · memory-bound on H100 PCIe · record 59.04× above it"
 
@@ -143,15 +147,15 @@ def test_resnet18_on_h100_pcie_is_memory_bound():
     "sku, analysis, memory_ns, compute_ns, bound, display",
     [
         # H200: same peaks as H100 SXM, 4,800 GB/s: memory 48,008,832 / 4,800 = 10,001.84 ns.
-        ("H200", RESNET18, 10_001.84, 14_694.4956, "compute", "14.7 µs"),
-        # B200: 7,700 GB/s, TF32 1,100, FP32 75: memory 6,234.91; compute 7,254,245,376 / 1,100,000
-        # + 2,048,000 / 75,000 = 6,594.77 + 27.31 = 6,622.08 ns.
-        ("B200", RESNET18, 6_234.9132, 6_622.0752, "compute", "6.62 µs"),
+        ("H200", RESNET18, 10_001.84, 14_668.0683, "compute", "14.7 µs"),
+        # B200: 7,700 GB/s, TF32 1,100: memory 6,234.91; compute (7,254,245,376 + 2,048,000) / 1,100,000
+        # = 6,594.77 + 1.86 = 6,596.63 ns.
+        ("B200", RESNET18, 6_234.9132, 6_596.6303, "compute", "6.60 µs"),
         # T4: no TF32, so conv at FP32 8.1: 7,256,293,376 / 8,100 = 895,838.69 ns; memory 48,008,832 / 320.
         ("T4", RESNET18, 150_027.6, 895_838.6884, "compute", "896 µs"),
-        ("H200", VGG19, 120_985.4333, 825_602.9152, "compute", "826 µs"),
-        # B200: 390,168,576,000 / 1,100,000 + 2,472,673,280 / 75,000 = 354,698.71 + 32,968.98
-        ("B200", VGG19, 75_419.4909, 387_667.6825, "compute", "388 µs"),
+        ("H200", VGG19, 120_985.4333, 793_695.6727, "compute", "794 µs"),
+        # B200: 390,168,576,000 / 1,100,000 + 2,472,673,280 / 1,100,000 = 354,698.71 + 2,247.88
+        ("B200", VGG19, 75_419.4909, 356_946.5903, "compute", "357 µs"),
         # T4: 392,641,249,280 / 8,100 = 48,474,228.31 ns
         ("T4", VGG19, 1_814_781.5, 48_474_228.3062, "compute", "48.5 ms"),
     ],
@@ -174,8 +178,9 @@ def test_t4_without_tf32_falls_back_to_fp32_and_says_so():
     assert T4.tf32_tflops is None
     conv = f.compute_terms[0]
     assert (conv.math, conv.peak_tflops, conv.fell_back) == ("FP32", 8.1, True)
-    assert f.compute_terms[1].fell_back is False  # matmul was FP32 anyway
-    assert f.notes == ("no TF32 tensor cores on T4: convolutions bounded at the FP32 peak",)
+    matmul = f.compute_terms[1]
+    assert (matmul.math, matmul.fell_back) == ("FP32", True)  # TF32 was the fastest an fp32 matmul may use
+    assert f.notes == ("no TF32 tensor cores on T4: convolutions and matmuls bounded at the FP32 peak",)
     # 1,000,000 / 895,838.69 = 1.1163
     assert f.summary == "Estimated floor 896 µs · compute-bound on T4 · record 1.12× above it"
 
@@ -192,14 +197,14 @@ def test_bf16_on_t4_falls_back_for_convolutions_and_matmuls():
 
 def test_sku_without_bandwidth_gives_the_compute_bound_only():
     hw = hardware(id=50, short_name="X", dram_bandwidth_gbps=None, fp32_tflops=10, tf32_tflops=100)
-    # compute = 7,254,245,376 / 100,000 + 2,048,000 / 10,000 = 72,542.45 + 204.8 = 72,747.25 ns
+    # compute = (7,254,245,376 + 2,048,000) / 100,000 = 72,542.45 + 20.48 = 72,562.93 ns
     f = roofline_floor(RESNET18, hw, record_ms=0.1)
     assert f.memory_ns is None and f.bandwidth_gbps is None
-    assert f.compute_ns == pytest.approx(72_747.2538, abs=1e-3)
+    assert f.compute_ns == pytest.approx(72_562.9338, abs=1e-3)
     assert f.floor_ns == f.compute_ns and f.bound == "compute"
     assert f.notes == ("no datasheet DRAM bandwidth for X: compute bound only",)
-    assert f.terms_line == "compute 72.7 µs"
-    assert f.basis_line == "convolutions at 100 TFLOPS TF32; matmuls at 10 TFLOPS FP32 · X datasheet"
+    assert f.terms_line == "compute 72.6 µs"
+    assert f.basis_line == "convolutions at 100 TFLOPS TF32; matmuls at 100 TFLOPS TF32 · X datasheet"
 
 
 def test_sku_without_compute_peaks_gives_the_bandwidth_bound_only():
@@ -229,7 +234,7 @@ def test_bindings_other_than_the_traced_ones_give_no_floor():
     f = roofline_floor(RESNET18, SXM, bindings={"batch_size": 64})
     assert f.floor_ns is None
     assert f.unavailable_reason == "analysis traced at batch_size=2, not at batch_size=64"
-    assert roofline_floor(RESNET18, SXM, bindings={"batch_size": 2}).floor_ns == pytest.approx(14_694.4956, abs=1e-3)
+    assert roofline_floor(RESNET18, SXM, bindings={"batch_size": 2}).floor_ns == pytest.approx(14_668.0683, abs=1e-3)
 
 
 def test_nothing_to_move_or_compute():
@@ -245,14 +250,43 @@ def test_no_flops_is_memory_bound():
 # --- dtypes and settings ----------------------------------------------------------------------
 
 
-def test_math_under_pytorch_defaults():
-    assert math_by_class("fp32") == {"conv": "TF32", "matmul": "FP32", "other": "FP32"}
+def test_math_is_the_fastest_each_class_may_use():
+    assert math_by_class("fp32") == {"conv": "TF32", "matmul": "TF32", "other": "FP32"}
     assert math_by_class("fp16") == {"conv": "FP16", "matmul": "FP16", "other": "FP32"}
     assert math_by_class("bf16") == {"conv": "BF16", "matmul": "BF16", "other": "FP32"}
-    assert math_by_class("fp32", {"cudnn.allow_tf32": False})["conv"] == "FP32"
-    assert math_by_class("fp32", {"float32_matmul_precision": "high"})["matmul"] == "TF32"
+    assert math_by_class("fp64") == {"conv": "FP32", "matmul": "FP32", "other": "FP32"}
     assert math_by_class("int8") is None
     assert DEFAULT_SETTINGS == SETTINGS
+
+
+def test_a_protocol_that_states_ieee_fp32_matmuls_is_honoured():
+    assert math_by_class("fp32", {"matmul": "FP32"}) == {"conv": "TF32", "matmul": "FP32", "other": "FP32"}
+    f = roofline_floor(RESNET18, SXM, protocol_math={"matmul": "FP32"})
+    # headroom-v2's figure: matmul 2,048,000 / 67,000 = 30.57 ns; compute 14,694.50 ns
+    assert f.compute_ns == pytest.approx(14_694.4956, abs=1e-3)
+    with pytest.raises(ValueError, match="unknown FLOP class 'softmax'"):
+        math_by_class("fp32", {"softmax": "FP32"})
+    with pytest.raises(ValueError, match="unknown math 'FP8' for matmul"):
+        math_by_class("fp32", {"matmul": "FP8"})
+
+
+def test_attention_in_fp32_is_bounded_on_tf32_tensor_cores():
+    """KernelBench level 1 problem 97 (ScaledDotProductAttention, 32×32×512×1024 fp32): headroom-v2 put its
+    floor at 16.4 ms on the H100 SXM (1.0995e12 FLOPs at the FP32 peak), and the eager run took 8.45 ms.
+    At TF32 the floor is 2.22 ms: a lower bound again."""
+    analysis = {
+        "dtype": "fp32", "bindings": {"batch_size": 32, "num_heads": 32, "sequence_length": 512, "embedding_dimension": 1024},
+        "input_bytes": 6_442_450_944, "output_bytes": 2_147_483_648, "param_bytes": 0, "buffer_bytes": 0,
+        "flops_by_class": {"conv": 0, "matmul": 1_099_511_627_776, "other": 0}, "assumed_settings": SETTINGS,
+    }
+    f = roofline_floor(analysis, SXM, record_ms=8.45)
+    # 1,099,511,627,776 / 494,700 = 2,222,582.63 ns; memory 8,589,934,592 / 3,350 = 2,564,159.58 ns
+    assert f.compute_ns == pytest.approx(2_222_582.6314, abs=1e-3)
+    assert f.memory_ns == pytest.approx(2_564_159.5797, abs=1e-3)
+    assert f.bound == "memory" and f.floor_display == "2.56 ms"
+    assert not f.below_floor and f.defect is None
+    old = roofline_floor(analysis, SXM, record_ms=8.45, protocol_math={"matmul": "FP32"})
+    assert old.floor_display == "16.4 ms" and old.below_floor
 
 
 def test_fp16_workload_uses_the_fp16_tensor_peak():
@@ -274,11 +308,12 @@ def test_explicit_fp16_scales_the_traced_fp32_bytes_and_uses_tensor_peaks():
     assert f.bound == "compute"
 
 
-def test_settings_recorded_with_the_analysis_are_honoured():
+def test_the_reference_settings_are_reported_not_bounded_by():
+    """The settings the reference was traced under bind the reference, not every implementation."""
     f = roofline_floor({**RESNET18, "assumed_settings": {"cudnn.allow_tf32": False}}, SXM)
-    # conv at FP32: 7,256,293,376 / 67,000 = 108,302.89 ns
-    assert f.compute_ns == pytest.approx(108_302.8862, abs=1e-3)
+    assert f.compute_ns == pytest.approx(14_668.0683, abs=1e-3)
     assert f.assumed_settings == {"cudnn.allow_tf32": False, "float32_matmul_precision": "highest"}
+    assert f.settings_line.endswith("the reference ran with cudnn.allow_tf32=False, float32_matmul_precision=highest")
 
 
 def test_int8_has_only_a_bandwidth_bound():
@@ -290,12 +325,14 @@ def test_int8_has_only_a_bandwidth_bound():
 # --- records against the floor ----------------------------------------------------------------
 
 
-def test_a_record_faster_than_the_floor_is_detected():
-    # 0.010 ms = 10,000 ns against 14,694.50 ns: 0.68×
+def test_a_record_faster_than_the_floor_is_a_defect_of_the_floor():
+    # 0.010 ms = 10,000 ns against 14,668.07 ns: 0.68×
     f = roofline_floor(RESNET18, SXM, record_ms=0.010)
-    assert f.ratio_above == pytest.approx(0.6805, abs=1e-4)
+    assert f.ratio_above == pytest.approx(0.6818, abs=1e-4)
     assert f.below_floor
-    assert f.summary == "Estimated floor 14.7 µs · compute-bound on H100 SXM · record 0.68× the floor: below it"
+    assert f.summary == "Estimated floor 14.7 µs · compute-bound on H100 SXM · record 0.68× the floor: a floor defect"
+    assert f.defect == "record 10.0 µs is under this floor of 14.7 µs: the floor is wrong (a count or a peak), not the run"
+    assert roofline_floor(RESNET18, SXM).defect is None  # no record, nothing beats it
 
 
 def test_with_record_keeps_everything_else():
@@ -317,7 +354,7 @@ def test_floors_for_catalogue_cover_every_sku_in_order():
     assert all(f.unavailable_reason for f in floors if f.floor_ns is None)
     by_sku = {f.hardware.short_name: f for f in floors}
     assert by_sku["H100 SXM"].floor_display == "14.7 µs"
-    assert by_sku["T4"].notes == ("no TF32 tensor cores on T4: convolutions bounded at the FP32 peak",)
+    assert by_sku["T4"].notes == ("no TF32 tensor cores on T4: convolutions and matmuls bounded at the FP32 peak",)
     # the T4 and the MI355X (CDNA 4) lack a TF32 figure; an A100 of unstated variant has no bandwidth
     assert [f.hardware.short_name for f in floors if f.notes and f.floor_ns is not None] == [
         "T4", "MI355X", "A100 (variant not stated)"]

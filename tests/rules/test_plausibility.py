@@ -1,7 +1,9 @@
-"""plausibility-v1: runs below their floor or >10× faster than the baseline are held for review."""
+"""plausibility-v2: unchecked runs below their floor or >10× faster than the baseline are held for review;
+the source's baseline never is, and a correct run under a floor is the floor's defect."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,9 +15,14 @@ from kernelindex.rules.plausibility import (
     IMPLAUSIBLE_SPEEDUP,
     PLAUSIBILITY_VERSION,
     SUSPICIOUS,
+    Flag,
+    HeldRun,
     Review,
+    flag_holds,
     flags_for,
     floor_for_run,
+    held_summary,
+    holding_flags,
     is_held_for_review,
     latest_review,
     status_words,
@@ -29,7 +36,7 @@ T0 = datetime(2026, 4, 1, tzinfo=UTC)
 
 
 def test_version():
-    assert PLAUSIBILITY_VERSION == "plausibility-v1"
+    assert PLAUSIBILITY_VERSION == "plausibility-v2"
 
 
 def test_an_ordinary_run_has_no_flags():
@@ -75,7 +82,7 @@ def test_the_baseline_is_not_compared_with_itself_and_missing_inputs_flag_nothin
 
 
 def test_floor_for_run_prefers_v2():
-    assert floor_for_run(14_694.5, 359.5) == (14_694.5, "headroom-v2")
+    assert floor_for_run(14_694.5, 359.5) == (14_694.5, "headroom-v3")
     assert floor_for_run(None, 359.5) == (359.5, "headroom-v1")
     assert floor_for_run(None, None) == (None, None)
 
@@ -96,7 +103,7 @@ def test_v1_floor_is_used_without_v2():
                     "NVIDIA H100", seed_catalogue(), None)
     floor, method = floor_for_run(None, h.floor_ns)
     assert method == "headroom-v1" and floor == pytest.approx(359.4698, abs=1e-3)
-    assert [f.code for f in flags_for(run(2, 0.0003), None, floor)] == [BELOW_FLOOR]
+    assert [f.code for f in flags_for(run(2, 0.0003, impl=INDUCTOR), None, floor)] == [BELOW_FLOOR]
 
 
 # --- reviews ----------------------------------------------------------------------------------
@@ -143,3 +150,54 @@ def test_flags_of_two_runs_are_refused():
     mixed = _flags() + flags_for(run(3, 0.010, impl=INDUCTOR), None, floor_ns=14_694.5)
     with pytest.raises(ValueError):
         is_held_for_review(mixed, [])
+
+
+# --- plausibility-v2: the baseline and correct runs -------------------------------------------
+
+
+def test_the_source_baseline_is_never_flagged():
+    # Under its floor and (against a faster baseline run of another implementation) "implausible":
+    # the designated baseline is the reference itself, so nothing holds it.
+    slow_base = run(1, 100.0, impl=EAGER)
+    fast_base = run(2, 0.001, impl=EAGER)
+    assert flags_for(fast_base, slow_base, floor_ns=14_694.5) == []
+    assert flag_holds(BELOW_FLOOR, True, None) is False
+    assert flag_holds(IMPLAUSIBLE_SPEEDUP, True, None) is False
+
+
+def test_a_correct_run_under_its_floor_is_not_held():
+    checked = replace(run(2, 0.010, impl=INDUCTOR), correctness_passed=True)
+    assert flags_for(checked, None, floor_ns=14_694.5) == []
+    # an unchecked one still is, and a failed check is no better than none
+    assert [f.code for f in flags_for(run(3, 0.010, impl=INDUCTOR), None, floor_ns=14_694.5)] == [BELOW_FLOOR]
+    failed = replace(run(4, 0.010, impl=INDUCTOR), correctness_passed=False)
+    assert [f.code for f in flags_for(failed, None, floor_ns=14_694.5)] == [BELOW_FLOOR]
+    # a correct run >10× faster than the baseline is still held for that
+    assert [f.code for f in flags_for(checked, run(1, 1.39, impl=EAGER), floor_ns=14_694.5)] == [IMPLAUSIBLE_SPEEDUP]
+
+
+def test_stored_v1_flags_hold_only_what_v2_would_hold():
+    """A below_floor flag stored under plausibility-v1 stays as history and holds nothing on the
+    baseline or a correct run; an implausible_speedup flag still holds a candidate."""
+    below = Flag(2, BELOW_FLOOR, "faster than its estimated floor", "…")
+    speedup = Flag(2, IMPLAUSIBLE_SPEEDUP, "more than 10× faster than the baseline", "…")
+    base = run(2, 0.010, impl=EAGER)
+    assert holding_flags(base, [below, speedup]) == []
+    assert is_held_for_review(holding_flags(base, [below]), []) is False
+    correct = replace(run(2, 0.010, impl=INDUCTOR), correctness_passed=True)
+    assert holding_flags(correct, [below, speedup]) == [speedup]
+    unchecked = run(2, 0.010, impl=INDUCTOR)
+    assert holding_flags(unchecked, [below, speedup]) == [below, speedup]
+    assert status_words(holding_flags(base, [below]), []) is None
+
+
+def test_held_summary_counts_in_words():
+    assert held_summary([]) is None
+    assert held_summary([HeldRun(7, (IMPLAUSIBLE_SPEEDUP,), True)]) == "1 faster run held for review: implausible speedup"
+    assert held_summary([HeldRun(7, (IMPLAUSIBLE_SPEEDUP,), False), HeldRun(8, (IMPLAUSIBLE_SPEEDUP,), False)]) == (
+        "2 runs held for review: implausible speedup"
+    )
+    assert held_summary([
+        HeldRun(7, (BELOW_FLOOR, IMPLAUSIBLE_SPEEDUP), True), HeldRun(8, (IMPLAUSIBLE_SPEEDUP,), True),
+        HeldRun(9, (BELOW_FLOOR,), False),
+    ]) == "2 faster runs and 1 other held for review: below its estimated floor, implausible speedup"

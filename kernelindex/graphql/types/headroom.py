@@ -1,6 +1,8 @@
 """Headroom: how far a workload's record is above a lower bound on its latency. headroom-v1 bounds the
-declared tensors by the family's reference datasheet bandwidth; headroom-v2 is a roofline floor on one
-exact SKU from the bytes and FLOPs counted on the meta device."""
+declared tensors by the family's reference datasheet bandwidth; headroom-v3 (kernelindex.rules.headroom_v2)
+is a roofline floor on one exact SKU from the bytes and FLOPs counted on the meta device, at the fastest
+math each FLOP class may use. A floor that a record (a passed, eligible run) beats says so (`defect`,
+`beatenBy`): the floor is wrong, the run is not held for it."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ import strawberry
 
 from kernelindex.graphql.enums import FloorBound, FlopClass, MathPrecision, of_rules
 from kernelindex.graphql.types.catalogue import Hardware
+from kernelindex.graphql.types.run import Run
 from kernelindex.rules import headroom_v1 as headroom_rules
 from kernelindex.rules import headroom_v2 as roofline
 from kernelindex.rules.display import format_count, format_ratio
+from kernelindex.rules.facts import RunFacts
 
 
 @strawberry.type(description="headroom-v1: a lower bound on latency from the declared tensors and the DRAM bandwidth of the family's reference datasheet.")
@@ -121,11 +125,12 @@ class ComputeTerm:
         return self.term.line
 
 
-@strawberry.type(description="headroom-v2: a roofline lower bound on one exact SKU, max(bytes / DRAM bandwidth, Σ FLOPs / matching peak).")
+@strawberry.type(description="headroom-v3: a roofline lower bound on one exact SKU, max(bytes / DRAM bandwidth, Σ FLOPs / the peak of the fastest math each class may use: TF32 tensor cores for fp32 convolutions, matmuls and attention unless the protocol states otherwise).")
 class RooflineFloor:
     floor: strawberry.Private[roofline.RooflineFloor]
+    record_run: strawberry.Private[RunFacts | None] = None  # the run recordMs comes from
 
-    @strawberry.field(description="'headroom-v2'.")
+    @strawberry.field(description="'headroom-v3'.")
     def method(self) -> str:
         return self.floor.method
 
@@ -182,7 +187,17 @@ class RooflineFloor:
         ratio = self.floor.ratio_above
         return None if ratio is None else format_ratio(ratio)
 
-    @strawberry.field(description="'Estimated floor 14.7 µs · compute-bound on H100 SXM · record 100.04× above it'.")
+    @strawberry.field(description="When the record on this SKU (a passed, eligible run) is under the floor: why the floor, not the run, is wrong, e.g. 'record 8.45 ms is under this floor of 16.4 ms: the floor is wrong (a count or a peak), not the run'. Null when nothing beats it. The run is never held for it.")
+    def defect(self) -> str | None:
+        return self.floor.defect
+
+    @strawberry.field(description="The run that beats the floor, when one does (see defect); null otherwise.")
+    def beaten_by(self) -> Run | None:
+        if self.floor.defect is None or self.record_run is None:
+            return None
+        return Run(facts=self.record_run)
+
+    @strawberry.field(description="'Estimated floor 14.7 µs · compute-bound on H100 SXM · record 100.22× above it'; a record under it reads 'record 0.51× the floor: a floor defect'.")
     def summary(self) -> str | None:
         return self.floor.summary
 
@@ -194,7 +209,7 @@ class RooflineFloor:
     def basis_line(self) -> str | None:
         return self.floor.basis_line
 
-    @strawberry.field(description="The PyTorch settings assumed for the math, e.g. cudnn.allow_tf32=True.")
+    @strawberry.field(description="The math assumed for each FLOP class (the fastest it may use) and the PyTorch settings the reference was traced under, which do not bind other implementations.")
     def settings_line(self) -> str:
         return self.floor.settings_line
 

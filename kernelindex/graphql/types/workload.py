@@ -33,9 +33,10 @@ from kernelindex.graphql.types.records import EnvironmentRecord
 from kernelindex.graphql.types.revision import WorkloadRevision
 from kernelindex.graphql.types.run import Configuration, Run
 from kernelindex.rules.display import format_date, plural
-from kernelindex.rules.headroom_inputs import best_latency_by_hardware, record_headroom_v1
+from kernelindex.rules.headroom_inputs import best_record_by_hardware, record_headroom_v1
 from kernelindex.rules.headroom_v2 import floors_for_catalogue, roofline_floor
 from kernelindex.rules.identity import IDENTITY_VERSION, short_digest
+from kernelindex.rules.plausibility import held_summary
 from kernelindex.rules.trust_context import implementation_context
 from kernelindex.services.run_filters import RunFilters
 from kernelindex.services.workload_page import WorkloadPage
@@ -203,6 +204,15 @@ class Workload(Node):
     async def eligible_run_count_display(self, info: strawberry.Info[Context, None]) -> str:
         return plural((await self._page(info)).eligible_count, "eligible run")
 
+    @strawberry.field(description="Passed live runs of the current revision at the canonical configuration held for review (plausibility-v2): not counted in eligibleRunCount, not in any record until a review approves them.")
+    async def held_run_count(self, info: strawberry.Info[Context, None]) -> int:
+        return len(await info.context.loaders.held_runs_by_workload_id.load(self.row.id))
+
+    @strawberry.field(description="The held runs in words, e.g. '1 faster run held for review: implausible speedup' ('faster': than the record its cohort shows, or its cohort shows none); null when none is held.")
+    async def held_summary(self, info: strawberry.Info[Context, None]) -> str | None:
+        held = await info.context.loaders.held_runs_by_workload_id.load(self.row.id)
+        return held_summary(h.summary_item for h in held)
+
     @strawberry.field(description="Who holds the overall record; null with no eligible run.")
     async def headline(self, info: strawberry.Info[Context, None]) -> Headline | None:
         page = await self._page(info)
@@ -249,10 +259,14 @@ class Workload(Node):
             for b in bests
         ]
 
-    @strawberry.field(description="Priority hardware with no eligible run for this workload. A capped list: the first `first` of them (at most 100).")
+    @strawberry.field(description="Priority hardware with no run of this workload to show: neither an eligible run nor one held for review (heldSummary counts those). A capped list: the first `first` of them (at most 100).")
     async def not_measured(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[HardwareGap]:
         page = await self._page(info)
-        measured = page.measured_hardware_ids
+        measured = set(page.measured_hardware_ids)
+        if any(h.priority and h.id not in measured for h in page.catalogue):
+            # A SKU whose only runs are held was measured: "Not measured" would be false there.
+            held = await info.context.loaders.held_runs_by_workload_id.load(self.row.id)
+            measured.update(h.run.environment.hardware.id for h in held)
         gaps = [h for h in page.catalogue if h.priority and h.id not in measured]
         return [HardwareGap(hardware_facts=h) for h in first_of(gaps, first, info.context.settings.max_page_size)]
 
@@ -262,22 +276,26 @@ class Workload(Node):
         semantics = page.revision.semantics if page.revision else None
         return Headroom(result=record_headroom_v1(semantics, page.facts.canonical_bindings, page.overall_record, page.catalogue))
 
-    @strawberry.field(description="headroom-v2 on the overall record's exact SKU: a roofline floor from bytes and FLOPs counted on the meta device.")
+    @strawberry.field(description="headroom-v3 on the overall record's exact SKU: a roofline floor from bytes and FLOPs counted on the meta device.")
     async def roofline(self, info: strawberry.Info[Context, None]) -> RooflineFloor | None:
         page = await self._page(info)
         record = page.overall_record
         if record is None or page.revision is None:
             return None
         floor = roofline_floor(page.revision.analysis, record.run.environment.hardware, record.run.mean_ms)
-        return RooflineFloor(floor=floor)
+        return RooflineFloor(floor=floor, record_run=record.run)
 
-    @strawberry.field(description="headroom-v2 on every catalogued SKU, with the record on that SKU where there is one: what each GPU could at best do. A capped list: the first `first` of them (at most 100).")
+    @strawberry.field(description="headroom-v3 on every catalogued SKU, with the record on that SKU where there is one: what each GPU could at best do. A capped list: the first `first` of them (at most 100).")
     async def floors(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[RooflineFloor]:
         page = await self._page(info)
         analysis = page.revision.analysis if page.revision else None
-        best_on = best_latency_by_hardware(page.records)
+        best_on = best_record_by_hardware(page.records)
         floors = first_of(floors_for_catalogue(analysis, page.catalogue), first, info.context.settings.max_page_size)
-        return [RooflineFloor(floor=f.with_record(best_on.get(f.hardware.id))) for f in floors]
+        out = []
+        for f in floors:
+            best = best_on.get(f.hardware.id)
+            out.append(RooflineFloor(floor=f.with_record(best.mean_ms if best else None), record_run=best))
+        return out
 
     @strawberry.field(description="Changes of record holder for this workload, newest first.")
     async def record_history(self, info: strawberry.Info[Context, None], first: FirstArg = None, after: AfterArg = None,

@@ -1,0 +1,118 @@
+"""Floors are lower bounds and holds are said on the page (issue 26, point 5), through the API.
+
+- a run held for review is counted on its workload's page, in a field and in words;
+- a SKU whose only runs are held was measured: it is not "Not measured on X";
+- the source's designated baseline is never held, even under its floor: the floor says it is beaten
+  (`defect`, `beatenBy`) instead;
+- a candidate whose correctness check passed is not held for beating a floor either.
+"""
+
+from __future__ import annotations
+
+from tests.api.helpers import seed_record, write_records
+
+RESNET = "kernelbench-l3-p9-resnet18"
+B200 = "NVIDIA B200 180GB"
+
+PAGE = """
+query($slug: String!) {
+  workload(slug: $slug) {
+    eligibleRunCount heldRunCount heldSummary
+    headline { label latencyMs }
+    notMeasured { message hardware { sku } }
+    roofline { summary defect beatenBy { databaseId } }
+    floors { hardware { sku } recordMs floorDisplay summary defect beatenBy { databaseId } }
+  }
+}
+"""
+
+
+def _b200_record(implementation: str, mean: float, label: str) -> dict:
+    rec = seed_record(0)
+    rec["implementation"] = {"slug": implementation}
+    rec["environment"] = {"hardware": {"sku": B200}, "provider": "TestCloud", "label": label, "software": {}}
+    rec["statistics"].update(mean=mean, std=mean / 100, min=mean * 0.99, max=mean * 1.01)
+    return rec
+
+
+async def _page(graphql) -> dict:
+    return (await graphql(PAGE, {"slug": RESNET}))["workload"]
+
+
+async def _run_id(graphql, implementation: str, sku: str) -> int:
+    data = await graphql(
+        "query($impl: String!) { runs(implementation: $impl, first: 50) { nodes { databaseId flags { code } "
+        "environment { hardware { sku } } } } }",
+        {"impl": implementation},
+    )
+    (run,) = [n for n in data["runs"]["nodes"] if n["environment"]["hardware"]["sku"] == sku]
+    return run
+
+
+async def test_the_seed_page_holds_nothing(graphql):
+    w = await _page(graphql)
+    assert (w["heldRunCount"], w["heldSummary"]) == (0, None)
+    assert "Not measured on B200 for this workload." in [g["message"] for g in w["notMeasured"]]
+    assert all(f["defect"] is None and f["beatenBy"] is None for f in w["floors"])
+    assert w["roofline"]["defect"] is None
+
+
+async def test_a_faster_run_held_for_review_is_counted_in_words(db_url, graphql, client):
+    """Level 1 problem 40's case: the baseline holds the headline while a faster run waits for review;
+    the page says so instead of reading as if nothing were faster."""
+    rec = seed_record(0)  # the PCIe cohort, where eager is 1.39 ms
+    rec["implementation"] = {"slug": "too_good_kernel"}
+    rec["statistics"].update(mean=0.1, min=0.09, max=0.11)  # 13.9× faster than the baseline, above the 23.5 µs floor
+    await write_records(db_url, [rec])
+    w = await _page(graphql)
+    assert w["headline"] == {"label": "Source baseline · unbeaten", "latencyMs": 1.39}
+    assert w["eligibleRunCount"] == 4
+    assert w["heldRunCount"] == 1
+    assert w["heldSummary"] == "1 faster run held for review: implausible speedup"
+    # the JSON twin of the page says it too
+    twin = (await client.get(f"/workloads/{RESNET}.json")).json()
+    assert (twin["heldRunCount"], twin["heldSummary"]) == (1, "1 faster run held for review: implausible speedup")
+
+
+async def test_a_sku_whose_only_run_is_held_is_not_called_unmeasured(db_url, graphql):
+    # 0.001 ms under the B200 floor of 6.60 µs, from a candidate without a correctness check: held.
+    await write_records(db_url, [_b200_record("too_good_kernel", 0.001, "b200-held")])
+    w = await _page(graphql)
+    assert w["eligibleRunCount"] == 4 and w["heldRunCount"] == 1
+    assert w["heldSummary"] == "1 faster run held for review: below its estimated floor"
+    messages = [g["message"] for g in w["notMeasured"]]
+    assert "Not measured on B200 for this workload." not in messages
+    assert B200 not in {g["hardware"]["sku"] for g in w["notMeasured"]}
+    floors = {f["hardware"]["sku"]: f for f in w["floors"]}
+    assert floors[B200]["recordMs"] is None and floors[B200]["defect"] is None  # a held run is no record
+
+
+async def test_the_source_baseline_is_never_held_and_the_floor_it_beats_says_so(db_url, graphql):
+    await write_records(db_url, [_b200_record("torch_eager", 0.001, "b200-baseline")])
+    run = await _run_id(graphql, "torch_eager", B200)
+    assert run["flags"] == []
+    w = await _page(graphql)
+    assert w["heldRunCount"] == 0 and w["heldSummary"] is None
+    assert w["eligibleRunCount"] == 5
+    assert w["headline"]["latencyMs"] == 0.001
+    floor = {f["hardware"]["sku"]: f for f in w["floors"]}[B200]
+    assert floor["recordMs"] == 0.001 and floor["floorDisplay"] == "6.60 µs"
+    assert floor["defect"] == "record 1.00 µs is under this floor of 6.60 µs: the floor is wrong (a count or a peak), not the run"
+    assert floor["summary"].endswith("record 0.15× the floor: a floor defect")
+    assert floor["beatenBy"] == {"databaseId": run["databaseId"]}
+    assert w["roofline"]["beatenBy"] == {"databaseId": run["databaseId"]}
+    assert w["roofline"]["defect"] == floor["defect"]
+    # every other SKU's floor stands
+    assert [f["hardware"]["sku"] for f in w["floors"] if f["defect"]] == [B200]
+
+
+async def test_a_correct_candidate_under_its_floor_is_not_held(db_url, graphql):
+    rec = _b200_record("fast_kernel", 0.001, "b200-checked")
+    rec["correctness"] = {"passed": True, "max_abs_diff": 1e-6, "max_rel_diff": 1e-5, "atol": 1e-4, "rtol": 1e-4}
+    await write_records(db_url, [rec])
+    run = await _run_id(graphql, "fast_kernel", B200)
+    assert run["flags"] == []
+    w = await _page(graphql)
+    assert w["heldRunCount"] == 0 and w["eligibleRunCount"] == 5
+    floor = {f["hardware"]["sku"]: f for f in w["floors"]}[B200]
+    assert floor["beatenBy"] == {"databaseId": run["databaseId"]} and floor["defect"] is not None
