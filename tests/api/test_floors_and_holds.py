@@ -116,3 +116,38 @@ async def test_a_correct_candidate_under_its_floor_is_not_held(db_url, graphql):
     assert w["heldRunCount"] == 0 and w["eligibleRunCount"] == 5
     floor = {f["hardware"]["sku"]: f for f in w["floors"]}[B200]
     assert floor["beatenBy"] == {"databaseId": run["databaseId"]} and floor["defect"] is not None
+
+
+async def test_a_v1_below_floor_flag_on_the_baseline_holds_nothing(db_url, graphql):
+    """A database judged under plausibility-v1 keeps its flags as history; the baseline's v1 below_floor
+    flag (level 1 problem 97's case) no longer holds it, in Python or in SQL (the comparison's LIMIT)."""
+    from sqlalchemy import text
+
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.services.records import refresh_all_records
+
+    async def flag_the_pcie_baseline(session):
+        run_id = (await session.execute(text(
+            "SELECT r.id FROM runs r JOIN implementations i ON i.id = r.implementation_id "
+            "JOIN environments e ON e.id = r.environment_id JOIN workloads w ON w.id = r.workload_id "
+            "WHERE w.slug = :slug AND i.slug = 'torch_eager' AND e.label = 'H100_PCIe_LambdaLabs'"
+        ), {"slug": RESNET})).scalar_one()
+        await session.execute(text(
+            "INSERT INTO run_flags (run_id, code, reason, rule_version) "
+            "VALUES (:id, 'below_floor', '1.39 ms is below the estimated floor of 2.00 ms', 'plausibility-v1')"
+        ), {"id": run_id})
+        await refresh_all_records(session)
+        return run_id
+
+    run_id = await in_own_transaction(db_url, flag_the_pcie_baseline)
+    w = await _page(graphql)
+    assert (w["eligibleRunCount"], w["heldRunCount"], w["heldSummary"]) == (4, 0, None)
+    assert w["headline"] == {"label": "Source baseline · unbeaten", "latencyMs": 1.39}
+    data = await graphql(
+        "query($slug: String!) { workload(slug: $slug) { comparison { rows { run { databaseId } } } } "
+        "runs(workload: $slug, first: 20) { nodes { databaseId flags { code } reviewStatus reviewState } } }",
+        {"slug": RESNET},
+    )
+    assert run_id in [r["run"]["databaseId"] for r in data["workload"]["comparison"]["rows"]]
+    (run,) = [n for n in data["runs"]["nodes"] if n["databaseId"] == run_id]
+    assert run == {"databaseId": run_id, "flags": [{"code": "BELOW_FLOOR"}], "reviewStatus": None, "reviewState": None}

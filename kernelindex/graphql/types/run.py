@@ -221,7 +221,7 @@ class Run(Node):
         return [RunFlag.of(f) for f in holds.flags]
     flags: list[RunFlag] = strawberry.field(
         resolver=_flags,
-        description="plausibility-v1 flags (faster than its floor, >10× faster than the baseline) with their reasons: at most one per flag code.",
+        description="Plausibility flags (faster than its floor, >10× faster than the baseline) with their reasons: at most one per flag code. Every stored flag is listed; reviewStatus and reviewState weigh those plausibility-v2 still holds for (none on the source's baseline, no below_floor on a run whose correctness check passed).",
     )
 
     async def _review_status(self, info: strawberry.Info[Context, None]) -> str | None:
@@ -233,7 +233,7 @@ class Run(Node):
 
     async def _review_state(self, info: strawberry.Info[Context, None]) -> ReviewState | None:
         holds = await info.context.loaders.holds_by_run_id.load(self.facts.id)
-        if not holds.flags:
+        if not holds.holding:  # a stored flag plausibility-v2 no longer holds for (a baseline's v1 below_floor) asks no review
             return None
         review = plausibility.latest_review(holds.reviews, self.facts.id)
         return ReviewState.NEEDS_REVIEW if review is None else of_rules(ReviewState, review.decision)
