@@ -19,7 +19,7 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.models import FLEET_JOB_STATES, FleetJob
 from kernelindex.fleet import jobs as fleet_jobs
 from kernelindex.fleet.jobs import Enqueued, FleetInputError
-from kernelindex.fleet.submissions import MAX_SOURCE_BYTES, check_candidate_source
+from kernelindex.fleet.submissions import MAX_SOURCE_BYTES, check_candidate_source, shown_filename
 from kernelindex.ingest.progress import Progress
 
 
@@ -80,9 +80,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     # The module is checked before the database is touched: what is wrong with the file is the file's
     # problem (exit 1, as for any input refused), not a fatal error.
     try:
+        name = shown_filename(path.name)  # first: every message below shows it
         if size > MAX_SOURCE_BYTES:
-            raise FleetInputError("file", f"{path.name}: {size:,} bytes; a submission is at most {MAX_SOURCE_BYTES:,}")
-        check_candidate_source(source, path.name)
+            raise FleetInputError("file", f"{name}: {size:,} bytes; a submission is at most {MAX_SOURCE_BYTES:,}")
+        check_candidate_source(source, name)
     except FleetInputError as exc:
         say(f"error: {exc}")
         return EXIT_SOME_REJECTED

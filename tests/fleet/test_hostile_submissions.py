@@ -31,6 +31,14 @@ def test_the_cli_refuses_a_source_too_deep_to_parse_as_a_file_problem(cli, tiny_
     assert "out of memory" not in err and "unexpected" not in err and "Traceback" not in err
 
 
+def test_the_cli_shows_no_escape_sequence_a_file_name_holds(cli, tiny_workload, tmp_path, capsys):
+    path = tmp_path / "model\x1b[2J.py"
+    path.write_text("class ModelNew: pass\n", encoding="utf-8")
+    assert cli("submit", "--workload", tiny_workload, "--file", str(path), "--hardware", "cpu") == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "the file name holds a control character (U+001B" in err, err
+
+
 def test_the_cli_refuses_a_file_over_the_size_limit_without_reading_it(cli, tiny_workload, tmp_path, capsys):
     path = tmp_path / "huge.py"
     with path.open("wb") as out:
