@@ -34,6 +34,7 @@ from kernelindex.fleet.submissions import (
     check_bindings_name_axes,
     check_candidate_source,
     check_candidate_source_async,
+    check_reference_length,
     checked_licence,
     checked_source_url,
     checked_title,
@@ -162,6 +163,8 @@ async def submit_implementation(
     on ``hardware`` (``replicas`` of them, each on a machine of its own), in the session's transaction.
     The same bytes for the same revision and hardware (and configuration) are the jobs already made."""
     check_replicas(replicas)
+    check_reference_length(workload_slug, "workload")
+    check_reference_length(hardware, "hardware")
     filename = shown_filename(filename)
     title = checked_title(title)
     licence = checked_licence(licence)

@@ -39,6 +39,7 @@ MAX_URL_CHARS = 2048
 MAX_PATH_CHARS = 4096
 MAX_FILENAME_CHARS = 255
 MAX_BINDING_NAME_CHARS = 64
+MAX_REFERENCE_CHARS = 200
 _PATH_PARTS = re.compile(r"[/\\]")
 
 
@@ -184,6 +185,13 @@ def shown_filename(filename: str) -> str:
     if problem:
         raise FleetInputError("file", f"the file name {problem}")
     return name
+
+
+def check_reference_length(value: str, key: str) -> None:
+    """A workload slug or hardware name longer than any there is: refused before it is looked up, so that
+    the refusal does not quote it back whole."""
+    if len(value) > MAX_REFERENCE_CHARS:
+        raise FleetInputError(key, f"a {key} name of {len(value):,} characters; none is longer than {MAX_REFERENCE_CHARS}")
 
 
 def checked_title(title: str) -> str:

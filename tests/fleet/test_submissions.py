@@ -254,6 +254,8 @@ async def test_the_event_loop_keeps_running_while_a_source_is_parsed(session, ti
     ({"filename": "model\u202eyp.exe"}, "file", "U+202E"),
     ({"source_url": "https://example.org/\x1b[2J"}, "sourceUrl", "not an http(s) URL"),
     ({"source_url": "https://example.org/" + "a" * 3000}, "sourceUrl", "at most 2,048"),
+    ({"workload_slug": "w" * 100_000}, "workload", "none is longer than 200"),
+    ({"hardware": "NVIDIA " * 20_000}, "hardware", "none is longer than 200"),
     ({"bindings": {"N" * 5000: 8}}, "bindings", "at most 64"),
     ({"bindings": {"M": 8}}, "bindings", "has no axis M; its axes: N"),
     ({"bindings": {"N": 2**31}}, "bindings", "below 2**31"),
