@@ -96,9 +96,10 @@ class HeadlineKind(Enum):
     FASTEST = strawberry.enum_value("fastest", description="Another implementation holds it.")
 
 
-@strawberry.enum(description="plausibility-v1: why a run is held out of records until a review approves it.")
+@strawberry.enum(description="plausibility-v2: why a run is held out of records until a review approves it (never the source's baseline).")
 class RunFlagCode(Enum):
-    BELOW_FLOOR = strawberry.enum_value("below_floor", description="Faster than the roofline floor of its SKU.")
+    BELOW_FLOOR = strawberry.enum_value(
+        "below_floor", description="Faster than the roofline floor of its SKU without a passed correctness check (a correct run under a floor is the floor's defect, not held).")
     IMPLAUSIBLE_SPEEDUP = strawberry.enum_value(
         "implausible_speedup", description="More than 10× faster than the baseline in its cohort.")
 

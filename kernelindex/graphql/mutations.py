@@ -237,7 +237,7 @@ class ReviewRunResult:
 @strawberry.type
 class ReviewMutations:
     @strawberry.mutation(
-        description="Review a run that plausibility-v1 flagged: APPROVED lets it count towards records again, "
+        description="Review a run that plausibility flagged: APPROVED lets it count towards records again, "
         "REJECTED keeps it out. Reviews are kept; the latest decides. Needs the runs:review scope."
     )
     async def review_run(

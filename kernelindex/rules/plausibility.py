@@ -13,8 +13,10 @@ plausibility-v2 (plausibility-v1 held every run under its floor, the source's ba
 - a flagged run reads "suspicious: needs review" and is kept out of records until reviewed. A
   review is data: the latest review of the run decides; "approved" makes it eligible again,
   "rejected" keeps it out. Without a review a flagged run stays held;
-- a stored flag whose reason the current version no longer holds for (a v1 below_floor flag on a
-  baseline or a correct run) is kept as history and holds nothing.
+- a stored flag whose reason the current version no longer holds for is kept as history and holds
+  nothing: any flag on a baseline, a below_floor flag on a correct run, and every below_floor flag
+  raised by plausibility-v1 (judged against headroom-v2's floor, which real runs beat: the next
+  refresh of its cohort judges the run against the current floor again).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.headroom_v2 import ROOFLINE_VERSION
 
 PLAUSIBILITY_VERSION = "plausibility-v2"
+# Versions whose below_floor flags hold nothing now: they were judged against an older floor.
+STALE_FLOOR_VERSIONS = frozenset({"plausibility-v1"})
 
 SUSPICIOUS = "suspicious: needs review"
 MAX_PLAUSIBLE_SPEEDUP = 10.0
@@ -56,6 +60,7 @@ class Flag:
     words: str  # 'faster than its estimated floor'
     detail: str  # with the numbers: '10.0 µs is below the estimated floor of 14.7 µs'
     label: str = SUSPICIOUS
+    rule_version: str = PLAUSIBILITY_VERSION  # the version that raised it (a stored flag keeps its own)
 
 
 @dataclass(frozen=True)
@@ -80,13 +85,23 @@ def floor_for_run(v2_floor_ns: float | None, v1_floor_ns: float | None) -> tuple
     return None, None
 
 
-def flag_holds(code: str, is_baseline: bool, correctness_passed: bool | None) -> bool:
-    """Whether a flag with this code holds a run under plausibility-v2: never the source's baseline;
-    below_floor only a run whose correctness check did not pass (a floor that a correct run beats is
-    the floor's defect)."""
+def flag_holds(
+    code: str, is_baseline: bool, correctness_passed: bool | None, rule_version: str = PLAUSIBILITY_VERSION
+) -> bool:
+    """Whether a flag with this code, raised by `rule_version`, holds a run under plausibility-v2:
+    never the source's baseline; below_floor only a run whose correctness check did not pass (a floor
+    that a correct run beats is the floor's defect), and only when raised against the current floor."""
     if is_baseline:
         return False
-    return code != BELOW_FLOOR or correctness_passed is not True
+    if code != BELOW_FLOOR:
+        return True
+    return correctness_passed is not True and rule_version not in STALE_FLOOR_VERSIONS
+
+
+def is_current(flag: Flag) -> bool:
+    """Whether a stored flag was judged under the current rules (a refresh raises a stale one again,
+    against the current floor, if the run still earns it)."""
+    return not (flag.code == BELOW_FLOOR and flag.rule_version in STALE_FLOOR_VERSIONS)
 
 
 def holds_for_floor(run: RunFacts) -> bool:
@@ -125,7 +140,7 @@ def flags_for(run: RunFacts, cohort_baseline: RunFacts | None, floor_ns: float |
 def holding_flags(run: RunFacts, flags: Iterable[Flag]) -> list[Flag]:
     """The stored flags that still hold this run under plausibility-v2: none for the source's
     baseline; a below_floor flag only while beating a floor can hold the run (holds_for_floor)."""
-    return [f for f in flags if flag_holds(f.code, run.implementation.is_baseline, run.correctness_passed)]
+    return [f for f in flags if flag_holds(f.code, run.implementation.is_baseline, run.correctness_passed, f.rule_version)]
 
 
 def latest_review(reviews: Iterable[Review], run_id: int) -> Review | None:

@@ -74,8 +74,8 @@ async def load_holds(session: AsyncSession, run_ids: Sequence[int]) -> dict[int,
         run = collected.setdefault(flag.run_id, _Collecting())
         if flag.id not in run.flags:
             words = plausibility.FLAG_WORDS.get(flag.code, flag.code)
-            run.flags[flag.id] = plausibility.Flag(flag.run_id, flag.code, words, flag.reason)
-            if plausibility.flag_holds(flag.code, is_baseline, correctness_passed):
+            run.flags[flag.id] = plausibility.Flag(flag.run_id, flag.code, words, flag.reason, rule_version=flag.rule_version)
+            if plausibility.flag_holds(flag.code, is_baseline, correctness_passed, flag.rule_version):
                 run.holding[flag.id] = run.flags[flag.id]
         if review is not None and review.id not in run.reviews:
             run.reviews[review.id] = plausibility.Review(
@@ -119,10 +119,9 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
     than any with one, ties by id: plausibility.latest_review); plausibility then decides."""
     out: dict[int, list[HeldRun]] = {p.workload.id: [] for p in pages}
     revision_ids = [p.revision.id for p in pages if p.revision is not None]
-    codes = (
-        select(func.array_agg(aggregate_order_by(RunFlag.code, RunFlag.id)))
-        .where(RunFlag.run_id == Run.id)
-        .scalar_subquery()
+    codes, versions = (
+        select(func.array_agg(aggregate_order_by(column, RunFlag.id))).where(RunFlag.run_id == Run.id).scalar_subquery()
+        for column in (RunFlag.code, RunFlag.rule_version)
     )
     decision = (
         select(RunReview.decision).where(RunReview.run_id == Run.id)
@@ -133,7 +132,7 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
     rows = (
         await session.execute(
             run_rows_statement()
-            .add_columns(codes, decision)
+            .add_columns(codes, versions, decision)
             .join(WorkloadRevision, WorkloadRevision.id == Run.workload_revision_id)
             .where(
                 Run.workload_revision_id == any_(id_array(revision_ids)),
@@ -146,10 +145,11 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
     builder = FactsBuilder()
     held: dict[int, list[tuple[RunFacts, tuple[str, ...]]]] = {}
     for row in rows:
-        facts = builder.run(*row[:-2])
-        flag_codes, deciding = row[-2] or [], row[-1]
+        facts = builder.run(*row[:-3])
+        flag_codes, flag_versions, deciding = row[-3] or [], row[-2] or [], row[-1]
         holding = tuple(
-            c for c in flag_codes if plausibility.flag_holds(c, facts.implementation.is_baseline, facts.correctness_passed)
+            c for c, v in zip(flag_codes, flag_versions, strict=True)
+            if plausibility.flag_holds(c, facts.implementation.is_baseline, facts.correctness_passed, v)
         )
         if holding and deciding != plausibility.APPROVED:
             held.setdefault(facts.workload_id, []).append((facts, holding))

@@ -60,7 +60,7 @@ from kernelindex.db.models import (
 from kernelindex.rules import ranking
 from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts
 from kernelindex.rules.measurements import MAX_LATENCY_MS, MIN_LATENCY_MS
-from kernelindex.rules.plausibility import APPROVED, BELOW_FLOOR
+from kernelindex.rules.plausibility import APPROVED, BELOW_FLOOR, STALE_FLOOR_VERSIONS
 from kernelindex.services.facts import CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
 from kernelindex.services.holds import with_holds
 from kernelindex.services.sql import id_array
@@ -334,8 +334,12 @@ def not_held_clause() -> ColumnElement[bool]:
     latest by time, reviews without one older than any with one, ties by id (latest_review, over
     reviews in id order as load_holds gives them). Only flags that still hold count
     (plausibility.flag_holds): none on a baseline implementation, no below_floor on a run whose
-    correctness check passed."""
-    holds_floor = Run.correctness["passed"].is_distinct_from(literal_column("'true'::jsonb"))
+    correctness check passed, none raised by a version judged against an older floor."""
+    # Constants written into the text, as everywhere in these clauses (see _live_passed).
+    holds_floor = and_(
+        Run.correctness["passed"].is_distinct_from(literal_column("'true'::jsonb")),
+        *(RunFlag.rule_version != literal_column(f"'{v}'") for v in sorted(STALE_FLOOR_VERSIONS)),
+    )
     not_baseline = ~select(Implementation.id).where(
         Implementation.id == Run.implementation_id, Implementation.role == literal_column("'baseline'")
     ).exists()

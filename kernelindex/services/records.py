@@ -170,7 +170,8 @@ async def refresh_cohorts(
         baseline = next((r for r in sorted(runs, key=ranking.order_key) if r.implementation.is_baseline), None)
         judged: list[RunFacts] = []
         for run in runs:
-            found = list(holds[run.id].flags)
+            # A stale flag (below_floor judged against an older floor) is judged again: replaced below if still earned.
+            found = [f for f in holds[run.id].flags if plausibility.is_current(f)]
             floor_ns = _floor_for(run, revision, catalogue)
             for flag in plausibility.flags_for(run, baseline, floor_ns):
                 if flag.code not in {f.code for f in found}:
@@ -194,9 +195,18 @@ async def refresh_cohorts(
                 "previous_run_id": draft.previous_run_id, "improvement_percent": draft.improvement_percent,
                 "rule_version": HISTORY_VERSION, "created_at": now,
             })
-    # Flags are few (implausible runs): executemany, for its ON CONFLICT DO NOTHING.
+    # Flags are few (implausible runs): executemany, for its ON CONFLICT. A stale flag of the same code
+    # (plausibility.is_current) takes the new reason and version; a current one is left as it is.
     if new_flags:
-        await session.execute(pg_insert(RunFlag).on_conflict_do_nothing(index_elements=["run_id", "code"]), new_flags)
+        upsert = pg_insert(RunFlag)
+        await session.execute(
+            upsert.on_conflict_do_update(
+                index_elements=["run_id", "code"],
+                set_={"reason": upsert.excluded.reason, "rule_version": upsert.excluded.rule_version},
+                where=RunFlag.rule_version != upsert.excluded.rule_version,
+            ),
+            new_flags,
+        )
     await _write_bests(session, keys, bests)
     if drafts:
         await copy_rows(session, "record_events", EVENT_COLUMNS, dict_rows(drafts, EVENT_COLUMNS))

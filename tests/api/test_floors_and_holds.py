@@ -39,7 +39,7 @@ async def _page(graphql) -> dict:
     return (await graphql(PAGE, {"slug": RESNET}))["workload"]
 
 
-async def _run_id(graphql, implementation: str, sku: str) -> int:
+async def _run_id(graphql, implementation: str, sku: str) -> dict:
     data = await graphql(
         "query($impl: String!) { runs(implementation: $impl, first: 50) { nodes { databaseId flags { code } "
         "environment { hardware { sku } } } } }",
@@ -151,3 +151,38 @@ async def test_a_v1_below_floor_flag_on_the_baseline_holds_nothing(db_url, graph
     assert run_id in [r["run"]["databaseId"] for r in data["workload"]["comparison"]["rows"]]
     (run,) = [n for n in data["runs"]["nodes"] if n["databaseId"] == run_id]
     assert run == {"databaseId": run_id, "flags": [{"code": "BELOW_FLOOR"}], "reviewStatus": None, "reviewState": None}
+
+
+async def test_v1_below_floor_flags_are_judged_again_against_the_current_floor(db_url, graphql):
+    """plausibility-v1's below_floor flags were raised against headroom-v2's floor (level 1 problem 97's
+    inductor run held under a 16.4 ms floor it was not under at 2.56 ms): they hold nothing now, and a
+    refresh raises the flag again, as plausibility-v2's, only where the run is under the current floor."""
+    from sqlalchemy import text
+
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.services.records import refresh_all_records
+
+    above = seed_record(0)  # the PCIe cohort: 1.00 ms, far above the 23.5 µs floor, 1.39× faster than eager
+    above["implementation"] = {"slug": "steady_kernel"}
+    above["statistics"].update(mean=1.0, min=0.99, max=1.01)
+    below = _b200_record("too_good_kernel", 0.001, "b200-judged-again")  # under the B200 floor of 6.60 µs
+    await write_records(db_url, [above, below])
+    steady, too_good = (await _run_id(graphql, "steady_kernel", "NVIDIA H100 PCIe 80GB"))["databaseId"], (
+        await _run_id(graphql, "too_good_kernel", B200))["databaseId"]
+
+    async def as_if_judged_by_v1(session):
+        await session.execute(text(
+            "INSERT INTO run_flags (run_id, code, reason, rule_version) "
+            "VALUES (:id, 'below_floor', '1.00 ms is below the estimated floor of 2.00 ms', 'plausibility-v1')"
+        ), {"id": steady})
+        await session.execute(text("UPDATE run_flags SET rule_version = 'plausibility-v1' WHERE run_id = :id"), {"id": too_good})
+        await refresh_all_records(session)
+        return (await session.execute(text(
+            "SELECT run_id, rule_version FROM run_flags WHERE run_id IN (:a, :b) ORDER BY run_id"
+        ), {"a": steady, "b": too_good})).all()
+
+    flags = await in_own_transaction(db_url, as_if_judged_by_v1)
+    assert [tuple(f) for f in flags] == [(steady, "plausibility-v1"), (too_good, "plausibility-v2")]
+    w = await _page(graphql)
+    assert w["eligibleRunCount"] == 5  # the steady kernel counts; the one under the B200 floor is held again
+    assert w["heldSummary"] == "1 faster run held for review: below its estimated floor"

@@ -23,6 +23,7 @@ from kernelindex.rules.plausibility import (
     floor_for_run,
     held_summary,
     holding_flags,
+    is_current,
     is_held_for_review,
     latest_review,
     status_words,
@@ -201,3 +202,15 @@ def test_held_summary_counts_in_words():
         HeldRun(7, (BELOW_FLOOR, IMPLAUSIBLE_SPEEDUP), True), HeldRun(8, (IMPLAUSIBLE_SPEEDUP,), True),
         HeldRun(9, (BELOW_FLOOR,), False),
     ]) == "2 faster runs and 1 other held for review: below its estimated floor, implausible speedup"
+
+
+def test_below_floor_flags_of_v1_were_judged_against_an_older_floor():
+    stale = Flag(2, BELOW_FLOOR, "faster than its estimated floor", "…", rule_version="plausibility-v1")
+    current = Flag(2, BELOW_FLOOR, "faster than its estimated floor", "…")
+    old_speedup = Flag(2, IMPLAUSIBLE_SPEEDUP, "more than 10× faster than the baseline", "…", rule_version="plausibility-v1")
+    unchecked = run(2, 0.010, impl=INDUCTOR)
+    assert current.rule_version == PLAUSIBILITY_VERSION
+    assert holding_flags(unchecked, [stale, old_speedup]) == [old_speedup]
+    assert holding_flags(unchecked, [current]) == [current]
+    assert (is_current(stale), is_current(current), is_current(old_speedup)) == (False, True, True)
+    assert flag_holds(BELOW_FLOOR, False, None, "plausibility-v1") is False

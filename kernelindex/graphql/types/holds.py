@@ -10,7 +10,7 @@ from kernelindex.rules.plausibility import Flag
 
 @strawberry.type(description="A plausibility flag on a run: it is kept out of records until a review approves it.")
 class RunFlag:
-    code: RunFlagCode = strawberry.field(description="Which plausibility-v1 rule raised it.")
+    code: RunFlagCode = strawberry.field(description="Which plausibility rule raised it.")
     words: str = strawberry.field(description="The flag in words.")
     reason: str = strawberry.field(description="The figures behind it.")
 
