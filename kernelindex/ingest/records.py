@@ -1,54 +1,68 @@
-"""Reading and validating run records (schemas/run-record.schema.json), one JSON object per line.
+"""Reading and checking run records (schemas/run-record.schema.json), one JSON object per line.
 
 Reading streams: one line at a time, each decoded on its own (a bad byte costs its line, not the rest
 of the file), each at most MAX_LINE_BYTES long. Everything wrong with a line comes back as an
 InputProblem naming the file, the line and, where it can, the key; nothing raises.
 
-Validation is the JSON Schema plus what a schema cannot say, one validator for `ingest runs` and
-submitRuns alike (check_record): values JSON Lines cannot carry but a GraphQL variable can (NaN,
-NUL, lone surrogates, integers past 64 bits); a passed run has statistics and a correctness check
-that did not fail; the statistics are physically and logically possible (rules.measurements:
-bounds, order, spread, samples that agree); the numbers fit the database's columns; bindings are
-positive with identifier axis names; names are not empty and hold no invisible characters
-(rules.names), hardware names are no look-alikes; observed_at states its offset, is not before
-2000 nor in the future beyond MAX_CLOCK_SKEW (rules.instants). Checking also normalises: the provider
-gets its one name (rules.providers.normalise_provider), so `modal` and `Modal` are one environment,
-and names their spaces collapsed. The schema is checked by a
-predicate compiled from the schema file itself (fast: valid records never reach `jsonschema`); a
-record it refuses goes through `jsonschema`, which words the errors and has the last say.
+One reader, three steps, for `ingest runs` and submitRuns alike (check_run):
+
+1. Decode, in C, into the typed structs of kernelindex.ingest.record_types: types, enums, ranges,
+   required and unknown keys are checked there (and shape_problems adds the little a struct
+   cannot say). What the structs refuse is worded here as it always was (jsonschema's words, read
+   from the schema file, the published contract), per key.
+2. The cross-field rules (kernelindex.rules.run_record): statistics, instants, names, sizes.
+3. Normalisation (rules.run_record.normalised), which returns a new record.
+
+Values JSON Lines cannot carry but a GraphQL variable can (NaN, NUL, lone surrogates, integers past
+64 bits) are refused before step 1 (_value_problems). A line the C decoder refuses as JSON, or may
+read differently from strict JSON (a \\u escape, which can spell NUL or a lone surrogate; a run of 19
+digits; a key written twice, which msgspec keeps the last of), is read by the strict reader
+(parse_json_line), which words what is wrong with it; what it reads goes through the same steps.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
-import itertools
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 from kernelindex.db.text import text_problem
 from kernelindex.ingest.errors import InputProblem
+from kernelindex.ingest.record_types import RECORD_FORMAT, Run, as_data, colons, convert_run, decode_run, is_date, shape_problems
 from kernelindex.rules.instants import EARLIEST_OBSERVED, MAX_CLOCK_SKEW
-from kernelindex.rules.measurements import MAX_COMPILE_TIME_MS, statistics_plainly_valid, statistics_problems
-from kernelindex.rules.names import axis_name_problem, collapse_spaces, hardware_name_problem, name_problem
-from kernelindex.rules.providers import normalise_provider
-
-if TYPE_CHECKING:
-    import jsonschema
+from kernelindex.rules.run_record import (
+    INT32_MAX,
+    MAX_CONFIGURATION_KEY_CHARS,
+    MAX_DETAILS_DEPTH,
+    MAX_NAME_CHARS,
+    MAX_REASON_CHARS,
+    PARTS,
+    Ranked,
+    in_order,
+    observed_at_problem,
+    parse_observed_at,
+    part_normal_form,
+    part_problems,
+    record_normal_form,
+    record_problems,
+)
+from kernelindex.rules.run_record import short as _short
 
 # Parsed JSON: the honest type of a decoded object before (and, for free-form parts, after) validation.
 JSON = dict[str, Any]
+Problem = tuple[str | None, str]
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "schemas" / "run-record.schema.json"
-RECORD_FORMAT = "kernelindex.run/1"
 # Catalogue lines an export carries before its runs (kernelindex.ingest.catalog applies them).
 HARDWARE_FORMAT = "kernelindex.hardware/1"
 WORKLOAD_FORMAT = "kernelindex.workload/1"
@@ -57,164 +71,15 @@ CATALOG_FORMATS = (HARDWARE_FORMAT, WORKLOAD_FORMAT)
 # A longer line is refused without being read into memory whole (a run record is a few kB; 1,000
 # raw samples are ~20 kB).
 MAX_LINE_BYTES = 1024 * 1024
-# environment.details is free-form; deeper nesting than this is refused.
-MAX_DETAILS_DEPTH = 32
-# Names that end up in unique indexes (PostgreSQL refuses index entries over ~2.7 kB).
-MAX_NAME_CHARS = 200
-MAX_CONFIGURATION_KEY_CHARS = 2000
-INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
-MAX_REASON_CHARS = 300
-# MAX_CLOCK_SKEW (how far past the checker's clock an observed_at may be) and EARLIEST_OBSERVED are
-# rules.instants'; imported here, where they are applied.
 
-
-# -- the schema -------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def _schema() -> JSON:
-    schema: JSON = json.loads(SCHEMA_PATH.read_text())
-    return schema
-
-
-@lru_cache(maxsize=1)
-def _validator() -> jsonschema.Draft202012Validator:
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(_schema(), format_checker=jsonschema.FormatChecker())
-
-
-_IGNORED_KEYWORDS = frozenset({"$schema", "$id", "title", "description", "$comment", "examples", "default"})
-# Python expressions, true when {x} has the JSON type (bool is not a number; 2.0 is an integer, as in jsonschema).
-_TYPE_TESTS = {
-    "object": "type({x}) is dict",
-    "array": "type({x}) is list",
-    "string": "type({x}) is str",
-    "boolean": "type({x}) is bool",
-    "null": "{x} is None",
-    "number": "type({x}) is float or type({x}) is int",
-    "integer": "type({x}) is int or (type({x}) is float and {x}.is_integer())",
-}
-
-
-class _Unsupported(Exception):
-    pass
-
-
-class _SchemaCompiler:
-    """Compiles the run-record schema into Python source: one function that returns False at the
-    first thing the schema refuses. It may refuse more than `jsonschema` (a subclass of dict, say),
-    never less: what it refuses is judged by `jsonschema` itself. An unsupported keyword makes the
-    whole compile fail, and then every record goes through `jsonschema`."""
-
-    def __init__(self) -> None:
-        self.constants: dict[str, Any] = {}
-        self.functions: list[str] = []
-        self._names = itertools.count()
-
-    def constant(self, value: Any) -> str:
-        name = f"_c{next(self._names)}"
-        self.constants[name] = value
-        return name
-
-    def function(self, schema: Any) -> str:
-        name = f"_f{next(self._names)}"
-        body: list[str] = []
-        self.emit(schema, "v", body, 1)
-        self.functions.append("\n".join([f"def {name}(v):", *body, "    return True"]))
-        return name
-
-    def emit(self, schema: Any, x: str, out: list[str], depth: int) -> None:
-        pad = "    " * depth
-        if schema is True or schema == {}:
-            return
-        if not isinstance(schema, dict):
-            out.append(f"{pad}return False")
-            return
-        types = schema.get("type")
-        if types is not None:
-            names = [types] if isinstance(types, str) else list(types)
-            if any(n not in _TYPE_TESTS for n in names):
-                raise _Unsupported(f"type {types!r}")
-            test = " or ".join(f"({_TYPE_TESTS[n].format(x=x)})" for n in names)
-            out.append(f"{pad}if not ({test}): return False")
-        for keyword, value in schema.items():
-            if keyword in _IGNORED_KEYWORDS or keyword in ("type", "properties", "additionalProperties"):
-                continue
-            if keyword == "required":
-                test = " or ".join(f"{json.dumps(n)} not in {x}" for n in value)
-                out.append(f"{pad}if type({x}) is dict and ({test}): return False")
-            elif keyword in ("enum", "const"):
-                options = value if keyword == "enum" else [value]
-                if not all(isinstance(o, str) for o in options):
-                    raise _Unsupported(f"{keyword} {value!r}")
-                out.append(f"{pad}if type({x}) is not str or {x} not in {self.constant(frozenset(options))}: return False")
-            elif keyword in ("minimum", "exclusiveMinimum"):
-                op = ">" if keyword == "exclusiveMinimum" else ">="
-                out.append(f"{pad}if (type({x}) is float or type({x}) is int) and not ({x} {op} {value!r}): return False")
-            elif keyword == "minLength":
-                out.append(f"{pad}if type({x}) is str and len({x}) < {int(value)}: return False")
-            elif keyword == "pattern":
-                out.append(f"{pad}if type({x}) is str and {self.constant(re.compile(value))}.search({x}) is None: return False")
-            elif keyword == "format":
-                out.append(f"{pad}if not _conforms({x}, {json.dumps(value)}): return False")
-            elif keyword == "items":
-                item = f"i{depth}"
-                body: list[str] = []
-                self.emit(value, item, body, depth + 2)
-                if body:
-                    out.append(f"{pad}if type({x}) is list:")
-                    out.append(f"{pad}    for {item} in {x}:")
-                    out.extend(body)
-            elif keyword == "anyOf":
-                options = [self.function(sub) for sub in value]
-                out.append(f"{pad}if not ({' or '.join(f'{o}({x})' for o in options)}): return False")
-            else:
-                raise _Unsupported(keyword)
-        props = schema.get("properties", {})
-        additional = schema.get("additionalProperties", True)
-        if "patternProperties" in schema:
-            raise _Unsupported("patternProperties")
-        if not props and additional is True:
-            return
-        out.append(f"{pad}if type({x}) is dict:")
-        if additional is False:
-            out.append(f"{pad}    if not {self.constant(frozenset(props))}.issuperset({x}): return False")
-        elif additional is not True:
-            extra = self.function(additional)
-            known = self.constant(frozenset(props))
-            out.append(f"{pad}    for k{depth}, e{depth} in {x}.items():")
-            out.append(f"{pad}        if k{depth} not in {known} and not {extra}(e{depth}): return False")
-        for name, sub in props.items():
-            child = f"p{next(self._names)}"
-            body = []
-            self.emit(sub, child, body, depth + 2)
-            if body:
-                out.append(f"{pad}    if {json.dumps(name)} in {x}:")
-                out.append(f"{pad}        {child} = {x}[{json.dumps(name)}]")
-                out.extend(body)
-        out.append(f"{pad}    pass")
-
-
-def _compile(schema: Any) -> Callable[[Any], bool]:
-    """A predicate true only for instances `jsonschema` accepts (see _SchemaCompiler)."""
-    compiler = _SchemaCompiler()
-    try:
-        entry = compiler.function(schema)
-    except _Unsupported:
-        return lambda _: False
-    checker = _validator().format_checker
-    assert checker is not None  # _validator() is built with one
-    namespace: dict[str, Any] = dict(compiler.constants, _conforms=checker.conforms)
-    exec("\n\n".join(compiler.functions), namespace)
-    predicate: Callable[[Any], bool] = namespace[entry]
-    return predicate
-
-
-@lru_cache(maxsize=1)
-def _fast_validator() -> Callable[[Any], bool]:
-    return _compile(_schema())
+__all__ = [
+    "CATALOG_FORMATS", "EARLIEST_OBSERVED", "HARDWARE_FORMAT", "INT32_MAX", "MAX_CLOCK_SKEW", "MAX_CONFIGURATION_KEY_CHARS",
+    "MAX_DETAILS_DEPTH", "MAX_LINE_BYTES", "MAX_NAME_CHARS", "MAX_REASON_CHARS", "RECORD_FORMAT", "WORKLOAD_FORMAT",
+    "CatalogueLine", "JsonProblems", "PendingLine", "RunRecord", "check_pending", "check_record", "check_run", "line_digest",
+    "observed_at_problem", "parse_json_line", "parse_observed_at", "raw_lines", "read_item", "read_line", "read_pending",
+    "read_run_records",
+]
 
 
 # -- strict JSON --------------------------------------------------------------------------------
@@ -356,190 +221,199 @@ def parse_json_line(text: str) -> Any:
     return data
 
 
-# -- the fast reader -----------------------------------------------------------------------------
+# -- wording what the structs refuse ----------------------------------------------------------------
 
-# Most lines are plainly good. msgspec decodes them in C, several times faster than the strict reader
-# above, and refuses what that reader refuses (NaN, ±Infinity, numbers that overflow a double, lone
-# surrogates, control characters, bad UTF-8, bad syntax). What it would let through is routed to the
-# strict reader instead: any \u escape (it could spell NUL or a lone surrogate, which the strict reader
-# words), a run of 19 or more digits (an integer past 64 bits, which msgspec keeps exact), and a
-# repeated key (msgspec keeps the last). So a line the fast reader takes parses to the same value the
-# strict reader gives, and a line it declines is parsed, and its problems worded, by the strict reader:
-# the errors are the strict reader's in every case.
-_DECODER = msgspec.json.Decoder()
-_ENCODER = msgspec.json.Encoder()
-_DIGITS_ONLY = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # digits → "0", all else → " "
-_LONG_NUMBER = b"0" * 19
+# The structs refuse at the first thing wrong, naming it by a `$.path`; a record is told everything
+# wrong with it, in the words it always was (jsonschema's, from the schema file: the schema states
+# the types, minimums, enums and patterns those words quote). So the refused part is worded, taken
+# out of a copy of the record (a required one stood in for by a value the schema accepts), and the
+# copy converted again, until the structs accept what is left.
 
 
-def fast_parse(raw: bytes) -> dict[str, Any] | None:
-    """The object on a line when the fast reader can vouch for it (see above); None: use parse_json_line."""
-    data = _fast_decode(raw)
-    return data if data is not None and _no_repeated_key(raw, data) else None
+@lru_cache(maxsize=1)
+def _schema() -> JSON:
+    schema: JSON = json.loads(SCHEMA_PATH.read_text())
+    return schema
 
 
-def _fast_decode(raw: bytes) -> dict[str, Any] | None:
-    """The object on a line, decoded in C, when nothing but a repeated key could make it differ from
-    the strict reader's (_no_repeated_key tells that)."""
-    if b"\\u" in raw or _LONG_NUMBER in raw.translate(_DIGITS_ONLY):
-        return None
+_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+|\.\.\.)\]")
+_ANY_KEY = ...  # a dict's value, whichever key (msgspec writes `[...]`)
+_MAX_ROUNDS = 200
+
+
+def _parse_error(error: msgspec.ValidationError) -> tuple[str, list[Any]]:
+    match = _AT.match(str(error))
+    assert match is not None  # the pattern matches any text
+    path: list[Any] = []
+    for name, index in _STEP.findall(match["path"] or ""):
+        path.append(name if name else (_ANY_KEY if index == "..." else int(index)))
+    return match["what"], path
+
+
+def _schema_at(path: list[Any]) -> JSON:
+    node = _schema()
+    for step in path:
+        if isinstance(step, str):
+            node = node.get("properties", {}).get(step, {})
+        elif isinstance(step, int):
+            node = node.get("items", {})
+        else:
+            extra = node.get("additionalProperties", {})
+            node = extra if isinstance(extra, dict) else {}
+    return node
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    number = type(value) is int or type(value) is float
+    return {
+        "object": type(value) is dict, "array": type(value) is list, "string": type(value) is str,
+        "boolean": type(value) is bool, "null": value is None, "number": number,
+        "integer": type(value) is int or (type(value) is float and value.is_integer()),
+    }.get(kind, True)
+
+
+def _leaf_reasons(value: Any, node: JSON) -> list[str]:
+    """What the schema node refuses in a value, keyword by keyword in the schema's order, in
+    jsonschema's words (for the keywords a leaf of the run-record schema uses)."""
+    out: list[str] = []
+    number = type(value) is int or type(value) is float
+    for keyword, rule in node.items():
+        if keyword == "type":
+            kinds = [rule] if isinstance(rule, str) else rule
+            if not any(_is_type(value, k) for k in kinds):
+                out.append(f"{value!r} is not of type {', '.join(repr(k) for k in kinds)}")
+        elif keyword == "const" and not (value == rule and type(value) is type(rule)):
+            out.append(f"{rule!r} was expected")
+        elif keyword == "enum" and not any(value == e and type(value) is type(e) for e in rule):
+            out.append(f"{value!r} is not one of {rule!r}")
+        elif keyword == "minimum" and number and value < rule:
+            out.append(f"{value!r} is less than the minimum of {rule!r}")
+        elif keyword == "exclusiveMinimum" and number and value <= rule:
+            out.append(f"{value!r} is less than or equal to the minimum of {rule!r}")
+        elif keyword == "minLength" and type(value) is str and len(value) < rule:
+            out.append(f"{value!r} {'should be non-empty' if rule == 1 else 'is too short'}")
+        elif keyword == "pattern" and type(value) is str and re.search(rule, value) is None:
+            out.append(f"{value!r} does not match {rule!r}")
+        elif keyword == "format" and rule == "date" and type(value) is str and not is_date(value):
+            out.append(f"{value!r} is not a 'date'")
+    return [_short(r) for r in out]
+
+
+def _stand_in(node: JSON) -> Any:
+    """A value the schema node accepts: put in place of a refused or missing required value, so
+    that the rest of its object is read (and nothing is told of the stand-in itself)."""
+    if "const" in node:
+        return node["const"]
+    if "enum" in node:
+        return node["enum"][0]
+    kinds = node.get("type", "null")
+    kind = kinds if isinstance(kinds, str) else kinds[0]
+    if kind == "object":
+        required = list(node.get("required", []))
+        for option in node.get("anyOf", [])[:1]:
+            required += option.get("required", [])
+        return {name: _stand_in(node.get("properties", {}).get(name, {})) for name in required}
+    return {"string": "x", "integer": 1, "number": 1, "array": [], "boolean": False}.get(kind)
+
+
+def _rank(path: list[Any], keyword: str) -> tuple[list[str], int]:
+    """Where jsonschema puts an error: sorted by the path of the value it judged, then in the order
+    of the keywords in the schema there."""
+    keywords = list(_schema_at([p for p in path if p is not None]))
+    return [str(p) for p in path], keywords.index(keyword) if keyword in keywords else len(keywords)
+
+
+def _struct_problems(data: dict[str, Any], first: msgspec.ValidationError) -> list[Problem]:
+    """Everything the structs refuse in `data` (a JSON object), each worded per key; `first` is the
+    error converting it raised."""
+    found: list[tuple[tuple[list[str], int], Problem]] = []  # (where jsonschema sorts it, the problem)
+    work = copy.deepcopy(data)  # a copy to take refused parts out of
+    taken: list[list[Any]] = []  # the keys taken out for a wrong value
+    error: msgspec.ValidationError | None = first
+    for _ in range(_MAX_ROUNDS):
+        if error is None:
+            break
+        current = error
+        try:
+            error = _tell(current, work, found, taken)
+        except (KeyError, IndexError, TypeError):  # a path this wording does not follow: say it plainly
+            what, path = _parse_error(current)
+            found.append((_rank(path, ""), (_key_path(path), _short(what))))
+            break
+    found.sort(key=lambda f: f[0])
+    return [problem for _, problem in found]
+
+
+def _tell(error: msgspec.ValidationError, work: dict[str, Any], found: list[tuple[tuple[list[str], int], Problem]],
+          taken: list[list[Any]]) -> msgspec.ValidationError | None:
+    """One round of _struct_problems: word `error`, take its part out of `work` (or stand in for
+    it), and convert again: the next error, or None when the structs accept what is left."""
+    what, path = _parse_error(error)
+    holder: Any = work
+    for step in path:
+        holder = holder if step is _ANY_KEY else holder[step]
+    if what.startswith("Object missing required field"):
+        # Every required key missing here, told and then stood in for, to read on.
+        node = _schema_at(path)
+        for name in node.get("required", []):
+            if name not in holder:
+                found.append((_rank(path, "required"), (_key_path([*path, name]), f"{name!r} is a required property")))
+                holder[name] = _stand_in(node["properties"][name])
+                taken.append([*path, name])
+    elif what.startswith("Object contains unknown field"):
+        known = set(_schema_at(path).get("properties", {}))
+        for name in [k for k in holder if k not in known]:
+            reason = _short(f"unknown field {name!r} (not in the run-record schema)")
+            found.append((_rank(path, "additionalProperties"), (_key_path([*path, name]), reason)))
+            del holder[name]
+    else:
+        # A value refused: a list's item or a dict's value is worded for every one of its
+        # siblings refused alike, and the whole list or dict taken out.
+        whole = path
+        if path and (isinstance(path[-1], int) or path[-1] is _ANY_KEY):
+            whole = path[:-1]
+            container: Any = work
+            for step in whole:
+                container = container[step]
+            node = _schema_at(path)
+            items = container.items() if isinstance(container, dict) else enumerate(container)
+            for key, value in items:
+                for reason in _leaf_reasons(value, node):
+                    found.append((_rank([*whole, key], ""), (_key_path([*whole, key]), reason)))
+        else:
+            reasons = _leaf_reasons(holder, _schema_at(path)) or [_short(what)]
+            found += [(_rank(path, ""), (_key_path(path), reason)) for reason in reasons]
+        if not whole:
+            return None
+        container = work
+        for step in whole[:-1]:
+            container = container[step]
+        if whole[-1] in _schema_at(whole[:-1]).get("required", []):
+            container[whole[-1]] = _stand_in(_schema_at(whole))  # to read the rest of its object
+        else:
+            del container[whole[-1]]
+        taken.append(whole)
     try:
-        data = _DECODER.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # ValidationError: a number overflows
-        return None
-    return data if type(data) is dict else None
-
-
-def _no_repeated_key(raw: bytes, data: dict[str, Any]) -> bool:
-    # Colons: one per key as written plus those inside strings. Encoding the value again writes one
-    # per key it kept plus the same string colons (no \\u escapes here), so the counts differ
-    # exactly when an object repeated a key.
-    return _ENCODER.encode(data).count(b":") == raw.count(b":")
-
-
-# -- records ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """A validated record; `where` locates it in its input (`line` is its line number, when it has one)."""
-
-    data: dict[str, Any]
-    file: str
-    where: str
-    line: int | None = None
-    # The digest of the line it was read from (line_digest), stored with its run.
-    line_sha: bytes | None = None
-
-    @property
-    def observed_at(self) -> datetime:
-        return parse_observed_at(self.data["observed_at"])
-
-
-def parse_observed_at(text: str) -> datetime:
-    """The instant, in UTC (a time without an offset is read as UTC). ValueError when it is not an
-    ISO 8601 date-time, or names an instant outside what a datetime holds in UTC
-    ('0001-01-01T00:00:00+14:00' is before year 1 in UTC)."""
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    try:
-        return value.astimezone(UTC)
-    except OverflowError:
-        raise ValueError(f"{text!r} cannot be represented in UTC (outside years 1 to 9999)") from None
-
-
-def observed_at_problem(text: str, now: datetime) -> str | None:
-    """Why an observed_at is refused, or None (rules.instants): not a date-time, no UTC offset, not
-    representable in UTC, before EARLIEST_OBSERVED, or later than now + MAX_CLOCK_SKEW."""
-    if len(text) <= 10 and "T" not in text:
-        return f"{text!r} is a date, not a date-time: state the time and its UTC offset (e.g. {text}T12:00:00Z)"
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return f"not an ISO 8601 date-time: {text!r}"
-    if value.tzinfo is None:
-        return f"{text!r} has no time zone: add its UTC offset (…Z or …+02:00); without one it is ambiguous by up to 26 hours"
-    try:
-        observed = parse_observed_at(text)
-    except ValueError:
-        return f"{text!r} cannot be represented as a time in UTC (it falls outside years 1 to 9999 there)"
-    if observed < EARLIEST_OBSERVED:
-        return f"{value.isoformat()} is before {EARLIEST_OBSERVED.date().isoformat()}, earlier than any GPU benchmark"
-    if observed > now + MAX_CLOCK_SKEW:
-        minutes = int(MAX_CLOCK_SKEW.total_seconds() // 60)
-        return (
-            f"{value.isoformat()} is in the future (now is {now.astimezone(UTC).isoformat(timespec='seconds')}; "
-            f"at most {minutes} minutes of clock skew is allowed)"
-        )
+        run = convert_run(work)
+    except msgspec.ValidationError as exc:
+        return exc
+    for key, reason in shape_problems(run):
+        # Read after a value was taken out: only where none was taken from.
+        if not any(_key_path(t).startswith(key or "") for t in taken):
+            parts = (key or "").split(".")
+            found.append((_rank(parts, "anyOf" if reason.startswith("needs ") else ""), (key, reason)))
     return None
 
 
-# A clock far enough ahead that only the clock's own check could refuse what passes against it.
-_FAR_FUTURE = datetime(9000, 1, 1, tzinfo=UTC)
+# -- checking -------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=4096)
-def _plain_instant(text: str) -> datetime | None:
-    """The instant an observed_at names when nothing but the clock can refuse it; None otherwise.
-    (Times repeat in a file: each is parsed and checked once.)"""
-    return None if observed_at_problem(text, _FAR_FUTURE) is not None else parse_observed_at(text)
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
-
-
-def _schema_problems(data: dict[str, Any]) -> list[tuple[str | None, str]]:
-    """jsonschema's errors, worded per key: a missing field and an unknown field are named as keys."""
-    problems: list[tuple[str | None, str]] = []
-    for error in sorted(_validator().iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
-        path = list(error.absolute_path)
-        if error.validator == "required" and isinstance(error.instance, dict):
-            missing = [n for n in error.validator_value if n not in error.instance and repr(n) in error.message]
-            for name in missing[:1] or [None]:
-                problems.append((_key_path(path + ([name] if name else [])), _short(error.message)))
-        elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            known = set(error.schema.get("properties", {}))
-            for name in [k for k in error.instance if k not in known]:
-                problems.append((_key_path(path + [name]), _short(f"unknown field {name!r} (not in the run-record schema)")))
-        elif error.validator == "anyOf" and all(isinstance(s, dict) and set(s) == {"required"} for s in error.validator_value):
-            options = [" and ".join(s["required"]) for s in error.validator_value]
-            problems.append((_key_path(path), f"needs {' or '.join(options)}"))
-        else:
-            problems.append((_key_path(path), _short(error.message)))
-    return problems
-
-
-def _depth(value: Any, limit: int) -> int:
-    """Nesting depth of a parsed JSON value, counting no further than limit + 1."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, (dict, list)):
-            if d > deepest:
-                deepest = d
-                if deepest > limit:
-                    return deepest
-            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
-    return deepest
-
-
-def _memoised(check: Callable[[str], Any]) -> Callable[[str], Any]:
-    """check(text), remembered for short texts: the names in a file repeat from record to record
-    (one implementation, protocol, source and machine over thousands of runs), and each check
-    walks the text character by character. Long texts are checked every time (never held)."""
-    remembered = lru_cache(maxsize=4096)(check)
-
-    def memoised(text: str) -> Any:
-        return remembered(text) if len(text) <= 256 else check(text)
-
-    return memoised
-
-
-_name_problem = _memoised(name_problem)
-_collapse_spaces = _memoised(collapse_spaces)
-_hardware_name_problem = _memoised(hardware_name_problem)
-_axis_name_problem = _memoised(axis_name_problem)
-_normalise_provider = _memoised(normalise_provider)
-
-
-_INT32_FIELDS = (("workload", "level"), ("workload", "problem"), ("protocol", "warmup"), ("protocol", "trials"), ("statistics", "num_trials"))
-# Names whose spaces are collapsed (a stray space must not make a second source or protocol) and
-# which may not be empty or hold invisible characters.
-_NAME_FIELDS = (
-    ("workload", "slug"), ("workload", "suite"), ("implementation", "title"), ("implementation", "framework"),
-    ("implementation", "language"), ("implementation", "runtime_id"), ("protocol", "name"), ("protocol", "version"),
-    ("protocol", "timer"), ("source", "name"), ("source", "revision"),
-)
-
-
-def _value_problems(data: Any) -> list[tuple[str | None, str]]:
+def _value_problems(data: Any) -> list[Problem]:
     """What a GraphQL variable can carry but JSON Lines cannot (parse_json_line refuses these as it
     reads, in the same words): non-finite numbers, integers past 64 bits, NUL characters and lone
     surrogates in text or keys."""
-    found: list[tuple[str | None, str]] = []
+    found: list[Problem] = []
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
     while stack:
         value, path = stack.pop()
@@ -568,6 +442,10 @@ def _value_problems(data: Any) -> list[tuple[str | None, str]]:
     return found
 
 
+_DIGITS_ONLY = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # digits → "0", all else → " "
+_LONG_NUMBER = b"0" * 19
+
+
 def _plainly_storable(data: Any) -> bool:
     """True only where _value_problems(data) finds nothing, decided by the C encoder: it refuses
     NaN and ±Infinity, keeps a lone surrogate (which UTF-8 then refuses) and writes NUL as \\u0000;
@@ -581,121 +459,108 @@ def _plainly_storable(data: Any) -> bool:
     return "\\u0000" not in text and _LONG_NUMBER not in encoded.translate(_DIGITS_ONLY)
 
 
-def check_record(data: Any, now: datetime | None = None, *, values_checked: bool = False) -> list[tuple[str | None, str]]:
-    """(key, reason) for everything wrong with one record; empty when it is valid. The one validator
-    of run records: `ingest runs` and submitRuns both call it, and get the same problems.
+def _not_an_object(data: Any) -> list[Problem]:
+    kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
+    return [(None, f"expected a JSON object (one run record per line), got {kind}")]
 
-    Integer-valued numbers where the schema wants integers (100.0 for num_trials) are made ints, so
-    equal records have equal digests and the database gets the type its columns hold; the provider
-    is given its one name (normalise_provider) and names their spaces collapsed. `now` (default: the
-    clock) bounds observed_at. values_checked: the record came through parse_json_line, which has
-    refused non-finite numbers and bad text already."""
+
+def _sorted_shape(problems: list[Problem]) -> list[Problem]:
+    return sorted(problems, key=lambda p: (p[0] or "").split("."))
+
+
+# A record's parts repeat from run to run (one implementation, protocol, source and machine over
+# thousands of runs): each distinct part is judged once, remembered by its encoding (so 2 and 2.0
+# are told apart), if it is short: a remembered part is never large.
+_PART_ENCODER = msgspec.json.Encoder()
+_MAX_REMEMBERED_PART = 512
+
+
+@lru_cache(maxsize=4096)
+def _remembered_part(name: str, encoded: bytes) -> tuple[list[Ranked], dict[str, Any]]:
+    return _judged_part(name, msgspec.json.decode(encoded))
+
+
+def _judged_part(name: str, values: dict[str, Any]) -> tuple[list[Ranked], dict[str, Any]]:
+    problems = part_problems(name, values)
+    return problems, values if problems or name == "hardware" else part_normal_form(name, values)
+
+
+def _part_verdict(name: str, part: msgspec.Struct) -> tuple[list[Ranked], dict[str, Any]]:
+    """A part's problems and its normal form (shared: copy it before handing it on)."""
+    encoded = _PART_ENCODER.encode(part)
+    if len(encoded) > _MAX_REMEMBERED_PART:
+        return _judged_part(name, msgspec.to_builtins(part))
+    return _remembered_part(name, encoded)
+
+
+def _checked_run(run: Run, data: dict[str, Any] | None, now: datetime | None) -> dict[str, Any] | list[Problem]:
+    """Steps 2 and 3 for a run the structs accepted (`data`: its plain values, when made already)."""
+    shape = shape_problems(run)
+    if shape:
+        return _sorted_shape(shape)
+    data = as_data(run) if data is None else data
+    found: list[Ranked] = []
+    normal: dict[str, dict[str, Any]] = {}
+    for name in PARTS:
+        problems, normal[name] = _part_verdict(name, run.environment.hardware if name == "hardware" else getattr(run, name))
+        found += problems
+    found += record_problems(data, now if now is not None else datetime.now(UTC))
+    if found:
+        return in_order(found)
+    out = record_normal_form(data)
+    for name in ("workload", "implementation", "protocol", "source"):
+        out[name] = dict(normal[name])
+    return out
+
+
+def check_run(data: Any, now: datetime | None = None, *, values_checked: bool = False) -> dict[str, Any] | list[Problem]:
+    """The one check of run records, `ingest runs` and submitRuns alike: the record in its normal
+    form (a new value; `data` is untouched), or (key, reason) for everything wrong with it (a
+    non-empty list). `now` (default: the clock) bounds observed_at. values_checked: the record came
+    through parse_json_line, which has refused non-finite numbers and bad text already."""
     if not isinstance(data, dict):
-        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
-        return [(None, f"expected a JSON object (one run record per line), got {kind}")]
+        return _not_an_object(data)
     if not values_checked and not _plainly_storable(data):
         found = _value_problems(data)
         if found:
             return found
-    if not _fast_validator()(data):
-        problems = _schema_problems(data)
-        if problems:
-            return problems
-    problems = []
-    for section, key in _INT32_FIELDS:
-        part: JSON = data.get(section) or {}
-        value = part.get(key)
-        if value is None:
-            continue
-        if value > INT32_MAX:
-            problems.append((f"{section}.{key}", f"{value} is too large (at most {INT32_MAX:,})"))
-        elif type(value) is float:
-            part[key] = int(value)
-    for section, key in _NAME_FIELDS:
-        part = data.get(section) or {}
-        value = part.get(key)
-        if not isinstance(value, str):
-            continue
-        bad = _name_problem(value)
-        if bad:
-            problems.append((f"{section}.{key}", f"{key} {bad}"))
-        else:
-            part[key] = _collapse_spaces(value)
-    workload, hardware, protocol, source = data["workload"], data["environment"]["hardware"], data["protocol"], data["source"]
-    for key, value in (
-        ("workload.slug", workload.get("slug")), ("workload.suite", workload.get("suite")),
-        ("implementation.slug", data["implementation"]["slug"]), ("environment.hardware.sku", hardware.get("sku")),
-        ("environment.hardware.product_name", hardware.get("product_name")), ("protocol.name", protocol["name"]),
-        ("protocol.version", protocol["version"]), ("source.name", source["name"]), ("source.revision", source.get("revision")),
-    ):
-        if value is not None and len(value) > MAX_NAME_CHARS:
-            problems.append((key, f"longer than {MAX_NAME_CHARS} characters ({len(value):,})"))
-    for key in ("sku", "product_name"):
-        value = hardware.get(key)
-        if isinstance(value, str) and len(value) <= MAX_NAME_CHARS:
-            bad = _hardware_name_problem(value)
-            if bad:
-                problems.append((f"environment.hardware.{key}", bad))
-    bindings = data["configuration"]["bindings"]
-    for name, value in bindings.items():
-        bad = _axis_name_problem(name)
-        if bad:
-            problems.append((f"configuration.bindings.{name}", bad))
-        elif value > INT32_MAX or value < -INT32_MAX:
-            problems.append((f"configuration.bindings.{name}", f"{value} is out of range (at most {INT32_MAX:,})"))
-        elif value < 1:
-            problems.append((f"configuration.bindings.{name}", f"{value:g} is not a size: an axis binding is a positive integer"))
-        elif type(value) is float:
-            bindings[name] = int(value)
-    if sum(len(name) + 16 for name in bindings) > MAX_CONFIGURATION_KEY_CHARS:
-        problems.append(("configuration.bindings", f"too large (more than {MAX_CONFIGURATION_KEY_CHARS} characters as JSON)"))
-    environment = data["environment"]
-    if isinstance(environment.get("provider"), str):
-        environment["provider"] = _normalise_provider(environment["provider"])
-    details = environment.get("details")
-    nested = details is not None and any(type(v) is dict or type(v) is list for v in details.values())
-    if nested and _depth(details, MAX_DETAILS_DEPTH) > MAX_DETAILS_DEPTH:
-        problems.append(("environment.details", f"nested deeper than {MAX_DETAILS_DEPTH} levels"))
-    stats = data.get("statistics")
-    correctness = data.get("correctness") or {}
-    if data["status"] == "passed":
-        if not stats:
-            problems.append(("statistics", "a passed run needs statistics"))
-        if correctness.get("passed") is False:
-            problems.append(("correctness.passed", "a passed run cannot have failed its correctness check: its status is 'failed'"))
-    elif not data.get("failure_reason"):
-        problems.append(("failure_reason", "a failed run needs a failure_reason"))
-    elif not _collapse_spaces(data["failure_reason"]):
-        problems.append(("failure_reason", "a failed run needs a failure_reason (it is only spaces)"))
-    samples = data.get("samples_ms")
-    if stats and (samples or not statistics_plainly_valid(stats)):
-        problems += statistics_problems(stats, samples)
-    elif samples:
-        problems.append(("samples_ms", "samples without statistics: state the statistics they give"))
-    compile_time = data.get("compile_time_ms")
-    if compile_time is not None and compile_time > MAX_COMPILE_TIME_MS:
-        problems.append(("compile_time_ms", f"{compile_time!r} ms is more than a day ({MAX_COMPILE_TIME_MS:,.0f} ms)"))
-    for key in ("max_abs_diff", "max_rel_diff", "atol", "rtol"):
-        value = correctness.get(key)
-        if isinstance(value, (int, float)) and value < 0:
-            problems.append((f"correctness.{key}", f"{value!r} is negative: a difference or a tolerance is at least 0"))
-    now = now if now is not None else datetime.now(UTC)
-    text = data["observed_at"]
-    instant = _plain_instant(text) if len(text) <= 64 else None
-    if instant is None or instant > now + MAX_CLOCK_SKEW:
-        observed = observed_at_problem(text, now)
-        if observed is not None:
-            problems.append(("observed_at", _short(observed)))
-    revision_date = data["source"].get("revision_date")
-    if revision_date:
-        try:
-            date.fromisoformat(revision_date)
-        except ValueError:
-            problems.append(("source.revision_date", _short(f"not an ISO 8601 date: {revision_date!r}")))
-    return problems
+    try:
+        run = convert_run(data)
+    except msgspec.ValidationError as exc:
+        return _struct_problems(data, exc)
+    return _checked_run(run, None, now)
 
 
-# -- reading ------------------------------------------------------------------------------------
+def check_record(data: Any, now: datetime | None = None, *, values_checked: bool = False) -> list[Problem]:
+    """check_run's problems; a valid `data` is made its normal form in place. For the callers that
+    still hand the dict they checked to RunRecord (ingest kernelbench, until the one pipeline takes
+    it over); new code uses check_run, which returns the normal form instead."""
+    checked = check_run(data, now, values_checked=values_checked)
+    if isinstance(checked, list):
+        return checked
+    data.clear()
+    data.update(checked)
+    return []
+
+
+# -- records --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A checked record in its normal form, as plain JSON values (what the writer reads); `where`
+    locates it in its input (`line` is its line number, when it has one)."""
+
+    data: dict[str, Any]
+    file: str
+    where: str
+    line: int | None = None
+    # The digest of the line it was read from (line_digest), stored with its run.
+    line_sha: bytes | None = None
+
+    @property
+    def observed_at(self) -> datetime:
+        return parse_observed_at(self.data["observed_at"])
 
 
 class _TooLong:
@@ -743,9 +608,9 @@ class CatalogueLine:
     where: str
 
 
-# The version of everything check_record decides and normalises. A line's digest (line_digest) covers
+# The version of everything the checks decide and normalise. A line's digest (line_digest) covers
 # it, so after a change to the checks no stored digest matches and every line is checked afresh.
-# Bump it with any change to what check_record accepts or how it normalises.
+# Bump it with any change to what check_run accepts or how it normalises.
 CHECKS_VERSION = b"run-record-checks/1"
 
 
@@ -754,44 +619,59 @@ def line_digest(raw: bytes) -> bytes:
     return hashlib.blake2b(raw.strip(), digest_size=16, key=CHECKS_VERSION).digest()
 
 
+def _plain_bytes(raw: bytes) -> bool:
+    """Whether the C decoder reads the line as strict JSON does (see the module's docstring; a key
+    written twice is found after decoding, by _written_once)."""
+    return b"\\u" not in raw and _LONG_NUMBER not in raw.translate(_DIGITS_ONLY)
+
+
+def _written_once(raw: bytes, run: Run) -> bool:
+    # Colons: one per key as written plus those inside strings. The run's own encoding writes one
+    # per key it kept plus the same string colons (no \\u escapes here), so the counts differ
+    # exactly when an object repeated a key.
+    return colons(run) == raw.count(b":")
+
+
 @dataclass(frozen=True)
 class PendingLine:
-    """A line that decoded plainly and is not checked yet: `ingest runs` first asks whether the very
-    same bytes are a live run already (RunWriter.skip_known), and checks only the others
-    (check_pending). `data` is what the strict reader would give, unless the line repeats a key,
-    which check_pending finds before anything else."""
+    """A line the structs took and not checked further yet: `ingest runs` first asks whether the
+    very same bytes are a live run already (RunWriter.skip_known), and checks only the others
+    (check_pending)."""
 
     number: int
     where: str
-    data: dict[str, Any]
+    run: Run
+    data: dict[str, Any]  # its plain values (as_data): what skip_known reads to find its workload revision
     raw: bytes
     digest: bytes
 
 
 def read_pending(number: int, raw: bytes | str | _TooLong, file: str) -> PendingLine | RunRecord | CatalogueLine | list[InputProblem] | None:
-    """One physical line, decoded once: a PendingLine when the fast reader takes it, else what
+    """One physical line, decoded once: a PendingLine when the structs take it, else what
     read_item makes of it (a record, a catalogue line, its problems, or None for a blank line)."""
     if isinstance(raw, bytes):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
-        data = _fast_decode(raw)
-        if data is not None and data.get("format") not in CATALOG_FORMATS:
-            return PendingLine(number, f"line {number}", data, raw, line_digest(raw))
+        if _plain_bytes(raw):
+            try:
+                run = decode_run(raw)
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                pass
+            else:
+                return PendingLine(number, f"line {number}", run, as_data(run), raw, line_digest(raw))
         item = read_item(number, raw, file)
-        # Read by the strict reader, but a line of bytes all the same: its run keeps the digest.
+        # Read another way, but a line of bytes all the same: its run keeps the digest.
         return replace(item, line_sha=line_digest(raw)) if isinstance(item, RunRecord) else item
     return read_item(number, raw, file)
 
 
 def check_pending(line: PendingLine, file: str) -> RunRecord | list[InputProblem]:
     """The check of a PendingLine: exactly read_item's answer for its bytes."""
-    if not _no_repeated_key(line.raw, line.data):
+    if not _written_once(line.raw, line.run):
         found = read_item(line.number, line.raw, file)
         assert not isinstance(found, (RunRecord, CatalogueLine)) and found is not None  # a repeated key is a problem
         return found
-    checked = _checked(line.data, line.number, file, line.where)
-    assert not isinstance(checked, CatalogueLine)  # read_pending sends catalogue lines to read_item
-    return replace(checked, line_sha=line.digest) if isinstance(checked, RunRecord) else checked
+    return _record(_checked_run(line.run, line.data, None), line.number, file, line.where, line.digest)
 
 
 def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord | list[InputProblem] | None:
@@ -814,9 +694,14 @@ def read_item(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
     if isinstance(raw, bytes):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
-        fast = fast_parse(raw)
-        if fast is not None:
-            return _checked(fast, number, file, where)
+        if _plain_bytes(raw):
+            try:
+                run = decode_run(raw)
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                pass  # the strict reader below words it (or finds a catalogue line, or a blank one)
+            else:
+                if _written_once(raw, run):
+                    return _record(_checked_run(run, None, None), number, file, where)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -833,19 +718,19 @@ def read_item(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
         return [InputProblem(file, where, f"not valid JSON: {exc.msg} at column {exc.pos + 1}")]
     except (ValueError, MemoryError) as exc:
         return [InputProblem(file, where, _short(f"not valid JSON: {str(exc) or type(exc).__name__}"))]
-    return _checked(data, number, file, where)
-
-
-def _checked(data: Any, number: int, file: str, where: str) -> RunRecord | CatalogueLine | list[InputProblem]:
     if isinstance(data, dict) and data.get("format") in CATALOG_FORMATS:
         return CatalogueLine(data, where)
     try:
-        found = check_record(data, values_checked=True)
+        checked = check_run(data, values_checked=True)
     except (RecursionError, MemoryError) as exc:
-        found = [(None, f"cannot be checked: {'nested too deeply' if isinstance(exc, RecursionError) else 'too large'}")]
-    if found:
-        return [InputProblem(file, where, reason, key=key) for key, reason in found]
-    return RunRecord(data, file, where, number)
+        checked = [(None, f"cannot be checked: {'nested too deeply' if isinstance(exc, RecursionError) else 'too large'}")]
+    return _record(checked, number, file, where)
+
+
+def _record(checked: dict[str, Any] | list[Problem], number: int, file: str, where: str, digest: bytes | None = None) -> RunRecord | list[InputProblem]:
+    if isinstance(checked, list):
+        return [InputProblem(file, where, reason, key=key) for key, reason in checked]
+    return RunRecord(checked, file, where, number, digest)
 
 
 def read_run_records(stream: Any, file: str) -> Iterator[RunRecord | InputProblem]:

@@ -1,8 +1,10 @@
-"""The fast path of `ingest runs` (msgspec decoding, the schema predicate compiled from the schema
-file, the one-sweep statistics check, memoised name checks) against the careful path and against
-`jsonschema` itself, the published contract: on every line of the bad-input corpus and on a few
-thousand generated records, good and bad, both paths give the same record or the same problems,
-and every record the fast path accepts is valid under the JSON Schema."""
+"""The fast path of `ingest runs` (lines decoded in C straight into the typed structs, the
+one-sweep statistics check, memoised name checks) against the careful path (the strict reader,
+then the same values converted into the structs, as submitRuns' are, and every statistics rule
+applied) and against `jsonschema` itself, the published contract: on every line of the bad-input
+corpus and on a few thousand generated records, good and bad, both paths give the same record or
+the same problems, and every record the fast path accepts is valid under the JSON Schema.
+(The structs' own verdict against the schema: test_record_structs.py.)"""
 
 from __future__ import annotations
 
@@ -14,18 +16,20 @@ from pathlib import Path
 import pytest
 
 from kernelindex.ingest import records as records_module
+from kernelindex.ingest.record_types import as_data, decode_run
 from kernelindex.ingest.records import (
     CatalogueLine,
     PendingLine,
     RunRecord,
     check_pending,
-    fast_parse,
     parse_json_line,
     read_item,
     read_pending,
 )
 from kernelindex.rules import measurements
+from kernelindex.rules import run_record as run_record_rules
 from tests.fixtures.bad.make_corpus import good
+from tests.ingest.test_record_structs import VALIDATOR
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -39,10 +43,11 @@ def corpus_lines() -> list[tuple[str, int, bytes]]:
 
 
 def _careful(number: int, raw: bytes, file: str, monkeypatch: pytest.MonkeyPatch):
-    """read_item with every shortcut off: the strict reader, and statistics_problems for every record."""
+    """read_item with every shortcut off: the strict reader (its values converted into the structs),
+    and statistics_problems for every record."""
     with monkeypatch.context() as patch:
-        patch.setattr(records_module, "fast_parse", lambda raw: None)
-        patch.setattr(records_module, "statistics_plainly_valid", lambda stats: False)
+        patch.setattr(records_module, "_plain_bytes", lambda raw: False)
+        patch.setattr(run_record_rules, "statistics_plainly_valid", lambda stats: False)
         return read_item(number, raw, file)
 
 
@@ -65,7 +70,7 @@ def _deferred(number: int, raw: bytes, file: str):
 
 
 def _schema_valid(data) -> bool:
-    return records_module._validator().is_valid(data)
+    return VALIDATOR.is_valid(data)
 
 
 def test_every_corpus_line_reads_the_same_by_both_paths(monkeypatch):
@@ -79,7 +84,7 @@ def test_every_corpus_line_reads_the_same_by_both_paths(monkeypatch):
         _same(_deferred(number, raw, file), careful)
         if isinstance(fast, RunRecord):
             assert _schema_valid(fast.data), (file, number)
-        took_fast += fast_parse(raw.removeprefix(b"\xef\xbb\xbf")) is not None
+        took_fast += isinstance(read_pending(number, raw, file), PendingLine)
     assert took_fast > len(lines) // 2  # the fast path is the common one, not a bystander
 
 
@@ -171,16 +176,31 @@ def test_generated_records_read_the_same_by_both_paths(monkeypatch):
     assert accepted > 500 and refused > 500, (accepted, refused)  # both kinds were tried
 
 
-def test_fast_parse_declines_what_it_cannot_vouch_for():
+def _decoded_in_c(raw: bytes):
+    """The record the C decoder vouches for on a line, or None where the strict reader must read it."""
+    if not records_module._plain_bytes(raw):
+        return None
+    try:
+        run = decode_run(raw)
+    except Exception:
+        return None
+    return as_data(run) if records_module._written_once(raw, run) else None
+
+
+def test_the_c_decoder_declines_what_it_cannot_vouch_for():
     good_line = json.dumps(good("fast", 1)).encode()
-    assert fast_parse(good_line) == parse_json_line(good_line.decode())
+    assert _decoded_in_c(good_line) == parse_json_line(good_line.decode())
+    bad = dict(good("fast", 2))
     for raw in (
-        b'{"a": 1, "a": 2}',  # repeated key
-        b'{"a": "\\u0000"}',  # an escape the strict reader words
-        b'{"a": 123456789012345678901}',  # past 64 bits
-        b'{"a": NaN}', b'{"a": 1e400}', b'{"a": "\xff"}', b'[1, 2]', b'{"a": 1',
+        json.dumps(bad).encode()[:-1] + b', "status": "failed"}',  # repeated key
+        json.dumps({**bad, "failure_reason": "\u0000"}).encode(),  # an escape the strict reader words
+        json.dumps(bad).encode().replace(b'"warmup": 3', b'"warmup": 123456789012345678901'),  # past 64 bits
+        json.dumps(bad).encode().replace(b'"std": 0.02', b'"std": NaN'),
+        json.dumps(bad).encode().replace(b'"std": 0.02', b'"std": 1e400'),
+        json.dumps(bad).encode().replace(b'"corpus-', b'"\xff'),
+        b'[1, 2]', b'{"a": 1',
     ):
-        assert fast_parse(raw) is None, raw
+        assert _decoded_in_c(raw) is None, raw
 
 
 def test_statistics_sweep_never_passes_what_the_rules_refuse():
@@ -209,7 +229,8 @@ def test_statistics_sweep_never_passes_what_the_rules_refuse():
 
 def test_values_a_request_carries_are_judged_the_same_by_both_paths(monkeypatch):
     """submitRuns' records arrive decoded (GraphQL variables), so NaN, NUL, lone surrogates and huge
-    integers reach check_record itself: its one-pass encoder test agrees with the value walk."""
+    integers reach check_record itself: its one-pass encoder test agrees with the value walk.
+    (check_record is check_run's problems, which this also judges.)"""
     rng = random.Random(99)
     values = [float("nan"), float("inf"), -float("inf"), "a\x00b", "\ud800", "ok", "\\u0000", 2**63, 2**64, -(2**63) - 1,
               10**18, 1.5, True, None, [1, "\udfff"], {"k\x00": 1}, {"\ud83d": 2}, "caf\u00e9 \U0001f600"]

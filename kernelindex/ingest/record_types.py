@@ -1,0 +1,224 @@
+"""The run-record format (schemas/run-record.schema.json) as typed structs, decoded and checked in C.
+
+msgspec decodes a line (or converts a GraphQL variable) straight into these structs and refuses, as it
+goes, what the JSON Schema refuses field by field: a wrong type, a value outside its enum, a number
+below its minimum, an empty name, a slug that does not match its pattern, an unknown key, a missing
+required key. What a struct cannot say is left to `shape_problems` (one of two sets of keys that name
+a workload or a machine, an integer written as 2.0, the date format of revision_date) and to the
+cross-field rules after it (kernelindex.rules.run_record). The JSON Schema stays the published
+contract: tests/ingest/test_record_structs.py holds these structs and that schema to the same verdict.
+
+A key absent from a record is UNSET and a key given as null is None, so a record turned back into
+plain values (`as_data`) has exactly the keys it was written with: its content digest does not change.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+RECORD_FORMAT = "kernelindex.run/1"
+
+# JSON Schema counts 2.0 as an integer; msgspec's int does not. An integer field therefore takes a
+# float as well (its bound checked all the same) and shape_problems refuses a float with a fraction.
+# A number field keeps an integer an int (1, not 1.0): the content digest tells them apart.
+PositiveInteger = Annotated[int, Meta(ge=1)] | Annotated[float, Meta(ge=1)]
+NonNegativeInteger = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)]
+Integer = int | float
+Positive = Annotated[int, Meta(gt=0)] | Annotated[float, Meta(gt=0)]
+NonNegative = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)]
+Number = int | float
+Name = Annotated[str, Meta(min_length=1)]
+Dtype = Literal["fp32", "fp16", "bf16", "fp64", "int8", "int32", "int64", "bool"]
+
+
+class _Part(Struct, forbid_unknown_fields=True, kw_only=True):
+    """A part of a record: unknown keys refused, absent keys UNSET."""
+
+
+class Workload(_Part):
+    slug: Name | UnsetType = UNSET
+    suite: Name | UnsetType = UNSET
+    level: PositiveInteger | UnsetType = UNSET
+    problem: PositiveInteger | UnsetType = UNSET
+    source_sha256: Annotated[str, Meta(pattern="^[0-9a-f]{64}$")] | UnsetType = UNSET
+
+
+class Configuration(_Part):
+    bindings: dict[str, Integer]
+    dtype: Dtype
+
+
+class Implementation(_Part):
+    slug: Annotated[str, Meta(pattern="^[a-z0-9][a-z0-9_.-]*$")]
+    title: str | UnsetType = UNSET
+    framework: str | UnsetType = UNSET
+    language: str | UnsetType = UNSET
+    runtime_id: str | UnsetType = UNSET
+    role: Literal["baseline", "candidate"] | UnsetType = UNSET
+    licence: str | None | UnsetType = UNSET
+    source_availability: Literal["mirrored", "upstream", "none"] | UnsetType = UNSET
+    source_url: str | None | UnsetType = UNSET
+    install_recipe: str | None | UnsetType = UNSET
+    compile_mode: str | None | UnsetType = UNSET
+
+
+class Hardware(_Part):
+    sku: Name | UnsetType = UNSET
+    product_name: Name | UnsetType = UNSET
+
+
+class Software(_Part):
+    torch: str | None | UnsetType = UNSET
+    cuda: str | None | UnsetType = UNSET
+    driver: str | None | UnsetType = UNSET
+    python: str | None | UnsetType = UNSET
+    triton: str | None | UnsetType = UNSET
+
+
+class Environment(_Part):
+    hardware: Hardware
+    provider: str | None | UnsetType = UNSET
+    label: str | None | UnsetType = UNSET
+    software: Software | UnsetType = UNSET
+    details: dict[str, Any] | UnsetType = UNSET
+
+
+class Protocol(_Part):
+    name: Name
+    version: Name
+    timer: str | UnsetType = UNSET
+    warmup: NonNegativeInteger | None | UnsetType = UNSET
+    trials: PositiveInteger | None | UnsetType = UNSET
+    statistic: Literal["mean", "median", "min"] | UnsetType = UNSET
+    l2_flush: bool | None | UnsetType = UNSET
+
+
+class Statistics(_Part):
+    mean: Positive
+    num_trials: PositiveInteger
+    std: NonNegative | None | UnsetType = UNSET
+    min: Positive | None | UnsetType = UNSET
+    max: Positive | None | UnsetType = UNSET
+    median: Positive | None | UnsetType = UNSET
+    p5: Positive | None | UnsetType = UNSET
+    p95: Positive | None | UnsetType = UNSET
+
+
+class Correctness(_Part):
+    passed: bool | UnsetType = UNSET
+    max_abs_diff: Number | None | UnsetType = UNSET
+    max_rel_diff: Number | None | UnsetType = UNSET
+    atol: Number | UnsetType = UNSET
+    rtol: Number | UnsetType = UNSET
+    reference: str | UnsetType = UNSET
+
+
+class Source(_Part):
+    name: Name
+    url: str | None | UnsetType = UNSET
+    licence: str | None | UnsetType = UNSET
+    revision: str | None | UnsetType = UNSET
+    revision_date: str | None | UnsetType = UNSET
+
+
+class Run(_Part):
+    """One run record, as schemas/run-record.schema.json describes it."""
+
+    format: Literal["kernelindex.run/1"]
+    workload: Workload
+    configuration: Configuration
+    implementation: Implementation
+    environment: Environment
+    protocol: Protocol
+    status: Literal["passed", "failed"]
+    observed_at: str
+    evidence: Literal["reported", "measured"]
+    source: Source
+    failure_reason: str | None | UnsetType = UNSET
+    statistics: Statistics | None | UnsetType = UNSET
+    samples_ms: list[Positive] | None | UnsetType = UNSET
+    compile_time_ms: NonNegative | None | UnsetType = UNSET
+    correctness: Correctness | None | UnsetType = UNSET
+
+
+RUN_DECODER = msgspec.json.Decoder(Run)
+_ENCODER = msgspec.json.Encoder()
+
+
+def decode_run(raw: bytes) -> Run:
+    """A line as a Run. Raises msgspec.ValidationError (the first thing the structs refuse, with its
+    `$.path`) or msgspec.DecodeError (not JSON, or a number JSON cannot hold)."""
+    return RUN_DECODER.decode(raw)
+
+
+def convert_run(data: Any) -> Run:
+    """Plain values (a GraphQL variable) as a Run; raises msgspec.ValidationError as decode_run does."""
+    return msgspec.convert(data, Run)
+
+
+def as_data(run: Run) -> dict[str, Any]:
+    """The record as plain JSON values, with exactly the keys it was written with."""
+    data: dict[str, Any] = msgspec.to_builtins(run)
+    return data
+
+
+def colons(run: Run) -> int:
+    """How many colons the run's own encoding writes: one per key it holds plus those inside strings
+    (records.read_item compares it with the line's to find a key written twice)."""
+    return _ENCODER.encode(run).count(b":")
+
+
+# -- what the structs cannot say ------------------------------------------------------------------
+
+# (key, the integer fields' keys), for shape_problems' test of a float with a fraction.
+_INTEGER_FIELDS = (
+    ("workload", ("level", "problem")), ("protocol", ("warmup", "trials")), ("statistics", ("num_trials",)),
+)
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
+
+
+def _type_error(value: Any, types: str) -> str:
+    # jsonschema's words for the same refusal, so errors read as they always have.
+    return f"{value!r} is not of type {types}"
+
+
+def shape_problems(run: Run) -> list[tuple[str | None, str]]:
+    """What the JSON Schema refuses and a struct cannot express, worded as jsonschema words it."""
+    problems: list[tuple[str | None, str]] = []
+    workload = run.workload
+    if workload.slug is UNSET and (workload.suite is UNSET or workload.level is UNSET or workload.problem is UNSET):
+        problems.append(("workload", "needs slug or suite and level and problem"))
+    for section, keys in _INTEGER_FIELDS:
+        part = getattr(run, section)
+        if not part:  # UNSET or None
+            continue
+        for key in keys:
+            value = getattr(part, key)
+            if type(value) is float and not value.is_integer():
+                problems.append((f"{section}.{key}", _type_error(value, "'integer'" if key in ("level", "problem", "num_trials") else "'integer', 'null'")))
+    for name, value in run.configuration.bindings.items():
+        if type(value) is float and not value.is_integer():
+            problems.append((f"configuration.bindings.{name}", _type_error(value, "'integer'")))
+    hardware = run.environment.hardware
+    if hardware.sku is UNSET and hardware.product_name is UNSET:
+        problems.append(("environment.hardware", "needs sku or product_name"))
+    revision_date = run.source.revision_date
+    if isinstance(revision_date, str) and not is_date(revision_date):
+        problems.append(("source.revision_date", f"{revision_date!r} is not a 'date'"))
+    return problems
+
+
+def is_date(text: str) -> bool:
+    """JSON Schema's "date" format, as jsonschema checks it."""
+    if not _ISO_DATE.fullmatch(text):
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
