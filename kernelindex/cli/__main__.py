@@ -1,5 +1,3 @@
-import sys
+from kernelindex.cli.main import entry
 
-from kernelindex.cli.main import main
-
-sys.exit(main())
+entry()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import errno
 import os
 import socket
@@ -192,6 +193,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def entry() -> None:
+    """The `kernelindex` command (console script and `python -m kernelindex.cli`): main(), then its status.
+
+    Interrupted (Ctrl+C) or terminated, the command has already stopped what it started (its finally blocks
+    ran), and what is left is the interpreter's teardown of every loaded module, which with torch loaded
+    takes seconds on a busy machine: the exit handlers run (the embedded PostgreSQL's among them, which
+    stop a server no other process uses), the streams are flushed, and the process ends at once."""
+    status = main()
+    if status in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass  # a reader that went away, a closed stream: nothing more to say to it
+        os._exit(status)
+    sys.exit(status)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -262,4 +282,4 @@ def _stdout_broken() -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
