@@ -16,6 +16,7 @@ from sqlalchemy import (
     DateTime,
     Double,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
@@ -316,7 +317,15 @@ class Run(Base):
     compile_time_ms: Mapped[float | None] = mapped_column(Double)
     correctness: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     observed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # 'measured' only for a run a fleet worker stored under its registered identity (fleet_worker_id,
+    # migration 0013); everything from outside (submitRuns, ingest runs, seeds) is 'reported'.
     evidence: Mapped[str] = mapped_column(Text)
+    # 'measured' where an outside record said so (kept, shown as the source's claim); None otherwise.
+    claimed_evidence: Mapped[str | None] = mapped_column(Text)
+    # The registered fleet worker that stored the run, and its machine (copied, held to the worker's
+    # by the composite foreign key): the trust ladder's Verified and Replicated read these.
+    fleet_worker_id: Mapped[int | None] = mapped_column(BigInteger)
+    fleet_machine_id: Mapped[str | None] = mapped_column(Text)
     # sha256 of the record's measured content: equal digest on re-ingest means "unchanged".
     content_sha256: Mapped[str] = mapped_column(Text)
     # The digest of the input line this run came from (ingest runs; migration 0008), None otherwise.
@@ -336,6 +345,16 @@ class Run(Base):
     __table_args__ = (
         CheckConstraint("status IN ('passed', 'failed')", name="status_known"),
         CheckConstraint("evidence IN ('reported', 'measured')", name="evidence_known"),
+        # A claim is kept only where it is not what was stored: an outside record's "measured".
+        CheckConstraint(
+            "claimed_evidence IS NULL OR (claimed_evidence = 'measured' AND evidence = 'reported')", name="claimed_evidence_known"
+        ),
+        # Rungs come from the fleet alone: no route but a registered worker's can store 'measured'.
+        CheckConstraint("evidence = 'reported' OR fleet_worker_id IS NOT NULL", name="measured_by_fleet"),
+        CheckConstraint("(fleet_worker_id IS NULL) = (fleet_machine_id IS NULL)", name="fleet_machine_with_worker"),
+        ForeignKeyConstraint(
+            ["fleet_worker_id", "fleet_machine_id"], ["fleet_workers.id", "fleet_workers.machine_id"],
+        ),
         CheckConstraint("status = 'failed' OR (mean_ms IS NOT NULL AND num_trials IS NOT NULL)", name="passed_has_stats"),
         CheckConstraint("status = 'passed' OR failure_reason IS NOT NULL", name="failed_has_reason"),
         CheckConstraint("mean_ms IS NULL OR " + FINITE_POSITIVE.format(col="mean_ms"), name="mean_finite_positive"),
@@ -562,6 +581,32 @@ class Submission(Base):
     __table_args__ = (
         UniqueConstraint("workload_revision_id", "source_sha256"),
         Index("ix_submissions_workload_id", "workload_id"),
+    )
+
+
+class FleetWorker(Base):
+    """A worker of the fleet, registered when an operator starts `kernelindex worker` (which holds the
+    database's credentials; no API token can write here). Its runs name it (runs.fleet_worker_id), and
+    only they climb the trust ladder: Verified needs one, Replicated two on distinct machines.
+
+    One row per (name, machine, hardware): a restarted worker of the same name on the same machine is
+    the same identity. ``machine_id`` is the machine's identity (kernelindex.fleet.worker.machine_identity).
+    """
+
+    __tablename__ = "fleet_workers"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    machine_id: Mapped[str] = mapped_column(Text)
+    hardware: Mapped[str] = mapped_column(Text)
+    registered_at: Mapped[datetime] = _created_at()
+    last_started_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (
+        UniqueConstraint("name", "machine_id", "hardware"),
+        # The target of runs' (fleet_worker_id, fleet_machine_id) key.
+        UniqueConstraint("id", "machine_id"),
+        CheckConstraint("length(machine_id) BETWEEN 1 AND 64", name="machine_id_bounded"),
     )
 
 

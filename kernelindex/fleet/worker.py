@@ -48,6 +48,7 @@ from kernelindex.db.models import Hardware
 from kernelindex.db.urls import to_libpq_url
 from kernelindex.fleet import jobs
 from kernelindex.fleet.queue import CPU, TASK_NAME, queue_for
+from kernelindex.fleet.registry import Registration, register_worker
 from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
 from kernelindex.ingest.records import RunRecord, check_record
 from kernelindex.ingest.writer import RunWriter
@@ -170,6 +171,7 @@ class FleetWorker:
         )
         self.name = options.name or f"{socket.gethostname()}:{os.getpid()}"
         self.machine_id = machine_identity()
+        self.registration: Registration | None = None  # registered at start (__aenter__)
         self._declined: set[int] = set()  # queue entries this machine handed back (sibling replicas)
         self.sandbox: Sandbox | None = None
         self.environment: dict[str, Any] = {}
@@ -225,6 +227,16 @@ class FleetWorker:
         except SandboxError as exc:
             raise WorkerStartError(f"the sandbox would not start: {exc}") from exc
         await self._describe_device()
+        # The fleet identity its runs are stored under: only runs naming a registered worker are
+        # 'measured' and climb the trust ladder (kernelindex.fleet.registry).
+        assert self._sessions is not None
+        try:
+            async with self._sessions() as session, session.begin():
+                self.registration = await register_worker(
+                    session, name=self.name, machine_id=self.machine_id, hardware=self.hardware, now=utc_now()
+                )
+        except Exception as exc:
+            raise WorkerStartError(f"could not register this worker in the index's database: {exc}") from exc
         self.report = WorkerReport(self.name, self.hardware, self.queue, self.sandbox.describe())
         return self
 
@@ -386,7 +398,10 @@ class FleetWorker:
                 hardware = cpu_hardware_line(record["environment"])
                 if hardware is not None and hardware_problem(hardware) is None:
                     await upsert_hardware(session, hardware)
-                summary = await RunWriter(session, now=now).write([RunRecord(record, _SOURCE, f"job {work.job_id}")])
+                assert self.registration is not None
+                summary = await RunWriter(session, now=now, fleet_worker=self.registration.writer_identity).write(
+                    [RunRecord(record, _SOURCE, f"job {work.job_id}")]
+                )
                 if summary.problems:
                     problem = summary.problems[0]
                     return await failed(f"the measurement's record {index} was refused: {problem.key}: {problem.reason}")

@@ -104,7 +104,9 @@ def run_record(
         "compile_time_ms": run.compile_time_ms,
         "correctness": run.correctness,
         "observed_at": as_utc(run.observed_at).isoformat().replace("+00:00", "Z"),
-        "evidence": run.evidence,
+        # As the record stated it (an outside "measured" is stored reported with the claim kept), so a
+        # re-import is unchanged; whatever it says, the importing route decides what is stored.
+        "evidence": run.claimed_evidence or run.evidence,
         "source": {
             "name": source.name, "url": source.url, "licence": source.licence, "revision": snapshot.revision or None,
             "revision_date": snapshot.revision_date.isoformat() if snapshot.revision_date else None,

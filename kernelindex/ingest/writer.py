@@ -458,7 +458,7 @@ _STAGE_COLUMNS = (
     ("std_ms", "float8"), ("min_ms", "float8"), ("max_ms", "float8"), ("median_ms", "float8"), ("p5_ms", "float8"),
     ("p95_ms", "float8"), ("num_trials", "int"), ("samples_ms", "float8[]"), ("compile_time_ms", "float8"),
     ("correctness", "jsonb"), ("observed_at", "timestamptz"), ("evidence", "text"), ("content_sha256", "text"),
-    ("line_sha", "bytea"),
+    ("line_sha", "bytea"), ("claimed_evidence", "text"), ("fleet_worker_id", "bigint"), ("fleet_machine_id", "text"),
 )
 _STAGE_NAMES = tuple(name for name, _ in _STAGE_COLUMNS)
 _RUN_NAMES = _STAGE_NAMES[2:]  # every staged column but the order and the place in the input goes into runs
@@ -482,8 +482,18 @@ _FIRST_PLACES = text(
     f"({_KEYS}) WHERE s.ord = ANY(CAST(:ords AS int[]))"
 )
 _DROP_STAGED = text("DELETE FROM ingest_stage WHERE ord = ANY(CAST(:ords AS int[]))")
+# A record from outside never replaces what a fleet worker measured (its figures would inherit the
+# run's place while the rung goes): such records are refused first (_FLEET_HELD), and the clause
+# here keeps it so whatever the caller does. Without a registered worker there is nothing to look
+# for: the uncorrelated EXISTS is a one-time filter, so an index without a fleet pays no join.
+_FLEET_HELD = text(
+    f"SELECT s.ord, r.id FROM ingest_stage s JOIN runs r ON r.superseded_at IS NULL AND {_SAME_KEY} "
+    "WHERE EXISTS (SELECT 1 FROM fleet_workers) "
+    "AND s.fleet_worker_id IS NULL AND r.fleet_worker_id IS NOT NULL AND r.content_sha256 <> s.content_sha256"
+)
 _SUPERSEDE = text(
     f"UPDATE runs r SET superseded_at = :now FROM ingest_stage s WHERE r.superseded_at IS NULL AND {_SAME_KEY} "
+    "AND (r.fleet_worker_id IS NULL OR s.fleet_worker_id IS NOT NULL) "
     f"AND r.content_sha256 <> s.content_sha256 RETURNING r.id, {', '.join(f'r.{c}' for c in _KEY_COLUMNS)}"
 )
 # Superseded runs have left the live-key index by now, so "no live run" is new or changed content.
@@ -560,6 +570,7 @@ class RunWriter:
         self, session: AsyncSession | None = None, *, now: datetime | None = None, dry_run: bool = False,
         defer_events: bool = False, track_keys: bool = False,
         known: tuple[dict[str, WorkloadRef], dict[WorkloadTriple, WorkloadRef], HardwareIndex] | None = None,
+        fleet_worker: tuple[int, str] | None = None,
     ):
         """session: the transaction to write in; a writer that spans several transactions (one per batch)
         is made without one and given each batch's session before it writes.
@@ -569,8 +580,11 @@ class RunWriter:
         twice (an import's batches: the keys are kept in a temporary table of the one connection the
         import writes with, not in memory); without it only a batch's own repeats are.
         known: (workloads by slug, by triple, hardware) to resolve records against instead of the
-        database: a dry run's, with the input's catalogue lines laid over the database (placeholder ids)."""
+        database: a dry run's, with the input's catalogue lines laid over the database (placeholder ids).
+        fleet_worker: (id, machine id) of the registered fleet worker storing its own measurements
+        (kernelindex.fleet.worker, the only caller that passes it); every other route is outside."""
         self._known = known
+        self.fleet_worker = fleet_worker
         self._session = session
         self.now = now or datetime.now(UTC)
         self.dry_run = dry_run
@@ -829,14 +843,23 @@ class RunWriter:
             stats = data.get("statistics") or {}
             correctness = data.get("correctness")
             samples = data.get("samples_ms")
+            # Where the route decides the stored evidence (trust-v2: rungs come from the fleet alone).
+            # Only a registered fleet worker stores its record's evidence as is; from any other route
+            # (submitRuns, ingest runs, seeds) the run is 'reported' and a "measured" is kept as the
+            # source's claim. The content digest keeps hashing the record as stated, so the same
+            # record ingested again is unchanged.
+            evidence, claim = data["evidence"], None
+            if self.fleet_worker is None and evidence != "reported":
+                evidence, claim = "reported", data["evidence"]
+            worker_id, machine_id = self.fleet_worker or (None, None)
             rows.append((
                 len(places), rec.where, workload.id, revision_id, json.dumps(config["bindings"]), config["dtype"], key_text, impl_id,
                 env_id, protocol_id, snapshot_id, data["status"], data.get("failure_reason"), _float(stats.get("mean")),
                 _float(stats.get("std")), _float(stats.get("min")), _float(stats.get("max")), _float(stats.get("median")),
                 _float(stats.get("p5")), _float(stats.get("p95")), stats.get("num_trials"),
                 None if samples is None else [float(v) for v in samples], _float(data.get("compile_time_ms")),
-                None if correctness is None else json.dumps(correctness), rec.observed_at, data["evidence"],
-                content_digest(data), rec.line_sha,
+                None if correctness is None else json.dumps(correctness), rec.observed_at, evidence,
+                content_digest(data), rec.line_sha, claim, worker_id, machine_id,
             ))
             places.append(InputProblem(rec.file, rec.where, ""))
             order_of_problem.append(i)
@@ -967,6 +990,17 @@ class RunWriter:
                     InputProblem(place.file, place.where, f"the same run as {first.get(ord_, 'an earlier one')} (same natural key)"),
                 ))
             await session.execute(_DROP_STAGED, {"ords": again})
+        if self.fleet_worker is None:
+            held = (await session.execute(_FLEET_HELD)).all()
+            if held:
+                for ord_, run_id in held:
+                    place = places[ord_]
+                    problems.append((order_of_problem[ord_], InputProblem(
+                        place.file, place.where,
+                        f"run {run_id} with this natural key was measured by the fleet; a record from outside cannot replace it",
+                    )))
+                await session.execute(_DROP_STAGED, {"ords": [row[0] for row in held]})
+                claimed -= {row[0] for row in held}
         staged = len(claimed)
         if dry_run:
             new, changed, same = (await session.execute(_COUNT_MERGE)).one()

@@ -117,6 +117,11 @@ class RunFacts:
     workload_id: int = 0
     # Flagged by plausibility-v1 and not approved by a review: kept out of records.
     held_for_review: bool = False
+    # The registered machine of the fleet worker that stored the run; None for every run from
+    # outside the fleet (the trust ladder's Verified and Replicated need it).
+    fleet_machine_id: str | None = None
+    # "measured" where a record from outside said so: the source's claim, kept; the run is "reported".
+    claimed_evidence: str | None = None
 
     @property
     def latency_ms(self) -> float:

@@ -1,10 +1,15 @@
 """The trust ladder: how strongly a run's figure is backed, strongest first.
 
-trust-v2, first match wins:
-- Replicated: a KernelIndex measurement (evidence "measured", passed, correctness passed) with at
-  least one other such live run of the same workload revision, configuration and implementation,
-  in a DIFFERENT environment on the same hardware SKU, that agrees with it: their 95% confidence
-  intervals overlap, or their means are within 3% of each other (|a − b| ≤ 3% of the smaller);
+trust-v2, first match wins. Rungs come from the fleet alone: a KernelIndex measurement is a run a
+fleet worker stored under its registered identity (evidence "measured" with the worker's registered
+machine, kernelindex.fleet.registry). A record from outside (submitRuns, `ingest runs`, seeds) is
+stored "reported" whatever its own `evidence` said, and names no worker, so it never climbs past
+Reproducible, however many machines it invents.
+- Replicated: a KernelIndex measurement (passed, correctness passed) with at least one other such
+  live run of the same workload revision, configuration and implementation, stored by a worker on
+  a DIFFERENT registered machine with the same hardware SKU, that agrees with it: their 95%
+  confidence intervals overlap, or their means are within 3% of each other (|a − b| ≤ 3% of the
+  smaller);
 - Verified: a KernelIndex measurement that passed, with correctness passed;
 - Reproducible: the implementation's source is available (mirrored or upstream) and the run's raw
   samples are stored;
@@ -59,8 +64,8 @@ LEVEL_WORDS = {
 LEVEL_DESCRIPTIONS = {
     TrustLevel.REPORTED: "Reported by a source; not independently reproduced.",
     TrustLevel.REPRODUCIBLE: "Source available and raw samples stored, so anyone can check it.",
-    TrustLevel.VERIFIED: "Measured by a KernelIndex runner; correctness checked.",
-    TrustLevel.REPLICATED: "Measured by KernelIndex in two or more environments of the same GPU, agreeing.",
+    TrustLevel.VERIFIED: "Measured by a registered KernelIndex fleet worker; correctness checked.",
+    TrustLevel.REPLICATED: "Measured by registered KernelIndex fleet workers on two or more machines of the same GPU, agreeing.",
 }
 
 
@@ -68,9 +73,16 @@ def _is_live(run: RunFacts) -> bool:
     return not run.retracted and not run.superseded
 
 
+def is_fleet_measurement(run: RunFacts) -> bool:
+    """Stored by a registered fleet worker as its own measurement. Both halves are asked: the
+    database holds 'measured' to a worker (ck_runs_measured_by_fleet), and facts built elsewhere
+    must not climb on the word alone."""
+    return run.evidence == "measured" and run.fleet_machine_id is not None
+
+
 def is_verified_measurement(run: RunFacts) -> bool:
-    """Measured by a KernelIndex runner, passed, correctness passed."""
-    return run.evidence == "measured" and run.status == "passed" and run.correctness_passed is True and run.mean_ms is not None
+    """Measured by a registered fleet worker, passed, correctness passed."""
+    return is_fleet_measurement(run) and run.status == "passed" and run.correctness_passed is True and run.mean_ms is not None
 
 
 def _same_subject(a: RunFacts, b: RunFacts) -> bool:
@@ -96,8 +108,9 @@ def agree(a: RunFacts, b: RunFacts) -> bool:
 
 def replicas(run: RunFacts, all_runs: Iterable[RunFacts]) -> list[RunFacts]:
     """The other live verified measurements that replicate this one: same workload revision,
-    configuration and implementation, same SKU, a different environment, agreeing. Empty unless
-    the run is itself a verified measurement."""
+    configuration and implementation, same SKU, stored from a different registered machine,
+    agreeing. Empty unless the run is itself a verified measurement. Machines, not environments:
+    an environment is whatever a record describes; a machine is a registered worker's."""
     if not is_verified_measurement(run):
         return []
     sku = run.environment.hardware.sku
@@ -109,7 +122,7 @@ def replicas(run: RunFacts, all_runs: Iterable[RunFacts]) -> list[RunFacts]:
         and is_verified_measurement(other)
         and _same_subject(run, other)
         and other.environment.hardware.sku == sku
-        and other.environment.id != run.environment.id
+        and other.fleet_machine_id != run.fleet_machine_id
         and agree(run, other)
     ]
 
@@ -157,14 +170,14 @@ def cross_check(reported_run: RunFacts, measured_runs: Iterable[RunFacts]) -> Cr
     measurement of the same workload revision, configuration and implementation on the same SKU,
     whose correctness did not fail. None when there is none, or when the run is itself a measurement.
     """
-    if reported_run.mean_ms is None or reported_run.evidence == "measured":
+    if reported_run.mean_ms is None or is_fleet_measurement(reported_run):
         return None
     sku = reported_run.environment.hardware.sku
     candidates = [
         m
         for m in measured_runs
         if m.id != reported_run.id
-        and m.evidence == "measured"
+        and is_fleet_measurement(m)
         and m.status == "passed"
         and m.correctness_passed is not False
         and m.mean_ms is not None

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.models import Hardware, Run, Workload, WorkloadRevision
-from kernelindex.rules import ranking
+from kernelindex.rules import ranking, trust_ladder
 from kernelindex.rules.facts import RunFacts
 from kernelindex.services.facts import FactsBuilder, run_rows_statement, workload_facts
 from kernelindex.services.holds import with_holds
@@ -29,7 +29,7 @@ class WorkloadEvidence:
 
     page: WorkloadPage
     runs: Sequence[RunFacts]
-    measured_runs: Sequence[RunFacts]  # the eligible runs KernelIndex measured, for the trust ladder
+    measured_runs: Sequence[RunFacts]  # the eligible runs the fleet measured (rungs come from it alone), for the trust ladder
 
 
 async def load_evidence(
@@ -59,6 +59,6 @@ async def load_evidence(
         eligible = ranking.eligible_runs(by_workload[w.id], facts)
         out[w.id] = WorkloadEvidence(
             page=page_from_eligible(w, revision, facts, catalogue_facts, eligible), runs=by_workload[w.id],
-            measured_runs=[r for r in eligible if r.evidence == "measured"],
+            measured_runs=[r for r in eligible if trust_ladder.is_fleet_measurement(r)],
         )
     return out

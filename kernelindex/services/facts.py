@@ -106,7 +106,8 @@ def run_facts(
         correctness_passed=(run.correctness or {}).get("passed") if run.correctness else None,
         median_ms=readable(run.median_ms), p5_ms=readable(run.p5_ms), p95_ms=readable(run.p95_ms),
         compile_time_ms=readable(run.compile_time_ms, 0.0, MAX_COMPILE_TIME_MS),
-        failure_reason=run.failure_reason, workload_id=run.workload_id,
+        failure_reason=run.failure_reason, workload_id=run.workload_id, fleet_machine_id=run.fleet_machine_id,
+        claimed_evidence=run.claimed_evidence,
     )
 
 
@@ -141,7 +142,8 @@ def run_rows_statement() -> Select[Any]:
 _RUN_READ = (
     "id", "workload_id", "workload_revision_id", "bindings", "dtype", "configuration_key", "status", "failure_reason",
     "mean_ms", "std_ms", "min_ms", "max_ms", "median_ms", "p5_ms", "p95_ms", "num_trials", "samples_ms",
-    "compile_time_ms", "correctness", "observed_at", "evidence", "superseded_at", "retracted_at",
+    "compile_time_ms", "correctness", "observed_at", "evidence", "superseded_at", "retracted_at", "fleet_machine_id",
+    "claimed_evidence",
 )  # what run_facts reads
 _RunColumns = namedtuple("_RunColumns", _RUN_READ)  # type: ignore[misc]  # the names are data, as intended
 _IMPLEMENTATION_READ = tuple(f.name for f in fields(ImplementationFacts))

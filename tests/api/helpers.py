@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import UTC, datetime
 
 from kernelindex.ingest.seed import SEEDS_DIR
 
@@ -35,14 +36,48 @@ def synthetic_records(count: int, slug: str = "kernelbench-l3-p9-resnet18", batc
     return out
 
 
+# Tests that need measured runs stand in for the fleet (only the fleet's runs are measured, trust-v2):
+# the records are written in one batch by a registered test worker, so "measured" is stored as said
+# and may supersede an earlier measurement, as the fleet's own would; then each measured run is
+# re-pointed to a test worker of its own environment's machine (distinct environments, distinct
+# machines, as the fleet's workers would be: two that agree are Replicated), and the reported ones
+# to no worker. One write, so ids and order stay as the records are.
+_REGISTER_TEST_MACHINES = """
+INSERT INTO fleet_workers (name, machine_id, hardware)
+SELECT DISTINCT 'test-worker@env-' || r.environment_id, 'test-machine-env-' || r.environment_id, 'test'
+  FROM runs r WHERE r.id = ANY(CAST(:ids AS bigint[])) AND r.evidence = 'measured'
+ON CONFLICT DO NOTHING
+"""
+_ON_THEIR_MACHINES = """
+UPDATE runs r SET fleet_worker_id = w.id, fleet_machine_id = w.machine_id
+  FROM fleet_workers w
+ WHERE w.name = 'test-worker@env-' || r.environment_id AND w.machine_id = 'test-machine-env-' || r.environment_id
+   AND w.hardware = 'test' AND r.id = ANY(CAST(:ids AS bigint[])) AND r.evidence = 'measured'
+"""
+_REPORTED_BY_NO_WORKER = """
+UPDATE runs SET fleet_worker_id = NULL, fleet_machine_id = NULL WHERE id = ANY(CAST(:ids AS bigint[])) AND evidence = 'reported'
+"""
+
+
 async def write_records(db_url: str, records: list[dict]):
+    """Store the records in one transaction; those saying "measured" as the fleet's measurements
+    (above), the rest as a source's."""
+    from sqlalchemy import text
+
     from kernelindex.db.engine import in_own_transaction
+    from kernelindex.fleet.registry import register_worker
     from kernelindex.ingest.records import RunRecord
     from kernelindex.ingest.writer import RunWriter
     from kernelindex.services.records import refresh_all_records
 
     async def work(session):
-        summary = await RunWriter(session).write([RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)])
+        fleet = await register_worker(session, name="test-fleet", machine_id="test-machine", hardware="test", now=datetime.now(UTC))
+        summary = await RunWriter(session, fleet_worker=fleet.writer_identity).write(
+            [RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)]
+        )
+        if summary.inserted_run_ids:
+            for statement in (_REGISTER_TEST_MACHINES, _ON_THEIR_MACHINES, _REPORTED_BY_NO_WORKER):
+                await session.execute(text(statement), {"ids": summary.inserted_run_ids})
         await refresh_all_records(session)
         return summary
 

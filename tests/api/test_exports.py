@@ -72,11 +72,17 @@ async def test_catalog_round_trip_into_an_empty_database(client, db_url, empty_d
     def runs_of(url):
         from tests.ingest.conftest import snapshot
 
-        keep = ("mean_ms", "std_ms", "min_ms", "max_ms", "num_trials", "status", "evidence", "observed_at", "dtype")
-        return sorted(tuple(r[k] for k in keep) for r in snapshot(url)["runs"])
+        keep = ("mean_ms", "std_ms", "min_ms", "max_ms", "num_trials", "status", "observed_at", "dtype")
+        # The evidence as the record said it: in the copy the fleet's measurements are a file's claims
+        # (reported, the claim kept), since only a fleet worker of that index stores "measured".
+        return sorted((*(r[k] for k in keep), r["claimed_evidence"] or r["evidence"]) for r in snapshot(url)["runs"])
 
     original, copy = await _asyncio.to_thread(runs_of, db_url), await _asyncio.to_thread(runs_of, empty_db_url)
     assert copy == original
+    assert "measured" in {r[-1] for r in copy}
+    from tests.ingest.conftest import snapshot
+
+    assert {r["evidence"] for r in (await _asyncio.to_thread(snapshot, empty_db_url))["runs"]} == {"reported"}
     import httpx
 
     from kernelindex.settings import Settings

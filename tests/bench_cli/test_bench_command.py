@@ -32,6 +32,24 @@ def relu_workload(db_url):
     return "kernelbench-l1-p2-relu"
 
 
+def _claims(db_url) -> list[str | None]:
+    """The stored claims of the live runs (what an outside record said its evidence was)."""
+    import asyncpg
+
+    from kernelindex.db.urls import to_libpq_url
+
+    async def read():
+        conn = await asyncpg.connect(to_libpq_url(db_url))
+        try:
+            rows = await conn.fetch("SELECT r.claimed_evidence FROM runs r JOIN workloads w ON w.id = r.workload_id "
+                                    "WHERE w.slug = 'kernelbench-l1-p2-relu' AND r.superseded_at IS NULL")
+            return [r["claimed_evidence"] for r in rows]
+        finally:
+            await conn.close()
+
+    return asyncio.run(read())
+
+
 def _page(db_url, slug):
     from tests.ingest.test_kernelbench_import import _page as page
 
@@ -59,7 +77,9 @@ def test_bench_ingests_measured_runs(cli, db_url, relu_workload, tmp_path, capsy
     assert "runs inserted" in capsys.readouterr().out
     page = _page(db_url, relu_workload)
     assert page["eligibleRunCount"] == 1
-    assert page["headline"]["run"]["evidence"] == "MEASURED"
+    # A local bench is not the fleet: its "measured" goes in through `ingest runs`, so it is a claim (trust-v2).
+    assert page["headline"]["run"]["evidence"] == "REPORTED"
+    assert _claims(db_url) == ["measured"]
     assert page["headline"]["run"]["protocol"]["name"] == "kernelindex-cpu-perf-counter"
 
 

@@ -13,6 +13,7 @@ NOT_VERSIONED = {"alembic_version", "data_version", "change_log", "api_tokens"}
 # The fleet's tables (0011): no cached response reads them, and a job changing state must evict nothing.
 NOT_VERSIONED |= {"submissions", "fleet_jobs", "procrastinate_jobs", "procrastinate_workers", "procrastinate_events",
                   "procrastinate_periodic_defers"}
+NOT_VERSIONED |= {"fleet_workers"}  # registered workers (0013): no cached response reads them
 TRIGGERS = {"log_change_insert", "log_change_update", "log_change_delete", "log_change_truncate"}
 
 

@@ -27,9 +27,18 @@ NO_SOURCE = implementation(id=7, source_availability="none")
 
 
 def measured(id, mean, env=ENV_A, **kw):
+    """A fleet measurement: by default one registered machine per environment."""
     kw.setdefault("correctness_passed", True)
     kw.setdefault("std_ms", 0.01)
+    kw.setdefault("fleet_machine_id", f"machine-{env.id}")
     return run(id, mean, env=env, evidence="measured", **kw)
+
+
+def claimed(id, mean, env=ENV_A, **kw):
+    """A record from outside that said "measured": stored reported, the claim kept."""
+    kw.setdefault("correctness_passed", True)
+    kw.setdefault("std_ms", 0.01)
+    return run(id, mean, env=env, evidence="reported", claimed_evidence="measured", **kw)
 
 
 def test_version_and_order():
@@ -74,7 +83,7 @@ def test_verified_needs_a_passed_correctness_check():
     assert trust_level(measured(5, 1.0, status="failed"), []) is TrustLevel.REPORTED
 
 
-def test_replicated_by_another_environment_of_the_same_sku():
+def test_replicated_by_another_registered_machine_of_the_same_sku():
     # 1.00 ± 1.96·0.01/10 = [0.99804, 1.00196]; 1.002 ± 0.00196 = [1.00004, 1.00396] → overlap
     a, b = measured(1, 1.0, ENV_A), measured(2, 1.002, ENV_B)
     assert agree(a, b)
@@ -98,6 +107,42 @@ def test_replicated_within_three_percent_without_overlap():
 def test_not_replicated_in_the_same_environment():
     a, b = measured(1, 1.0, ENV_A), measured(2, 1.0, ENV_A)
     assert trust_level(a, [a, b]) is TrustLevel.VERIFIED
+
+
+def test_not_replicated_by_one_machine_in_two_environments():
+    # Environments are what records describe; only a second registered machine replicates.
+    a, b = measured(1, 1.0, ENV_A, fleet_machine_id="m1"), measured(2, 1.0, ENV_B, fleet_machine_id="m1")
+    assert replicas(a, [a, b]) == []
+    assert trust_level(a, [a, b]) is TrustLevel.VERIFIED
+    c = measured(3, 1.0, ENV_A, fleet_machine_id="m2")  # another machine, even in the same environment
+    assert trust_level(a, [a, b, c]) is TrustLevel.REPLICATED
+
+
+# --- rungs come from the fleet alone ----------------------------------------------------------
+
+
+def test_a_claim_from_outside_is_never_verified():
+    assert trust_level(claimed(1, 1.0), []) is TrustLevel.REPORTED
+    assert trust_level(claimed(2, 1.0, samples_ms=(1.0,)), []) is TrustLevel.REPRODUCIBLE  # what its source allows
+
+
+def test_two_claims_on_invented_machines_are_not_replicated():
+    a, b = claimed(1, 1.0, ENV_A), claimed(2, 1.0, ENV_B)
+    assert replicas(a, [a, b]) == []
+    assert trust_level(a, [a, b]) is TrustLevel.REPORTED and trust_level(b, [a, b]) is TrustLevel.REPORTED
+    # nor does a claim replicate a fleet measurement, or a fleet measurement lift a claim
+    m = measured(3, 1.0, ENV_B)
+    assert trust_level(m, [a, m]) is TrustLevel.VERIFIED
+    assert trust_level(a, [a, m]) is TrustLevel.REPORTED
+
+
+def test_the_word_measured_without_a_registered_machine_climbs_nothing():
+    # Facts saying "measured" with no fleet worker behind them (the database refuses such a row:
+    # ck_runs_measured_by_fleet) are not taken at their word.
+    a = measured(1, 1.0, ENV_A, fleet_machine_id=None)
+    b = measured(2, 1.0, ENV_B, fleet_machine_id=None)
+    assert trust_level(a, [a, b]) is TrustLevel.REPORTED
+    assert cross_check(run(3, 1.0, env=ENV_B), [a]) is None
 
 
 def test_not_replicated_on_a_different_sku():
@@ -174,3 +219,4 @@ def test_no_cross_check_without_a_matching_measurement():
     assert cross_check(reported, [measured(2, 1.39, status="failed")]) is None
     assert cross_check(reported, [measured(2, 1.39, correctness_passed=False)]) is None
     assert cross_check(measured(1, 1.39), [measured(2, 1.39, ENV_B)]) is None  # not a reported figure
+    assert cross_check(reported, [claimed(2, 1.39, ENV_B)]) is None  # a claim from outside checks nothing

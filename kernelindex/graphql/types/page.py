@@ -140,9 +140,8 @@ class ComparisonRow:
 
     @strawberry.field(description="A KernelIndex measurement on the same SKU confirming (within 5%) or contradicting this reported figure.")
     def cross_check(self) -> str | None:
-        if self.row.run.evidence != "reported":
-            return None
-        check = evidence_rules.cross_check(self.row.run, [r for r in self.context_runs if r.evidence == "measured"])
+        # cross_check weighs only the fleet's own measurements, and none for a run that is one.
+        check = evidence_rules.cross_check(self.row.run, self.context_runs)
         return check.sentence if check else None
 
     @strawberry.field(description="The run.")

@@ -84,6 +84,7 @@ class Run(Node):
         self.observed_at = facts.observed_at
         self.observed_date = facts.observed_at.date()
         self.evidence = of_rules(Evidence, facts.evidence)
+        self.claimed_evidence = None if facts.claimed_evidence is None else of_rules(Evidence, facts.claimed_evidence)
         self.superseded = facts.superseded
         self.retracted = facts.retracted
 
@@ -188,7 +189,14 @@ class Run(Node):
         return format_date(self.facts.observed_at) or ""
     observed_display: str = strawberry.field(resolver=_observed_display, description="'2026-03-05'.")
 
-    evidence: Evidence = strawberry.field(description="Where the figure comes from: reported (a source published it) or measured (a KernelIndex runner measured it).")
+    evidence: Evidence = strawberry.field(
+        description="Where the figure comes from: measured (a registered KernelIndex fleet worker measured it) or reported "
+        "(anything else: a record from submitRuns or `ingest runs` is reported whatever its own evidence says)."
+    )
+    claimed_evidence: Evidence | None = strawberry.field(
+        description="The source's claim, where a record from outside the fleet said MEASURED: kept and shown as its "
+        "claim, not as evidence (the run is REPORTED). Null otherwise."
+    )
 
     def _trust_label(self) -> str:
         return trust.trust_label(self.facts.evidence, self.facts.implementation)
@@ -204,9 +212,10 @@ class Run(Node):
         return of_rules(TrustLevel, trust_ladder.trust_level(facts, measured).word)
     trust_level: TrustLevel = strawberry.field(
         resolver=_trust_level,
-        description="trust-v2 ladder: REPLICATED (measured by KernelIndex on two machines of the same SKU, agreeing), "
-        "VERIFIED (measured by a KernelIndex worker, correctness checked), REPRODUCIBLE or REPORTED. Set by the rules "
-        "from how the run was measured, never by whoever submitted it.",
+        description="trust-v2 ladder: REPLICATED (measured by registered KernelIndex fleet workers on two machines of the "
+        "same SKU, agreeing), VERIFIED (measured by a registered KernelIndex fleet worker, correctness checked), "
+        "REPRODUCIBLE or REPORTED. Set by the rules from how the run was measured, never by whoever submitted it: "
+        "records from submitRuns or `ingest runs` are never above REPRODUCIBLE.",
     )
 
     def _stale(self, info: strawberry.Info[Context, None]) -> bool:
