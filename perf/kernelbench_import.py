@@ -360,7 +360,7 @@ def profile_warm_import(url: str, checkout: Path, top: int = 25) -> str:
     profiler = cProfile.Profile()
     start = time.perf_counter()
     profiler.enable()
-    asyncio.run(import_kernelbench(url, checkout, revision=KB_ARGS[1], observed=KB_ARGS[3], progress=False))
+    import_kernelbench(url, checkout, revision=KB_ARGS[1], observed=KB_ARGS[3], progress=False)
     profiler.disable()
     out = io.StringIO()
     out.write(f"warm import in-process: {time.perf_counter() - start:.2f} s\n")

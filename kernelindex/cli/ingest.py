@@ -24,6 +24,7 @@ from kernelindex.ingest.formats import sniff
 from kernelindex.ingest.kernelbench import import_kernelbench
 from kernelindex.ingest.progress import print_table
 from kernelindex.ingest.runs import check_input_file, ingest_runs_file
+from kernelindex.ingest.trace_cache import install_command
 from kernelindex.ingest.writer import IngestSummary
 from kernelindex.settings import get_settings
 
@@ -172,11 +173,9 @@ def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
     if not levels:
         raise CommandError(f"--levels {args.levels!r}: no level named")
     url = database_url()
-    summary = asyncio.run(
-        import_kernelbench(
-            url, Path(args.path), revision=args.revision, observed=args.observed, levels=levels,
-            strict=args.strict, dry_run=args.dry_run, batch_size=args.batch_size, timeout_s=args.timeout,
-        )
+    summary = import_kernelbench(
+        url, Path(args.path), revision=args.revision, observed=args.observed, levels=levels,
+        strict=args.strict, dry_run=args.dry_run, batch_size=args.batch_size, timeout_s=args.timeout,
     )
     if summary.checkout is not None:
         say(f"imported {summary.checkout.describe()}" if not args.dry_run else f"would import {summary.checkout.describe()}")
@@ -184,6 +183,11 @@ def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
         say(f"upstream {change}")
     for line in summary.untraced:
         say(f"imported without semantics: {line}")
+    if summary.missing_modules:
+        say(f"{len(summary.untraced):,} problems could not be traced; to trace those missing a module, run "
+            f"`{install_command(summary.missing_modules)}` where the importer runs, then import again")
+    for where in summary.unconfigured:
+        say(f"timings skipped for {where}: its configuration cannot be read without running it")
     for warning in summary.runs.warnings + summary.failed_runs.warnings:
         say(f"warning: {warning}")
     for reason, count in sorted(summary.skipped.items()):

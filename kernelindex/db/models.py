@@ -695,3 +695,32 @@ class WorkloadSource(Base):
               "snapshot_revision", "source_snapshot_id"),
         Index("ix_workload_sources_workload", "workload_id"),
     )
+
+
+# --- the importer's own cache (kernelindex.ingest.trace_cache) --------------------------------------------
+
+
+class ProblemTrace(Base):
+    """What tracing one problem file gave: its trace, or the problem's own error. Keyed by the file's
+    digest and the tracer (problem_trace.traced_with: the tracer's revision and torch's version), so a
+    file traced once is not traced again by any later import, whatever a seed or a stand-in did to its
+    workload's revision meanwhile; written as each trace finishes, so an interrupted import keeps what it
+    traced. A failure is kept with the installed modules it happened under (modules_fingerprint) and is
+    tried again once they change (`pip install transformers`); a timeout or a crash, which may be the
+    machine's doing, is never kept. Derived data: deleting every row only costs a re-trace."""
+
+    __tablename__ = "problem_traces"
+
+    source_sha256: Mapped[str] = mapped_column(Text, primary_key=True)
+    tracer: Mapped[str] = mapped_column(Text, primary_key=True)
+    analysis: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    error_stage: Mapped[str | None] = mapped_column(Text)
+    error_message: Mapped[str | None] = mapped_column(Text)
+    modules_fingerprint: Mapped[str | None] = mapped_column(Text)
+    traced_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (
+        CheckConstraint("(analysis IS NULL) <> (error_stage IS NULL)", name="trace_or_error"),
+        CheckConstraint("(error_stage IS NULL) = (error_message IS NULL)", name="error_whole"),
+        CheckConstraint("(error_stage IS NULL) = (modules_fingerprint IS NULL)", name="failure_fingerprinted"),
+    )

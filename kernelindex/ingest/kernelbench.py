@@ -21,15 +21,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from benchmarks.naming import level_number, problem_name  # torch-free
+from benchmarks.problem_constants import UnreadableConfiguration, static_configuration  # torch-free
 from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
-from kernelindex.db.models import WorkloadRevision
 from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
 from kernelindex.ingest.progress import Progress, say
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record, parse_json_line
-from kernelindex.ingest.traces import ProblemTrace, ProblemTraceError, trace_from_analysis, traced_with
+from kernelindex.ingest.trace_cache import TraceCache, install_command, missing_module
+from kernelindex.ingest.traces import ProblemTrace, ProblemTraceError, traced_with
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, workload_slug
 from kernelindex.ingest.writer import IngestSummary, RunWriter
 from kernelindex.rules.identity import sha256_hex
@@ -110,7 +109,8 @@ class ProblemFile:
 SKIP_NO_PROBLEM_FILE = "no problem file at this revision"
 SKIP_LEVEL_NOT_IMPORTED = "level not imported (--levels)"
 SKIP_UNKNOWN_CONFIGURATION = "timing file of an unknown configuration"
-SKIP_NO_SEMANTICS = "problem without semantics (its trace failed); traced again on the next import"
+SKIP_NO_SEMANTICS = ("problem whose configuration is unknown (its trace failed and its constants cannot be read "
+                     "without running it)")
 NO_TIMING_REASON = "the source recorded no timing"
 
 
@@ -128,6 +128,9 @@ class KernelBenchSummary:
     workloads_new_revision: int = 0
     workloads_unchanged: int = 0
     untraced: list[str] = field(default_factory=list)
+    configured_from_constants: list[str] = field(default_factory=list)  # untraced, configuration read unrun
+    unconfigured: list[str] = field(default_factory=list)  # untraced, configuration unreadable: timings skipped
+    missing_modules: set[str] = field(default_factory=set)  # what failed traces could not import
     traces_reused: int = 0  # problems unchanged since this tracer last traced them
     traces_fresh: int = 0  # problems sent to the sandbox to be traced by this import
     changes: list[str] = field(default_factory=list)  # problems upstream replaced, renamed, removed or added
@@ -163,6 +166,8 @@ class KernelBenchSummary:
             ("workloads with a new revision", self.workloads_new_revision),
             ("workloads unchanged", self.workloads_unchanged),
             ("workloads without semantics", len(self.untraced)),
+            ("  configuration read from constants", len(self.configured_from_constants)),
+            ("  configuration unknown", len(self.unconfigured)),
             ("problem files refused", len(self.refused)),
             ("timing entries", self.entries),
             ("  runs inserted", runs.inserted),
@@ -263,30 +268,6 @@ def _file_hardware(data: dict[str, Any]) -> str | None:
     return named.most_common(1)[0][0] if named else None
 
 
-async def _stored_traces(database_url: str, digests: set[str], tracer: str) -> dict[str, Any]:
-    """The stored analysis of each digest that `tracer` traced before (not a seed's stand-in, whose
-    analysis describes our own module, nor a revision whose trace failed)."""
-    if not digests:
-        return {}
-    engine = make_engine(database_url, pool_size=1, max_overflow=0)
-    try:
-        async with make_sessionmaker(engine)() as session:
-            rows = (
-                await session.execute(
-                    select(WorkloadRevision.source_sha256, WorkloadRevision.analysis).where(
-                        WorkloadRevision.source_sha256.in_(sorted(digests)),
-                        WorkloadRevision.traced_with == tracer,
-                        WorkloadRevision.stand_in.is_(False),
-                        WorkloadRevision.semantics_error.is_(None),
-                        WorkloadRevision.analysis.is_not(None),
-                    )
-                )
-            ).all()
-    finally:
-        await engine.dispose()
-    return {sha: analysis for sha, analysis in rows}
-
-
 def folder_hardware(folder: str) -> str:
     """The hardware a timing folder names: H100 for H100_Modal, H100 for H100_PCIe_LambdaLabs (its first
     part), the whole name when it has no provider part."""
@@ -350,9 +331,16 @@ def workload_spec(
         source_sha256=problem.digest, source_size=len(data),
     )
     if isinstance(trace, ProblemTraceError):
-        # No configuration is guessed: without a trace it is unknown, no run is stored against it, and the
-        # next import traces the problem again.
-        spec.semantics_error = f"{trace.stage}: {trace.message}"
+        # No semantics without a trace; the configuration its timings were measured at is still the one its
+        # source states, read from its constants as written (benchmarks.problem_constants), never guessed.
+        # Where even that cannot be read, the configuration stays unknown and no run is stored against it.
+        spec.semantics_error = untraced_words(trace)
+        try:
+            stated = static_configuration(problem.source)
+        except UnreadableConfiguration:
+            return spec
+        spec.canonical_bindings = dict(stated.bindings)
+        spec.canonical_dtype = stated.dtype
         return spec
 
     def tensor(entry: dict[str, Any]) -> dict[str, Any]:
@@ -370,6 +358,14 @@ def workload_spec(
     spec.analysis = trace.to_json()
     spec.traced_with = traced_with
     return spec
+
+
+def untraced_words(trace: ProblemTraceError) -> str:
+    """Why a workload has no semantics, as its page says it: the stage and cause, and for a module the
+    importer's environment lacks, the command that would let it trace."""
+    module = missing_module(trace)
+    hint = f" ({install_command([module])} where the importer runs, then import again)" if module else ""
+    return f"{trace.stage}: {trace.message}{hint}"
 
 
 def timing_record(
@@ -578,70 +574,102 @@ def resolve_checkout(root: Path, revision: str | None, observed: str | None, lev
     return Checkout(root, revision or git[0], observed or git[1], revision_from)
 
 
-async def import_kernelbench(
+def import_kernelbench(
     database_url: str, root: Path, *, revision: str | None = None, observed: str | None = None,
     levels: list[int] | None = None, strict: bool = False, dry_run: bool = False, batch_size: int = 5000,
     timeout_s: float = 60.0, progress: bool = True,
 ) -> KernelBenchSummary:
-    # File system and git calls block: off the event loop.
-    checkout = await asyncio.to_thread(resolve_checkout, root, revision, observed, levels or ALL_LEVELS)
-    root, upstream_revision, observed_date = checkout.root, checkout.revision, checkout.observed
-
+    """Import a checkout: its problems traced (each file once, ever: kernelindex.ingest.trace_cache), then
+    workloads, revisions and timing runs written. Blocking: the tracing runs in the calling (main) thread,
+    so Ctrl+C stops it at once with every finished trace kept; the writing runs in its own event loop."""
+    checkout = resolve_checkout(root, revision, observed, levels or ALL_LEVELS)
     summary = KernelBenchSummary(checkout=checkout)
-    problems = await asyncio.to_thread(discover_problems, root, levels or ALL_LEVELS, summary.refused)
+    problems = discover_problems(checkout.root, levels or ALL_LEVELS, summary.refused)
     if summary.refused and strict:
         raise IngestAborted(summary.refused)
-    # A file's trace depends only on its bytes and the tracer: a revision traced before by this very
-    # tracer is not traced again (the stored analysis, checked as a fresh trace is).
     tracer = traced_with()
-    stored = await _stored_traces(database_url, {p.digest for p in problems}, tracer)
-    traces: list[ProblemTrace | ProblemTraceError | None] = [
-        trace_from_analysis(stored[p.digest], p.path.name) if p.digest in stored else None for p in problems
-    ]
-    to_trace = [i for i, trace in enumerate(traces) if trace is None]
-    summary.traces_reused = len(problems) - len(to_trace)
-    summary.traces_fresh = len(to_trace)
-    fresh: list[ProblemTrace | ProblemTraceError] = []
-    reused = f" ({summary.traces_reused} unchanged since they were last traced: their traces reused)" if summary.traces_reused else ""
-    if progress:
-        for refusal in summary.refused:
-            say(f"refused problem file {refusal}")
-        if not to_trace:
-            say(f"tracing 0 problems on the meta device{reused}")
-    if to_trace:
-        # torch (about 2 s to import) is loaded only when something is to be traced.
-        from kernelindex.ingest.problem_trace import available_cores, trace_problems_isolated
+    traces = _traced(database_url, problems, tracer, summary, timeout_s=timeout_s, dry_run=dry_run, progress=progress)
+    return asyncio.run(_write_checkout(
+        database_url, checkout, problems, traces, tracer, summary, levels=levels or ALL_LEVELS, strict=strict,
+        dry_run=dry_run, batch_size=batch_size, progress=progress,
+    ))
 
-        workers = min(available_cores(), len(to_trace))
+
+def _traced(
+    database_url: str, problems: list[ProblemFile], tracer: str, summary: KernelBenchSummary, *,
+    timeout_s: float, dry_run: bool, progress: bool,
+) -> list[ProblemTrace | ProblemTraceError]:
+    """Each problem's trace: kept from an earlier import (by file digest and tracer), or traced now in the
+    sandbox, each result kept the moment it is final."""
+    with TraceCache(database_url, dry_run=dry_run) as cache:
+        kept = cache.lookup({p.digest: p.path.name for p in problems}, tracer)
+        traces: list[ProblemTrace | ProblemTraceError | None] = [kept.get(p.digest) for p in problems]
+        to_trace = [i for i, trace in enumerate(traces) if trace is None]
+        summary.traces_reused = len(problems) - len(to_trace)
+        summary.traces_fresh = len(to_trace)
+        reused = f" ({summary.traces_reused} unchanged since they were last traced: their traces reused)" if summary.traces_reused else ""
         if progress:
-            say(f"tracing {len(to_trace)} problems on the meta device{reused}, {workers} at a time")
-        bar = Progress("tracing problems", total=len(to_trace)) if progress else None
-        try:
-            # The sandbox level is named whether or not progress is shown: what untrusted code could do matters.
-            fresh = await asyncio.to_thread(
-                trace_problems_isolated, [(problems[i].source, problems[i].path.name) for i in to_trace], timeout_s,
-                workers, report=say, on_traced=bar.advance_one if bar else None,
-            )
-        finally:
-            if bar:
-                bar.close()
-    for i, trace in zip(to_trace, fresh):
-        traces[i] = trace
+            for refusal in summary.refused:
+                say(f"refused problem file {refusal}")
+            if not to_trace:
+                say(f"tracing 0 problems on the meta device{reused}")
+        if to_trace:
+            # torch (about 2 s to import) is loaded only when something is to be traced.
+            from kernelindex.ingest.problem_trace import available_cores, trace_problems_isolated
 
+            def keep(position: int, trace: ProblemTrace | ProblemTraceError) -> None:
+                problem = problems[to_trace[position]]
+                traces[to_trace[position]] = trace
+                cache.keep(problem.digest, tracer, trace)
+
+            workers = min(available_cores(), len(to_trace))
+            if progress:
+                say(f"tracing {len(to_trace)} problems on the meta device{reused}, {workers} at a time")
+            bar = Progress("tracing problems", total=len(to_trace)) if progress else None
+            try:
+                # The sandbox level is named whether or not progress is shown: what untrusted code could do matters.
+                fresh = trace_problems_isolated(
+                    [(problems[i].source, problems[i].path.name) for i in to_trace], timeout_s, workers,
+                    report=say, on_traced=bar.advance_one if bar else None, on_result=keep,
+                )
+            finally:
+                if bar:
+                    bar.close()
+            for i, result in zip(to_trace, fresh):
+                traces[i] = result
+    out: list[ProblemTrace | ProblemTraceError] = []
+    for found in traces:
+        assert found is not None  # kept, or traced just now
+        out.append(found)
+    return out
+
+
+async def _write_checkout(
+    database_url: str, checkout: Checkout, problems: list[ProblemFile], traces: list[ProblemTrace | ProblemTraceError],
+    tracer: str, summary: KernelBenchSummary, *, levels: list[int], strict: bool, dry_run: bool, batch_size: int,
+    progress: bool,
+) -> KernelBenchSummary:
+    root, upstream_revision, observed_date = checkout.root, checkout.revision, checkout.observed
     specs = []
-    for problem, found in zip(problems, traces):
-        assert found is not None  # reused, or traced just now
-        trace = found
+    for problem, trace in zip(problems, traces):
         spec = workload_spec(problem, trace, upstream_revision, tracer)
         if isinstance(trace, ProblemTraceError):
-            summary.untraced.append(f"level{problem.level}/{problem.path.name}: {trace.stage}: {trace.message}")
+            where = f"level{problem.level}/{problem.path.name}"
+            summary.untraced.append(f"{where}: {trace.stage}: {trace.message}")
+            if (module := missing_module(trace)) is not None:
+                summary.missing_modules.add(module)
+            if spec.canonical_bindings is not None:
+                summary.configured_from_constants.append(where)
+            else:
+                summary.unconfigured.append(where)
         specs.append((problem, spec))
     by_key = {p.key: (p, spec) for p, spec in specs}
 
-    # Timing entries → run records, validated before anything is written.
-    untraced = {p.key for p, spec in specs if spec.semantics_error is not None}
+    # Timing entries → run records, validated before anything is written. A problem whose trace failed keeps
+    # its timings at the configuration its constants state; only one whose configuration is unknown skips them.
+    untraced = {p.key for p, spec in specs if spec.canonical_bindings is None}
     records, failed_records, input_problems = timing_records(
-        root, by_key, untraced, set(levels or ALL_LEVELS), upstream_revision, observed_date, summary
+        root, by_key, untraced, set(levels), upstream_revision, observed_date, summary
     )
     if input_problems and strict:
         raise IngestAborted(input_problems)
@@ -655,7 +683,7 @@ async def import_kernelbench(
                 # snapshots, not the order of imports, decide each workload's current revision.
                 snapshot = await record_snapshot(
                     session, "kernelbench", upstream_revision, date.fromisoformat(observed_date),
-                    [spec for _, spec in specs], complete=set(levels or ALL_LEVELS) >= set(ALL_LEVELS),
+                    [spec for _, spec in specs], complete=set(levels) >= set(ALL_LEVELS),
                 )
                 touched = snapshot.workload_ids
                 summary.changes = [change.words for change in snapshot.changes]

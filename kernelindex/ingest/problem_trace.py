@@ -466,6 +466,7 @@ def trace_problems_isolated(
     startup_timeout_s: float = 180,
     report: Callable[[str], None] | None = None,
     on_traced: Callable[[str], None] | None = None,
+    on_result: Callable[[int, ProblemTrace | ProblemTraceError], None] | None = None,
 ) -> list[ProblemTrace | ProblemTraceError]:
     """Trace many ``(source, filename)`` problems, each in a fresh sandboxed process (benchmarks.sandbox),
     up to ``workers`` at once (default: every core this process may use); results in input order,
@@ -477,7 +478,9 @@ def trace_problems_isolated(
     ``timeout_s`` (wall clock or CPU) gets a "timeout" error; one that ends its process (``os._exit``, a
     signal, the address-space cap) or answers with anything but a well-formed trace gets a "crash" error.
     ``report`` is given one line naming the sandbox level in use; ``on_traced`` the filename of each
-    problem once its result is final (in the order they finish: for progress, never for results).
+    problem once its result is final (in the order they finish: for progress, never for results);
+    ``on_result`` the index and result of each problem the moment it is final, so a caller can keep it
+    before the others finish (an interrupted import keeps every finished trace).
 
     Blocking; from asyncio run it as ``await asyncio.to_thread(trace_problems_isolated, items)``.
     """
@@ -504,9 +507,15 @@ def trace_problems_isolated(
             report(box.describe())
         payloads = [{"source": source, "filename": filename} for source, filename in items]
 
-        def finished(index: int, outcome: sandbox.Outcome) -> None:
-            if on_traced and outcome.status not in _RETRIED:
+        def final(index: int, outcome: sandbox.Outcome) -> None:
+            if on_result:
+                on_result(index, _from_outcome(items[index][1], outcome))
+            if on_traced:
                 on_traced(items[index][1])
+
+        def finished(index: int, outcome: sandbox.Outcome) -> None:
+            if outcome.status not in _RETRIED:
+                final(index, outcome)
 
         outcomes = box.map(f"{_THIS_MODULE}:trace_payload", payloads, on_done=finished)
         # A process that died or could not be set up may be the machine's doing (a loaded CI host), not
@@ -516,7 +525,7 @@ def trace_problems_isolated(
         if again:
             retried = box.map(
                 f"{_THIS_MODULE}:trace_payload", [payloads[i] for i in again],
-                on_done=(lambda position, _: on_traced(items[again[position]][1])) if on_traced else None,
+                on_done=lambda position, outcome: final(again[position], outcome),
             )
             for i, outcome in zip(again, retried):
                 outcomes[i] = outcome

@@ -252,6 +252,15 @@ async def _store(session: AsyncSession, spec: WorkloadSpec) -> _Stored:
             semantics=spec.semantics, semantics_error=None, canonical_bindings=bindings,
             canonical_dtype=spec.canonical_dtype, canonical_configuration_key=configuration_key(bindings, spec.canonical_dtype),
         )
+    if (existing.semantics is None and spec.semantics is None and not (existing.stand_in or spec.stand_in)
+            and spec.canonical_bindings is not None
+            and (existing.canonical_bindings, existing.canonical_dtype) != (spec.canonical_bindings, spec.canonical_dtype)):
+        # Still untraced, its configuration now read from its constants (benchmarks.problem_constants): a
+        # revision stored before that was read had none, and its timings were skipped.
+        values.update(
+            canonical_bindings=spec.canonical_bindings, canonical_dtype=spec.canonical_dtype,
+            canonical_configuration_key=configuration_key(spec.canonical_bindings, spec.canonical_dtype),
+        )
     if "semantics" in values or "reference_source" in values:
         # The identity follows what it is computed from: the semantics and the source as stored now.
         values["identity_sha256"] = workload_identity(

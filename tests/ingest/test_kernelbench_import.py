@@ -196,9 +196,10 @@ def _revisions(db_url) -> dict[str, dict]:
     return {r["source_sha256"]: r for r in snapshot(db_url)["workload_revisions"] if not r["stand_in"]}
 
 
-# The checkout fixture holds the seed's two stand-in modules (ResNet18, VGG19): their stored analysis is
-# the seed's declaration about the upstream file, not a trace of these bytes, so they are traced each time.
-STAND_INS = 2
+# The checkout fixture holds the seed's two stand-in modules (ResNet18, VGG19). Their revisions' analysis is
+# the seed's declaration, but the importer keeps its own trace of their bytes apart (problem_traces), so they
+# too are traced once, not on every import (the truth issue's point 6: they were traced every time).
+STAND_INS = 0
 
 
 def test_an_unchanged_checkout_is_not_traced_again(cli, db_url, checkout, capsys):
@@ -237,8 +238,9 @@ def test_another_tracer_or_a_damaged_analysis_traces_again(cli, db_url, checkout
     assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
     problems, _ = _traced(capsys.readouterr().err)
     # A stored analysis that is no longer a trace (edited by hand): that one problem is traced again.
-    damaged = fetch(db_url, "UPDATE workload_revisions SET analysis = analysis - 'flops' "
-                            "WHERE source_filename = '2_ReLU.py' AND NOT stand_in RETURNING source_sha256")
+    damaged = fetch(db_url, "UPDATE problem_traces SET analysis = analysis - 'flops' WHERE source_sha256 = "
+                            "(SELECT source_sha256 FROM workload_revisions WHERE source_filename = '2_ReLU.py' AND NOT stand_in) "
+                            "RETURNING source_sha256")
     assert len(damaged) == 1
     assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
     assert _traced(capsys.readouterr().err) == (1 + STAND_INS, problems - 1 - STAND_INS)
@@ -254,7 +256,7 @@ def test_another_tracer_or_a_damaged_analysis_traces_again(cli, db_url, checkout
 def _import(db_url, root, revision="abc1234", observed="2026-06-01"):
     from kernelindex.ingest.kernelbench import import_kernelbench
 
-    return asyncio.run(import_kernelbench(db_url, root, revision=revision, observed=observed, progress=False))
+    return import_kernelbench(db_url, root, revision=revision, observed=observed, progress=False)
 
 
 @pytest.fixture

@@ -207,6 +207,26 @@ def test_restarts_change_nothing(cli, db_url, checkouts):
     assert fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"] == events
 
 
+@pytest.mark.parametrize("order", ["older then newer", "newer then older"])
+def test_seed_between_reimports_adds_nothing_in_either_order(cli, db_url, checkouts, capsys, order):
+    """The truth issue's point 6: after both imports (in either order), `seed` any number of times and then the
+    last import again, unchanged: nothing traced, no row added or changed, no record event."""
+    old, new = checkouts
+    steps = [(old, OLD), (new, NEW)] if order == "older then newer" else [(new, NEW), (old, OLD)]
+    for root, args in steps:
+        assert cli("ingest", "kernelbench", str(root), *args) == 0
+    before = snapshot(db_url)
+    events = fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"]
+    capsys.readouterr()
+    for _ in range(2):
+        assert cli("seed") == 0
+        last, args = steps[-1]
+        assert cli("ingest", "kernelbench", str(last), *args) == 0
+        assert "tracing 0 problems" in capsys.readouterr().err
+    assert snapshot(db_url) == before
+    assert fetch(db_url, "SELECT count(*) AS n FROM record_events")[0]["n"] == events
+
+
 def test_revision_change_is_a_record_event_and_old_runs_stay(cli, db_url, checkouts):
     old, new = checkouts
     assert cli("ingest", "kernelbench", str(old), *OLD) == 0
@@ -285,7 +305,7 @@ def test_the_checkout_at_the_seeds_revision_is_the_seeds_revision(empty_db_url, 
     before = _pages(url, [RESNET, VGG])
 
     root = _upstream_checkout(tmp_path, upstream)
-    summary = asyncio.run(import_kernelbench(url, root, revision="423217d", observed="2026-03-05", progress=False))
+    summary = import_kernelbench(url, root, revision="423217d", observed="2026-03-05", progress=False)
     assert (summary.runs.inserted, summary.runs.superseded, summary.runs.unchanged) == (0, 0, 1)
     asyncio.run(in_own_transaction(url, lambda session: load_seed(session, seeds)))  # a restart: no downgrade
 
@@ -331,7 +351,7 @@ def test_seed_after_the_import_ends_as_seed_before_it(pg_url, tmp_path):
         asyncio.run(in_own_transaction(url, work))
 
     def import_(url):
-        asyncio.run(import_kernelbench(url, root, revision="423217d", observed="2026-03-05", progress=False))
+        import_kernelbench(url, root, revision="423217d", observed="2026-03-05", progress=False)
 
     def state(url):
         revisions = fetch(
