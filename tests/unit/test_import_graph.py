@@ -45,6 +45,7 @@ LAZY = {
     "kernelindex.ingest.seed": "the seed is loaded only by `seed` and `serve --seed`",
     "kernelindex.web.app": "the web stack; only `serve` needs it",
     "kernelindex.web.persisted": "the web stack (its persisted-query files are checked by `serve` before it serves)",
+    "kernelindex.web.bounded_http": "uvicorn's HTTP protocol, bounded; only `serve` needs it",
     "kernelindex.graphql.schema": "builds the whole schema; only `serve` and `export-schema` need it",
     "kernelindex.fleet.worker": "procrastinate's worker and the sandbox; only `worker` needs them",
 }
