@@ -5,44 +5,43 @@ payload)``: a JSON payload in (the reference problem, the candidate's source or 
 implementation, the configuration and timing settings), run records out. A candidate that fails any
 check is a failed record with a one-line reason; only a malformed payload raises (PayloadError).
 
-The honesty model, in the order the checks run:
+The processes, and why (the threat model is in README.md, "Measuring a submitted kernel"):
 
-- The sandbox (benchmarks.sandbox) is the security boundary: the candidate runs in a fresh confined
-  process, with no network, as an unprivileged uid, under rlimits. Everything below runs in that same
-  process, so it defeats the known cheats and leaves evidence of others; it is no barrier against code
-  that rewrites this process's memory with ctypes.
-- Before any candidate code is loaded: the clocks and synchronization functions this harness calls are
-  bound (benchmarks.timing, at import), the members of ``time``, ``torch``, ``torch.Tensor``,
-  ``torch.nn.Module``, ``torch.nn.functional``, ``torch.cuda`` (Event, Stream), this module, timing and
-  runners are recorded (at import), and so are the problem module, its ``Model`` class, the reference
-  model's weights and torch's global settings (per job). After every step that ran candidate code, a
-  member that was replaced fails the run ("the candidate replaced time.perf_counter_ns") and is put
-  back; a wrapper torch itself installs (torch._dynamo wraps torch.manual_seed) is accepted when its
-  ``__wrapped__`` chain reaches the original and its code lives in torch.
-- Correctness before timing: ``correctness_sets`` seeded input sets (``torch.manual_seed(SEED + i)``
-  before ``get_inputs``; the same seed before building Model and ModelNew, as KernelBench does). The
-  candidate gets a clone of each set; the reference output is computed from the harness's own copy
-  AFTER the candidate's call (whose copy is checked unchanged), compared, and dropped, so no reference
-  output exists while candidate code runs. A decoy tensor shaped like the reference output lies in the
-  harness's frame and memory instead: a candidate that returns it read the harness's memory.
-- Each output must be a plain ``torch.Tensor`` (not a subclass), of the reference's exact dtype, shape
-  and device, computed (no stride-0/expanded or overlapping view whose storage holds fewer elements
-  than it shows), sharing no storage with its inputs or the harness's tensors.
-- Timing (benchmarks.timing.AdaptiveTimer): inputs rotate among several pre-generated sets, cloned
-  outside the timed region; CUDA events with the L2 flush and a device-wide synchronize around each
-  trial (work left on a side stream fails the run), perf_counter_ns on the CPU; adaptive trial count.
-  A few trials' outputs (chosen at random, plus the first and last) are copied and checked against the
-  reference afterwards, so a stale or cached result returned while timed fails. The samples are checked
-  against an independent wall clock around the trial loop.
-- After timing, one more input set with a seed drawn at random is checked.
+- The sandbox (benchmarks.sandbox) is the boundary to the rest of the machine: a fresh confined process
+  per job, no network, an unprivileged uid, rlimits.
+- Inside it, ``measure_job`` is the **coordinator**. It never loads candidate code and never touches the
+  device; it makes itself undumpable (no process of its uid may read its memory or open its descriptors)
+  and forks, with only a pipe pair each (benchmarks.channel): the **reference process** (trusted code:
+  the environment, the reference model, the reference output for any seed asked) and, one after the
+  other, an **executor** per implementation (the baseline's, then the candidate's). The candidate runs
+  only in its executor, which holds neither the sandbox's result pipe nor anyone's secrets. The
+  coordinator writes every record; what the executor sends are answers to its questions, checked as
+  untrusted input: a message the protocol does not allow fails the job ("the candidate forged results").
+- Figures: each trial is a request from the coordinator (a fresh seed, drawn from the OS's randomness,
+  for fresh inputs every trial) and an answer (the executor's sample: perf_counter_ns on the CPU, CUDA
+  events on a GPU). The coordinator times every request with its own clock; a do-nothing call timed the
+  same way before the candidate was loaded gives the harness's own overhead, and samples that leave
+  more of a trial unexplained than the tolerance fail the job. The stopping rule runs in the coordinator.
+- Correctness: the executor sends its output's bytes; the reference process computes the reference from
+  the same seed in its own process (where no candidate ever ran), and the coordinator compares. Which
+  timed trials' outputs are checked is decided after each trial, from the OS's randomness, in the
+  coordinator. Floating inputs that a workload makes constant or seed-independent are freshened by
+  seeded noise, so no check or trial sees uniform or repeated inputs; a constant output never passes
+  where the reference varies.
+- Inside the executor (defence in depth, no barrier to code that rewrites that process's memory): the
+  functions the harness calls are recorded before the candidate is imported, checked after every step
+  (identity and code object) and put back, the clocks after every timed trial, the whole set at trials
+  the coordinator picks in secret; outputs must be plain, dense tensors of the reference's dtype, shape
+  and device, aliasing neither the inputs nor the harness's tensors; a decoy shaped like the reference
+  output lies where a reader of the harness's memory would look.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import random
 import secrets
+import statistics
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
@@ -52,7 +51,8 @@ from typing import Any
 import torch
 
 from . import problems as problems_module
-from . import runners, timing
+from . import runners, stats, timing
+from .channel import Channel, ChannelClosed, Child, ProtocolViolation, fork_role, make_undumpable
 from .environment import capture_environment
 from .problems import SEED, Instance, Problem, ProblemError
 from .records import build_record
@@ -64,22 +64,38 @@ from .runners import (
     detach_output,
     flatten_outputs,
     merge_correctness,
-    release_memory,
     tolerance_for,
 )
-from .sandbox import GiB
 
-_perf_counter_ns = timing._perf_counter_ns  # bound at timing's import, before any candidate ran
+_monotonic_ns = timing._monotonic_ns  # bound at timing's import, before any candidate ran
 
 DEFAULT_CORRECTNESS_SETS = 5  # as KernelBench
 MAX_CORRECTNESS_SETS = 100
-ROTATION_SETS = 3  # input sets the timed trials rotate among
-ROTATION_BYTES_LIMIT = 2 * GiB  # above this, two sets (the rotation still defeats a cache keyed by pointer)
-TIMED_OUTPUT_SAMPLES = 6  # timed trials whose outputs are checked, besides the first and the last
-# The median sample may not cover less than this fraction of a trial's median wall time beyond a
-# do-nothing trial's (when that remainder, in ms, is large enough to measure).
-MIN_TIMED_FRACTION = 0.01
-MIN_UNEXPLAINED_MS = 0.05
+# Timed trials whose outputs are checked at random, besides the first and the last: each with chance
+# max(TIMED_OUTPUT_SAMPLES / max_trials, MIN_TIMED_CHECK_PROBABILITY), at most twice TIMED_OUTPUT_SAMPLES.
+TIMED_OUTPUT_SAMPLES = 6
+MIN_TIMED_CHECK_PROBABILITY = 0.02
+INTEGRITY_CHECK_PROBABILITY = 0.2  # of a full integrity walk after a block (the clocks: after every trial)
+# Trials run per request: about BLOCK_TARGET_MS of calls, at most MAX_BLOCK, and their outputs (kept for
+# the coordinator to pick from) within KEPT_OUTPUT_BYTES.
+BLOCK_TARGET_MS = 10.0
+MAX_BLOCK = 128
+KEPT_OUTPUT_BYTES = 256 * 1024**2
+# Do-nothing blocks of 1 and of CALIBRATION_BLOCK trials, CALIBRATION_ROUNDS of each, timed through the same
+# messages before the candidate is loaded: the harness's own cost per block and per trial.
+CALIBRATION_BLOCK = 32
+CALIBRATION_ROUNDS = 3
+# The coordinator's clock against the samples: the median per-trial time left unexplained by the sample
+# and the harness's own overhead may not exceed max(absolute, relative x median sample).
+CLOCK_TOLERANCE_MS = 0.05
+CLOCK_TOLERANCE_FRACTION = 0.15
+HARNESS_TOLERANCE_FRACTION = 0.5
+# A sample longer than the coordinator's interval around it by more than this is impossible honestly.
+CLOCK_SLACK_MS = 0.02
+# CPU time the executor may use during the timed loop while not answering a request (the process total
+# is read in clock ticks): max(absolute, relative x the CPU time it used answering).
+BACKGROUND_CPU_MS = 50.0
+BACKGROUND_CPU_FRACTION = 0.1
 # CUDA: the median untimed tail above the tail of a call that does nothing, beyond which work was left on
 # another stream: max(absolute, relative x median sample).
 SIDE_STREAM_TAIL_MS = 0.05
@@ -196,9 +212,12 @@ class Integrity:
     """What candidate code must leave as it found it: recorded before it runs, checked after each step."""
 
     def __init__(self, base: Mapping[str, tuple[Any, dict[str, Any]]], extra: Iterable[tuple[str, Any]] = ()):
-        self.snapshot: dict[str, tuple[Any, dict[str, Any]]] = dict(base)
+        self.snapshot: dict[str, tuple[Any, dict[str, Any]]] = {label: (owner, dict(members)) for label, (owner, members) in base.items()}
         for label, owner in extra:
             self.snapshot[label] = (owner, _members(owner))
+        # A function's code can be swapped while the function object stays the same (f.__code__ = ...).
+        self.codes = {(label, name): value.__code__ for label, (_, members) in self.snapshot.items()
+                      for name, value in members.items() if isinstance(value, types.FunctionType)}
         self.settings = _settings()
 
     def violations(self) -> list[str]:
@@ -209,6 +228,10 @@ class Integrity:
             for name, original in members.items():
                 value = current.get(name, _MISSING)
                 if value is original:
+                    code = self.codes.get((label, name))
+                    if code is not None and original.__code__ is not code:
+                        found.append(f"the candidate replaced the code of {label}.{name}")
+                        original.__code__ = code
                     continue
                 if value is not _MISSING and _wraps_original(value, original):
                     members[name] = value  # torch's own wrapper: accepted from now on
@@ -257,7 +280,7 @@ _LIBRARY_SNAPSHOT: dict[str, tuple[Any, dict[str, Any]]] = {}
 def _record_library() -> None:
     own = sys.modules[__name__]
     harness: list[tuple[str, Any]] = [("benchmarks.candidate", own)]
-    harness += [(f"benchmarks.candidate.{cls.__name__}", cls) for cls in (Integrity, _Context, _Measurement)]
+    harness += [(f"benchmarks.candidate.{cls.__name__}", cls) for cls in (Integrity, _Context, _Executor, _Remote)]
     harness += [(f"benchmarks.timing.{cls.__name__}", cls)
                 for cls in (timing.AdaptiveTimer, timing.CpuAdaptiveTimer, timing.CudaAdaptiveTimer)]
     for label, owner in [*_library_owners(), *harness]:
@@ -478,8 +501,129 @@ def _fingerprint(value: Any) -> tuple[Any, ...]:
     return tuple(parts)
 
 
+# ---------------------------------------------------------------- inputs
+
+
+def _flat_inputs(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def degenerate_positions(first: list[Any], second: list[Any]) -> list[int]:
+    """The top-level floating inputs (more than one element) that are constant, or the same for two seeds:
+    a candidate could recognise them (do less work on uniform inputs, cache on their values), so every
+    check and trial replaces them by seeded values (``freshen``)."""
+    found = []
+    for position, (a, b) in enumerate(zip(first, second)):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or not a.is_floating_point() or a.numel() < 2:
+            continue
+        flat = a.detach().reshape(-1)
+        if bool((flat == flat[0]).all()) or (a.shape == b.shape and torch.equal(a, b)):
+            found.append(position)
+    return found
+
+
+def freshen(inputs: list[Any], positions: Iterable[int], seed: int) -> list[Any]:
+    """``inputs`` with the tensors at ``positions`` moved by seeded noise (a tenth of their mean magnitude,
+    or of 1 for zeros): deterministic in the seed, so the reference process and an executor make the same
+    values from it. Applied on the CPU, before the inputs move to the device."""
+    for position in positions:
+        tensor = inputs[position]
+        generator = torch.Generator().manual_seed((seed * 1_000_003 + position) % (2**63 - 1))
+        wide = tensor.detach().to("cpu", torch.float64)
+        scale = wide.abs().mean().item() or 1.0
+        noise = torch.randn(tuple(tensor.shape), generator=generator, dtype=torch.float64)
+        inputs[position] = (wide + 0.1 * scale * noise).to(device=tensor.device, dtype=tensor.dtype)
+    return inputs
+
+
+def _seeded_inputs(module: types.ModuleType, seed: int, fresh: Iterable[int], device: torch.device) -> list[Any]:
+    problems_module.seed_everything(seed)
+    raw = _flat_inputs(module.get_inputs())
+    return problems_module.move_to_device(freshen(raw, fresh, seed), device)
+
+
+# ---------------------------------------------------------------- outputs between processes
+
+
+def pack_output(output: Any) -> tuple[list[dict[str, Any]], list[bytes]]:
+    """An output's leaves as (headers, blobs): a tensor's dtype, shape and bytes (contiguous, on the CPU),
+    any other value's repr."""
+    headers: list[dict[str, Any]] = []
+    blobs: list[bytes] = []
+    for leaf in flatten_outputs(output):
+        if isinstance(leaf, torch.Tensor):
+            flat = leaf.detach().to("cpu").contiguous().reshape(-1)
+            headers.append({"dtype": str(flat.dtype).removeprefix("torch."), "shape": list(leaf.shape)})
+            blobs.append(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
+        else:
+            headers.append({"repr": repr(leaf)[:10_000]})
+    return headers, blobs
+
+
+def _dtype_named(name: Any) -> torch.dtype | None:
+    value = getattr(torch, name, None) if isinstance(name, str) and name.isidentifier() else None
+    return value if isinstance(value, torch.dtype) else None
+
+
+def unpack_output(headers: Any, blobs: list[bytes], expected: list[Leaf]) -> list[Any]:
+    """The leaves ``pack_output`` sent, checked against the reference's structure (its dtypes and shapes,
+    exactly): ProtocolViolation for anything else, since the executor's own checks stop such an output."""
+    if not isinstance(headers, list) or len(headers) != len(expected):
+        raise ProtocolViolation(f"an output of {len(headers) if isinstance(headers, list) else 'no'} values where the reference has {len(expected)}")
+    leaves: list[Any] = []
+    tensors = iter(blobs)
+    for position, (header, want) in enumerate(zip(headers, expected)):
+        if not isinstance(header, dict):
+            raise ProtocolViolation(f"output {position} is not described")
+        if not want.is_tensor:
+            if set(header) != {"repr"} or not isinstance(header["repr"], str):
+                raise ProtocolViolation(f"output {position} is not the plain value the reference returns")
+            leaves.append(header["repr"])
+            continue
+        dtype = _dtype_named(header.get("dtype"))
+        shape = header.get("shape")
+        if dtype is None or dtype != want.dtype or not isinstance(shape, list) or tuple(shape) != want.shape:
+            raise ProtocolViolation(f"output {position} arrived as {header.get('dtype')!r} {shape!r}, not the "
+                                    f"reference's {want.dtype} {want.shape}")
+        blob = next(tensors, None)
+        count = math.prod(want.shape)
+        size = count * torch.empty((), dtype=dtype).element_size()
+        if blob is None or len(blob) != size:
+            raise ProtocolViolation(f"output {position} arrived with {len(blob) if blob is not None else 0:,} bytes, not {size:,}")
+        if count == 0:
+            leaves.append(torch.empty(want.shape, dtype=dtype))
+        else:
+            leaves.append(torch.frombuffer(bytearray(blob), dtype=torch.uint8).view(dtype).reshape(want.shape))
+    if next(tensors, None) is not None:
+        raise ProtocolViolation("an output with more tensors than it describes")
+    return leaves
+
+
+def _input_bytes(inputs: list[Any]) -> int:
+    return sum(t.numel() * t.element_size() for t in _tensors(inputs))
+
+
+def _output_bytes(expected: list[Leaf]) -> int:
+    return sum(math.prod(leaf.shape) * torch.empty((), dtype=leaf.dtype).element_size()
+               for leaf in expected if leaf.is_tensor and leaf.dtype is not None)
+
+
+def _leaf_json(leaf: Leaf) -> dict[str, Any]:
+    return {"tensor": leaf.is_tensor, "dtype": str(leaf.dtype).removeprefix("torch.") if leaf.dtype else None,
+            "shape": list(leaf.shape), "device": str(leaf.device) if leaf.device is not None else None}
+
+
+def _leaf_from_json(data: dict[str, Any]) -> Leaf:
+    if not data["tensor"]:
+        return Leaf(False)
+    dtype = _dtype_named(data["dtype"])
+    if dtype is None:
+        raise ValueError(f"unknown dtype {data['dtype']!r}")
+    return Leaf(True, dtype, tuple(int(n) for n in data["shape"]), torch.device(data["device"]))
+
+
 def _constant_value(value: Any) -> float | None:
-    """The one value every element of a (single-tensor, float) output has, else None."""
+    """The one value every element of a (single-tensor) output has, else None."""
     tensors = _tensors(value)
     if len(tensors) != 1 or tensors[0].numel() < 2:
         return None
@@ -490,15 +634,42 @@ def _constant_value(value: Any) -> float | None:
     return None
 
 
-# ---------------------------------------------------------------- one job
+# ---------------------------------------------------------------- the reference (its own process)
 
 
 # The runners' outcome of measuring one implementation, with kept_trials set (the adaptive count).
 Result = runners.Outcome
 
 
+def _module_state(module: torch.nn.Module) -> tuple[Any, ...]:
+    """What a module computes with besides its tensors: its class and that class's code, the callables
+    set on the instance (a forward replaced there), and its plain attributes (a dim, an eps)."""
+    klass = type(module)
+    code = []
+    for owner in klass.__mro__:
+        if owner in (torch.nn.Module, object):
+            break
+        for name, value in sorted(vars(owner).items()):
+            function = getattr(value, "__func__", value)
+            if callable(function):
+                code.append((owner.__qualname__, name, id(function), id(getattr(function, "__code__", None))))
+    own: list[tuple[Any, ...]] = []
+    for name, value in sorted(vars(module).items()):
+        if name in ("_parameters", "_buffers", "_modules") or isinstance(value, torch.Tensor):
+            continue
+        if isinstance(value, (bool, int, float, str, type(None))) or (
+                isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str, type(None))) for v in value)):
+            own.append((name, value))
+        elif isinstance(value, dict):
+            own.append((name, "dict", len(value)))
+        else:
+            own.append((name, id(value), id(getattr(value, "__code__", None))))
+    return (id(klass), tuple(code), tuple(own))
+
+
 class _Context:
-    """The problem made concrete once per job, shared by the baseline and the implementation measured."""
+    """The problem made concrete once per job, in the reference process: the reference model, its
+    output's structure, the inputs that need freshening, the tolerance."""
 
     def __init__(self, job: Job, device: torch.device):
         self.job = job
@@ -508,7 +679,7 @@ class _Context:
         self.instance: Instance | None = None
         self.reference_model: torch.nn.Module | None = None
         self.expected: list[Leaf] = []
-        self.decoy: list[torch.Tensor] = []
+        self.fresh: list[int] = []
         self.weights_fingerprint: tuple[Any, ...] = ()
         self.atol = self.rtol = 0.0
 
@@ -520,14 +691,15 @@ class _Context:
             self.module = problems_module.load_module(self.problem.source_text, self.problem.code_filename, job.bindings)
             phase = "get_init_inputs/get_inputs"
             self.instance = problems_module.instantiate(self.problem, self.device, job.bindings, module=self.module)
+            problems_module.seed_everything(SEED + 1)
+            self.fresh = degenerate_positions(_flat_inputs(self.module.get_inputs()),
+                                              _flat_inputs(self._raw_inputs(SEED + 2)))
             phase = "the reference run"
             with torch.no_grad():
                 self.reference_model = self.instance.new_model()
                 self.instance.dtype = problems_module.infer_dtype(self.instance.inputs, self.reference_model)
                 probe = detach_output(self.reference_model(*self.instance.inputs))
             self.expected = describe_leaves(probe)
-            generator = torch.Generator().manual_seed(secrets.randbits(63))
-            self.decoy = [_decoy_like(leaf, generator) for leaf in _tensors(probe)]
             probe = None
             self.instance.inputs = []  # every check draws its own sets
             self.weights_fingerprint = self._weights()
@@ -538,27 +710,32 @@ class _Context:
         tolerance = job.tolerance if job.tolerance is not None else tolerance_for(self.instance.dtype)
         self.atol = self.rtol = tolerance
 
+    def _raw_inputs(self, seed: int) -> list[Any]:
+        assert self.module is not None
+        problems_module.seed_everything(seed)
+        return _flat_inputs(self.module.get_inputs())
+
     def _weights(self) -> tuple[Any, ...]:
         assert self.reference_model is not None
         model = self.reference_model
         hooks = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
-        return (hooks, _fingerprint([t for t in (*model.parameters(), *model.buffers())]))
+        code = tuple(_module_state(m) for m in model.modules())
+        return (hooks, code, _fingerprint([t for t in (*model.parameters(), *model.buffers())]))
 
     def inputs(self, seed: int) -> list[Any]:
         assert self.module is not None
-        problems_module.seed_everything(seed)
-        return problems_module.move_to_device(list(self.module.get_inputs()), self.device)
+        return _seeded_inputs(self.module, seed, self.fresh, self.device)
 
     def reference(self, inputs: list[Any]) -> Any:
         """The reference output for inputs, from a model checked unchanged since it was built."""
         assert self.reference_model is not None
         if self._weights() != self.weights_fingerprint:
-            raise CandidateFailure("the candidate modified the reference model (its weights, buffers or hooks)")
+            raise CandidateFailure("the reference model was modified (its weights, buffers, hooks, code or attributes)")
         with torch.no_grad():
             output = detach_output(self.reference_model(*inputs))
         _synchronize(self.device)
         # Its own call may change its buffers (a BatchNorm in training mode, as KernelBench models run, updates
-        # its running statistics): what the candidate must not change is the state as the reference left it.
+        # its running statistics): what must not change is the state as the reference left it.
         self.weights_fingerprint = self._weights()
         return output
 
@@ -567,12 +744,19 @@ class _ProblemFailure(Exception):
     """The reference problem itself cannot be run: every record fails with this reason."""
 
 
-def _decoy_like(tensor: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    if tensor.is_floating_point() or tensor.is_complex():
-        values = torch.randn(tuple(tensor.shape), generator=generator, dtype=torch.float64)
-    else:
-        values = torch.randint(0, 2 if tensor.dtype == torch.bool else 97, tuple(tensor.shape), generator=generator)
-    return values.to(device=tensor.device, dtype=tensor.dtype)
+def _decoys(expected: list[Leaf], seed: int, device: torch.device) -> list[torch.Tensor]:
+    """Tensors shaped like the reference's outputs, random from ``seed``: the same values in every process."""
+    generator = torch.Generator().manual_seed(seed)
+    found = []
+    for leaf in expected:
+        if not leaf.is_tensor or leaf.dtype is None:
+            continue
+        if leaf.dtype.is_floating_point or leaf.dtype.is_complex:
+            values = torch.randn(leaf.shape, generator=generator, dtype=torch.float64)
+        else:
+            values = torch.randint(0, 2 if leaf.dtype == torch.bool else 97, leaf.shape, generator=generator)
+        found.append(values.to(device=device, dtype=leaf.dtype))
+    return found
 
 
 def _synchronize(device: torch.device) -> None:
@@ -581,59 +765,562 @@ def _synchronize(device: torch.device) -> None:
             timing._cuda_synchronize()
 
 
-def _clone_inputs(inputs: list[Any]) -> list[Any]:
-    return detach_output(list(inputs))
+def _reference_role(job: Job) -> Callable[[Channel], None]:
+    """The reference process: trusted code only (it never loads a candidate). It describes the machine and
+    the problem, then computes the reference output for each seed asked, until told to stop."""
+
+    def role(channel: Channel) -> None:
+        channel.receive()  # {"op": "prepare"}
+        try:
+            if job.device == "cuda" and not torch.cuda.is_available():
+                raise RuntimeError("the job asks for CUDA but torch.cuda.is_available() is false on this machine")
+            device = torch.device(job.device)
+            if device.type == "cuda":
+                device = torch.device("cuda", torch.cuda.current_device())
+            environment = capture_environment(device, provider=job.provider, label=job.label)
+            timer = timing.make_adaptive_timer(device)
+            protocol = timer.protocol(job.timing, None)
+            if isinstance(timer, timing.CudaAdaptiveTimer):
+                timer.release()
+        except Exception as exc:
+            channel.send({"error": f"{type(exc).__name__}: {exc}"})
+            return
+        context = _Context(job, device)
+        try:
+            context.prepare()
+        except _ProblemFailure as failure:
+            channel.send({"problem": str(failure), "environment": environment, "protocol": protocol})
+            return
+        assert context.instance is not None
+        channel.send({
+            "environment": environment, "protocol": protocol, "device": str(device),
+            "expected": [_leaf_json(leaf) for leaf in context.expected], "fresh": context.fresh,
+            "bindings": context.instance.bindings, "dtype": context.instance.dtype, "atol": context.atol,
+            "input_bytes": _input_bytes(context.inputs(SEED)),
+        })
+        while True:
+            message, _ = channel.receive()
+            if message.get("op") != "reference":
+                return
+            try:
+                headers, blobs = pack_output(context.reference(context.inputs(int(message["seed"]))))
+                channel.send({"output": headers}, blobs)
+            except CandidateFailure as failure:
+                channel.send({"failed": str(failure)})
+            except (Exception, SystemExit) as exc:
+                channel.send({"failed": describe_exception("the reference run", exc, context.problem.code_filename)})
+
+    return role
 
 
-def _input_bytes(inputs: list[Any]) -> int:
-    return sum(t.numel() * t.element_size() for t in _tensors(inputs))
+# ---------------------------------------------------------------- an executor (its own process per implementation)
 
 
-class _Measurement:
-    """One implementation through every check, then timing. ``checks`` collects what was checked."""
+# What the timed loop reads the time and waits with, checked after every trial (the full Integrity walk
+# runs after each step and at trials the coordinator picks in secret): (owner, name, label).
+_TIMED_LOOP_WATCH: list[tuple[Any, str, str]] = [
+    (timing, "_perf_counter_ns", "benchmarks.timing._perf_counter_ns"),
+    (timing, "_monotonic_ns", "benchmarks.timing._monotonic_ns"),
+    (timing, "_cuda_synchronize", "benchmarks.timing._cuda_synchronize"),
+    (timing, "_CudaEvent", "benchmarks.timing._CudaEvent"),
+    (timing, "_event_record", "benchmarks.timing._event_record"),
+    (timing, "_event_elapsed_time", "benchmarks.timing._event_elapsed_time"),
+    (timing, "_event_synchronize", "benchmarks.timing._event_synchronize"),
+    (timing.CpuAdaptiveTimer, "_trial", "benchmarks.timing.CpuAdaptiveTimer._trial"),
+    (timing.CudaAdaptiveTimer, "_trial", "benchmarks.timing.CudaAdaptiveTimer._trial"),
+    (timing.time, "perf_counter_ns", "time.perf_counter_ns"),
+    (timing.time, "monotonic_ns", "time.monotonic_ns"),
+    (torch.cuda, "synchronize", "torch.cuda.synchronize"),
+    (torch.cuda.Event, "record", "torch.cuda.Event.record"),
+    (torch.cuda.Event, "elapsed_time", "torch.cuda.Event.elapsed_time"),
+]
+_TIMED_LOOP_ORIGINALS = [(vars(owner).get(name), getattr(vars(owner).get(name), "__code__", None))
+                         for owner, name, _ in _TIMED_LOOP_WATCH]
 
-    def __init__(self, context: _Context, integrity: Integrity, filename: str):
-        self.context = context
-        self.integrity = integrity
-        self.filename = filename
-        self.checks: dict[str, Any] = {"correctness_sets": [], "timed_outputs": []}
-        self.correctness: dict[str, Any] | None = None
-        self.seen: list[tuple[str, tuple[Any, ...], tuple[Any, ...]]] = []  # (set, candidate fp, reference fp)
 
-    # -- one checked call --
+def _timed_loop_violations() -> list[str]:
+    found = []
+    for (owner, name, label), (original, code) in zip(_TIMED_LOOP_WATCH, _TIMED_LOOP_ORIGINALS):
+        value = vars(owner).get(name)
+        if value is not original or getattr(value, "__code__", None) is not code:
+            found.append(f"the candidate replaced {label} during the timed loop")
+            _put_back(owner, name, original)
+            if code is not None and getattr(original, "__code__", None) is not code:
+                original.__code__ = code
+    return found
 
-    def checked_call(self, model: Callable[..., Any], label: str, seed: int, phase: str) -> None:
-        """The candidate on a clone of set ``seed``; then the reference on the harness's copy; compare."""
-        context = self.context
-        originals = context.inputs(seed)
-        before = _fingerprint(originals)
-        own = _clone_inputs(originals)
-        reference_output = context.decoy  # noqa: F841  (the decoy, where a reader of the harness's frames looks)
+
+@dataclass(frozen=True)
+class _Target:
+    """One implementation a job measures: its record fields, a built-in's slug or None for the candidate,
+    whether its first call is reported as compile time, and the file name its errors name."""
+
+    fields: dict[str, Any]
+    builtin: str | None
+    reports_compile_time: bool
+    filename: str
+
+
+class _Executor:
+    """An implementation's process: it runs what the coordinator asks, one message at a time, and answers.
+
+    Until ``load`` it runs trusted code only (the coordinator calibrates its clock on it then); from
+    ``load`` on, candidate code runs here, so nothing it sends is believed: its samples are held against
+    the coordinator's clock and its outputs against the reference process's."""
+
+    def __init__(self, job: Job, target: _Target, device: torch.device, expected: list[Leaf], fresh: list[int],
+                 decoy_seed: int, channel: Channel):
+        self.job = job
+        self.target = target
+        self.device = device
+        self.expected = expected
+        self.fresh = fresh
+        self.channel = channel
+        self.problem = Problem(slug=job.workload_slug, source_text=job.reference_source, filename=job.reference_filename)
+        self.module = problems_module.load_module(self.problem.source_text, self.problem.code_filename, job.bindings)
+        self.instance = problems_module.instantiate(self.problem, device, job.bindings, module=self.module)
+        self.instance.inputs = []
+        self.decoy = _decoys(expected, decoy_seed, device)
+        self.timer = timing.make_adaptive_timer(device)
+        extra: list[tuple[str, Any]] = [("the problem module", self.module)]
+        if isinstance(getattr(self.module, "Model", None), type):
+            extra.append(("the problem's Model", self.module.Model))
+        self.integrity = Integrity(_LIBRARY_SNAPSHOT, extra)
+        self.model: Callable[..., Any] | None = None
+        self.kept: list[tuple[Any, list[Any]]] = []
+
+    def serve(self) -> None:
+        while True:
+            message, _ = self.channel.receive()
+            op = message.get("op")
+            if op == "exit":
+                return
+            try:
+                if op == "check":
+                    self.check(int(message["seed"]), str(message["phase"]))
+                elif op == "block":
+                    self.block([int(seed) for seed in message["seeds"]], str(message["mode"]), str(message["phase"]))
+                elif op == "ship":
+                    self.ship(int(message["index"]), str(message["phase"]))
+                elif op == "load":
+                    self.load()
+                    self.channel.send({"loaded": True})
+                elif op == "integrity":
+                    self.integrity.check()
+                    self.channel.send({"intact": True})
+                else:
+                    return
+            except CandidateFailure as failure:
+                self.channel.send({"failed": str(failure)})
+                return
+            except (Exception, SystemExit) as exc:
+                self.channel.send({"failed": describe_exception(f"ModelNew.forward on {message.get('phase')}", exc, self.target.filename)})
+                return
+
+    def load(self) -> None:
+        if self.target.builtin is not None:
+            implementation = IMPLEMENTATIONS[self.target.builtin]
+            try:
+                self.model = implementation.build(self.instance.new_model())
+            except (Exception, SystemExit) as exc:
+                raise CandidateFailure(describe_exception(f"building {implementation.slug}", exc, self.problem.code_filename)) from None
+        else:
+            self.model = self._build_candidate()
+        self.integrity.check()
+
+    def _build_candidate(self) -> Callable[..., Any]:
+        job = self.job
+        assert job.candidate_source is not None
+        filename = self.target.filename
+        try:
+            module = problems_module.load_module(job.candidate_source, filename)
+        except (Exception, SystemExit) as exc:
+            raise CandidateFailure(describe_exception("importing the candidate module", exc, filename)) from None
+        model_class = getattr(module, "ModelNew", None)
+        if model_class is None:
+            raise CandidateFailure("the candidate module defines no ModelNew class")
+        if not callable(model_class):
+            raise CandidateFailure("the candidate's ModelNew is not a class")
+        init_inputs = detach_output(list(self.instance.init_inputs))
+        try:
+            problems_module.seed_everything(SEED)  # the same seed as the reference model's weights
+            model = model_class(*init_inputs)
+            if isinstance(model, torch.nn.Module):
+                model = model.to(self.device)
+        except (Exception, SystemExit) as exc:
+            raise CandidateFailure(describe_exception("ModelNew.__init__", exc, filename)) from None
+        if not callable(model):
+            raise CandidateFailure("the candidate's ModelNew instance is not callable")
+        return model
+
+    def call_for(self, mode: str) -> Callable[[Any], Any]:
+        if mode == "noop":
+            if self.model is not None:
+                raise CandidateFailure("the harness's calibration runs before the candidate is loaded")
+            return _noop
+        if self.model is None:
+            raise CandidateFailure("the implementation was never loaded")
+        return _caller(self.model)
+
+    def check(self, seed: int, phase: str) -> None:
+        """One call on the inputs of ``seed``, its output sent whole."""
+        self.kept = []
+        call = self.call_for("check")
+        inputs = _seeded_inputs(self.module, seed, self.fresh, self.device)
+        reference_output = self.decoy  # noqa: F841  (the decoy, where a reader of the harness's frames looks)
         try:
             with torch.no_grad():
-                output = model(*own)
-            _synchronize(context.device)
+                output = call(inputs)
+            _synchronize(self.device)
         except CandidateFailure:
             raise
         except (Exception, SystemExit) as exc:
-            raise CandidateFailure(describe_exception(f"ModelNew.forward on {phase}", exc, self.filename)) from None
+            raise CandidateFailure(describe_exception(f"ModelNew.forward on {phase}", exc, self.target.filename)) from None
         self.integrity.check()
-        problem = check_output(output, context.expected, own, [*_tensors(originals), *context.decoy])
+        self.send_output(output, inputs, phase)
+
+    def block(self, seeds: list[int], mode: str, phase: str) -> None:
+        """Timed trials back to back, one per seed (fresh inputs each, made outside the timed region): their
+        samples and tails are the answer; a timed block's outputs are kept until the next request, for the
+        coordinator to ask for the ones it picks."""
+        self.kept = []
+        call = self.call_for(mode)
+        samples: list[float] = []
+        tails: list[float | None] = []
+        reference_output = self.decoy  # noqa: F841
+        # Every set first, then the calls: the coordinator's second clock times the calls alone, so the cost
+        # of making inputs (large, and as variable as the machine's load) does not blur it.
+        prepared = [_seeded_inputs(self.module, seed, self.fresh, self.device) for seed in seeds]
+        _synchronize(self.device)
+        self.channel.send({"ready": len(prepared)})
+        go, _ = self.channel.receive()
+        if go.get("op") != "go":
+            return
+        for index, inputs in enumerate(prepared):
+            prepared[index] = []
+            try:
+                with torch.no_grad():
+                    sample, tail, output = self.timer._trial(call, inputs)
+            except CandidateFailure:
+                raise
+            except (Exception, SystemExit) as exc:
+                raise CandidateFailure(describe_exception(f"ModelNew.forward while timed ({phase}, trial {index} of the block)",
+                                                          exc, self.target.filename)) from None
+            replaced = _timed_loop_violations()
+            if replaced:
+                raise CandidateFailure("; ".join(replaced))
+            samples.append(sample)
+            tails.append(tail)
+            if mode == "time":
+                self.kept.append((output, inputs))
+            del output, inputs
+        self.channel.send({"samples": samples, "tails": tails})
+
+    def ship(self, index: int, phase: str) -> None:
+        if not 0 <= index < len(self.kept):
+            raise CandidateFailure("no timed output to check")
+        output, inputs = self.kept[index]
+        self.send_output(output, inputs, phase)
+
+    def send_output(self, output: Any, inputs: list[Any], phase: str) -> None:
+        problem = check_output(output, self.expected, inputs, self.decoy)
         if problem:
             raise CandidateFailure(f"{problem} ({phase})")
-        output = detach_output(output)
-        del own
-        if _fingerprint(originals) != before:
-            raise CandidateFailure(f"the candidate modified the harness's inputs, not its own copy ({phase})")
-        expected = context.reference(originals)
-        del originals
+        headers, blobs = pack_output(output)
+        self.channel.send({"output": headers}, blobs)
+
+
+def _noop(inputs: Any) -> None:
+    return None
+
+
+def _caller(model: Callable[..., Any]) -> Callable[[Any], Any]:
+    def call(inputs: Any) -> Any:
+        return model(*inputs)
+
+    return call
+
+
+def _executor_role(job: Job, target: _Target, device: torch.device, expected: list[Leaf], fresh: list[int],
+                   decoy_seed: int) -> Callable[[Channel], None]:
+    def role(channel: Channel) -> None:
+        try:
+            executor = _Executor(job, target, device, expected, fresh, decoy_seed, channel)
+        except (Exception, SystemExit) as exc:
+            channel.send({"failed": describe_exception("setting up the implementation's process", exc, job.reference_filename)})
+            return
+        executor.serve()
+        if isinstance(executor.timer, timing.CudaAdaptiveTimer):
+            executor.timer.release()
+
+    return role
+
+
+# ---------------------------------------------------------------- the coordinator (trusted; holds the secrets)
+
+
+def clock_disagreement(unexplained_per_trial_ms: list[float], median_sample_ms: float,
+                       harness_ms_per_trial: float = 0.0) -> tuple[float, float, str | None]:
+    """The timed samples against the second clock: (unexplained ms per trial, tolerance ms, why they disagree
+    or None). For each block of trials, the second clock's time (the executor's CPU time on the CPU, the
+    coordinator's wall clock on a GPU) minus the samples and minus what the harness's own work costs (a
+    do-nothing block, timed the same way before any candidate code ran) is time the samples do not explain;
+    its median per trial is allowed up to max(CLOCK_TOLERANCE_MS, CLOCK_TOLERANCE_FRACTION x median sample,
+    HARNESS_TOLERANCE_FRACTION x the harness's own time per trial): the harness's own work varies too."""
+    tolerance = max(CLOCK_TOLERANCE_MS, CLOCK_TOLERANCE_FRACTION * median_sample_ms,
+                    HARNESS_TOLERANCE_FRACTION * harness_ms_per_trial)
+    unexplained = _median(unexplained_per_trial_ms)
+    if unexplained is None:
+        return 0.0, tolerance, None
+    if unexplained > tolerance:
+        return unexplained, tolerance, (
+            f"the timed samples disagree with the harness's own clock: each trial took {unexplained:.3f} ms more than "
+            f"its sample ({median_sample_ms:.3f} ms, median) and the harness's own work explain (tolerance "
+            f"{tolerance:.3f} ms): the clock was tampered with or work ran outside the timed region"
+        )
+    return unexplained, tolerance, None
+
+
+def side_stream_problem(tails_ms: list[float], noop_tail_ms: float | None, median_sample_ms: float) -> str | None:
+    """CUDA: the median untimed tail beyond a do-nothing call's is work left on a stream not joined to the
+    timed one."""
+    tail = _median(tails_ms)
+    if tail is None:
+        return None
+    baseline = noop_tail_ms or 0.0
+    if tail - baseline > max(SIDE_STREAM_TAIL_MS, SIDE_STREAM_TAIL_FRACTION * median_sample_ms):
+        return (
+            f"work continued on the device after the timed stream's end event (median {tail - baseline:.3f} ms "
+            f"per trial, against {median_sample_ms:.3f} ms timed): it ran on a side stream not joined to the "
+            f"current stream, so it would not have been counted"
+        )
+    return None
+
+
+def _raise_failed(reply: dict[str, Any]) -> None:
+    """An executor's own verdict that the implementation failed: believed (failing is never a cheat's gain)."""
+    if set(reply) == {"failed"} and isinstance(reply["failed"], str):
+        raise CandidateFailure(" ".join(reply["failed"].split())[:2000] or "the implementation failed")
+
+
+@dataclass(frozen=True)
+class _Calibration:
+    """The harness's own cost of a block of trials on the second clock: ``fixed`` + ``per_trial`` x trials
+    (ms); ``by_cpu``: the second clock is the executor's CPU time; ``tail``: a do-nothing call's CUDA tail."""
+
+    by_cpu: bool
+    fixed: float
+    per_trial: float
+    tail: float | None
+
+
+def block_size(sample_ms: float, output_bytes: int) -> int:
+    """Trials per request: enough for BLOCK_TARGET_MS of calls (fewer messages, fewer wake-ups), at most
+    MAX_BLOCK, and no more outputs kept for checking than KEPT_OUTPUT_BYTES."""
+    by_time = MAX_BLOCK if sample_ms <= 0 else math.ceil(BLOCK_TARGET_MS / sample_ms)
+    by_memory = max(1, KEPT_OUTPUT_BYTES // max(1, output_bytes))
+    return max(1, min(MAX_BLOCK, by_time, by_memory))
+
+
+def _secret_chance(probability: float) -> bool:
+    """True with ``probability``, from the OS's randomness: no generator state exists in any process that
+    a candidate could copy to predict it."""
+    return secrets.randbelow(1_000_000) < probability * 1_000_000
+
+
+def _fresh_seed() -> int:
+    return secrets.randbits(62) + 3_000_000
+
+
+class _CpuAccount:
+    """The kernel's account of the executor's CPU time, which no code in it can change: its main thread's in
+    ns (/proc/PID/schedstat, read before and after each request: the thread that runs every call), and
+    the whole process's, every thread it ever had included (/proc/PID/stat, in clock ticks). Either is
+    None where /proc does not give it."""
+
+    def __init__(self, pid: int):
+        try:
+            self.fd: int | None = os.open(f"/proc/{pid}/schedstat", os.O_RDONLY)
+        except OSError:
+            self.fd = None
+        self.stat_path = f"/proc/{pid}/stat"
+        self.tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 10.0
+        if self.thread_ms() is None:
+            self.close()
+
+    def thread_ms(self) -> float | None:
+        if self.fd is None:
+            return None
+        try:
+            return int(os.pread(self.fd, 128, 0).split()[0]) / 1e6
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def process_ms(self) -> float | None:
+        try:
+            with open(self.stat_path, "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) * self.tick_ms  # utime + stime
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class _Reference:
+    """The coordinator's side of the reference process."""
+
+    def __init__(self, child: Child, expected: list[Leaf]):
+        self.child = child
+        self.expected = expected
+        self.limit = _output_bytes(expected)
+
+    def output(self, seed: int) -> list[Any]:
+        try:
+            self.child.channel.send({"op": "reference", "seed": seed})
+            reply, blobs = self.child.channel.receive(self.limit, len(self.expected))
+        except (ChannelClosed, ProtocolViolation) as exc:
+            raise CandidateFailure(f"the reference process stopped answering while the candidate ran ({exc}; "
+                                   f"{self.child.describe_end()})") from None
+        if "failed" in reply:
+            raise CandidateFailure(str(reply["failed"]))
+        return unpack_output(reply.get("output"), blobs, self.expected)
+
+
+class _Remote:
+    """One implementation measured from the coordinator: every check, then timing, each step a message
+    to its executor process. The samples it keeps are the executor's, each held against this process's
+    clock; every output it compares came from the executor and is compared with the reference process's."""
+
+    def __init__(self, job: Job, executor: Child, reference: _Reference, expected: list[Leaf], atol: float,
+                 decoy_seed: int, filename: str, input_bytes: int = 0):
+        self.job = job
+        self.executor = executor
+        self.reference = reference
+        self.expected = expected
+        self.atol = self.rtol = atol
+        self.decoy = _decoys(expected, decoy_seed, torch.device("cpu"))
+        self.filename = filename
+        self.output_limit = _output_bytes(expected)
+        self.input_bytes = input_bytes
+        self.checks: dict[str, Any] = {"correctness_sets": [], "timed_outputs": []}
+        self.correctness: dict[str, Any] | None = None
+        self.seen: list[tuple[str, tuple[Any, ...], tuple[Any, ...]]] = []  # (set, candidate fp, reference fp)
+        self.step = "starting"
+        self.cpu = _CpuAccount(executor.pid)
+        self.observed_cpu_ms = 0.0  # the executor's main-thread CPU time while it answered requests
+
+    # -- messages --
+
+    def ask(self, message: dict[str, Any], answer: str, blobs: bool = False) -> tuple[dict[str, Any], list[bytes]]:
+        """Send a request; the answer, which must be exactly ``{answer: ...}`` (or ``{"failed": reason}``)."""
+        channel = self.executor.channel
+        before = self.cpu.thread_ms()
+        channel.send(message)
+        reply, data = channel.receive(self.output_limit if blobs else 0, len(self.expected) if blobs else 0)
+        after = self.cpu.thread_ms()
+        if before is not None and after is not None:
+            self.observed_cpu_ms += after - before
+        _raise_failed(reply)
+        if set(reply) != {answer}:
+            raise ProtocolViolation(f"an unexpected message ({', '.join(sorted(map(str, reply))) or 'empty'}) "
+                                    f"where the harness waited for {answer!r}")
+        return reply, data
+
+    def block(self, seeds: list[int], mode: str, phase: str) -> tuple[list[float], list[float | None], float, float | None]:
+        """Timed (or calibration, or warm-up) trials, one per seed, in one request: (samples ms, tails ms,
+        this process's interval ms from the request sent to the answer read, the executor's main-thread
+        CPU ms meanwhile or None)."""
+        channel = self.executor.channel
+        ready, _ = self.ask({"op": "block", "seeds": seeds, "mode": mode, "phase": phase}, "ready")
+        if ready["ready"] != len(seeds):
+            raise ProtocolViolation(f"inputs for {ready['ready']!r} trials where {len(seeds)} were asked ({phase})")
+        cpu_before = self.cpu.thread_ms()
+        started = _monotonic_ns()
+        channel.send({"op": "go"})
+        reply, _ = channel.receive()
+        interval = (_monotonic_ns() - started) / 1e6
+        cpu_after = self.cpu.thread_ms()
+        cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+        if cpu is not None:
+            self.observed_cpu_ms += cpu
+        _raise_failed(reply)
+        if set(reply) != {"samples", "tails"}:
+            raise ProtocolViolation(f"an unexpected message ({', '.join(sorted(map(str, reply))) or 'empty'}) where the "
+                                    f"harness waited for the samples of {phase}")
+        samples, tails = reply["samples"], reply["tails"]
+        if not isinstance(samples, list) or not isinstance(tails, list) or len(samples) != len(seeds) or len(tails) != len(seeds):
+            raise ProtocolViolation(f"{len(samples) if isinstance(samples, list) else 'no'} samples for the {len(seeds)} trials of {phase}")
+        for sample in samples:
+            if isinstance(sample, bool) or not isinstance(sample, (int, float)) or not math.isfinite(sample) or sample < 0:
+                raise ProtocolViolation(f"a sample that is not a duration ({sample!r})")
+        for tail in tails:
+            if tail is not None and (isinstance(tail, bool) or not isinstance(tail, (int, float)) or not math.isfinite(tail) or tail < 0):
+                raise ProtocolViolation(f"a tail that is not a duration ({tail!r})")
+        if sum(samples) > interval + CLOCK_SLACK_MS:
+            raise ProtocolViolation(f"samples adding up to {sum(samples):.3f} ms for trials the harness's own clock saw "
+                                    f"take {interval:.3f} ms ({phase})")
+        return [float(x) for x in samples], [None if t is None else float(t) for t in tails], interval, cpu
+
+    # -- the whole flow --
+
+    def run(self, trusted_compile: bool) -> Result:
+        job = self.job
+        compile_time_ms: float | None = None
+        try:
+            self.step = "calibrating the harness's clock"
+            noop = self.calibrate()
+            self.step = "loading the implementation"
+            started = _monotonic_ns()
+            self.ask({"op": "load"}, "loaded")
+            for index in range(job.correctness_sets):
+                self.step = f"correctness set {index}"
+                self.checked(SEED + index, f"correctness set {index} (seed {SEED + index})", f"correctness set {index}")
+                if index == 0:
+                    compile_time_ms = (_monotonic_ns() - started) / 1e6
+            self.step = "timing"
+            samples = self.time(noop)
+            held_out = secrets.randbits(31) + 1_000_000
+            self.checks["held_out_seed"] = held_out
+            self.step = "the held-out set"
+            self.checked(held_out, f"the held-out set (seed {held_out})", "the held-out set checked after timing")
+            self.step = "the final integrity check"
+            self.ask({"op": "integrity"}, "intact")
+        except CandidateFailure as failure:
+            return Result("failed", str(failure), compile_time_ms=compile_time_ms if trusted_compile else None,
+                          correctness=self.correctness)
+        except ProtocolViolation as violation:
+            return Result("failed", f"the candidate forged results: {violation} ({self.step})", correctness=self.correctness)
+        except ChannelClosed:
+            return Result("failed", f"crashed: the implementation's process {self.executor.describe_end()} ({self.step})",
+                          correctness=self.correctness)
+        return Result("passed", samples_ms=samples, compile_time_ms=compile_time_ms if trusted_compile else None,
+                      correctness=self.correctness, kept_trials=len(samples))
+
+    def checked(self, seed: int, label: str, phase: str) -> None:
+        reply, blobs = self.ask({"op": "check", "seed": seed, "phase": phase}, "output", blobs=True)
+        self.judge(reply, blobs, seed, label, phase)
+
+    def judge(self, reply: dict[str, Any], blobs: list[bytes], seed: int, label: str, phase: str) -> None:
+        output = unpack_output(reply["output"], blobs, self.expected)
+        expected = self.reference.output(seed)
         self.compare(output, expected, label, phase)
 
     def compare(self, output: Any, expected: Any, label: str, phase: str) -> None:
-        context = self.context
-        correctness, problem = compare_outputs(output, expected, context.atol, context.rtol)
+        correctness, problem = compare_outputs(output, expected, self.atol, self.rtol)
         self.correctness = correctness if self.correctness is None else merge_correctness(self.correctness, correctness)
         mine, theirs = _fingerprint(output), _fingerprint(expected)
+        constant, varies = _constant_value(output), _constant_value(expected) is None
+        if problem is None and constant is not None and varies and _tensors(expected) and _tensors(expected)[0].numel() > 1:
+            # Within tolerance only because the reference's values are all small: a constant cannot be the
+            # computation of an output that varies (KernelBench's all-zeros class).
+            problem = (f"returned a constant output (every element {constant:g}) where the reference varies; it "
+                       f"passed the tolerance only because the reference's values are small")
+            correctness = {**correctness, "passed": False}
+            self.correctness = merge_correctness(self.correctness, correctness)
         entry = {"set": label, "passed": problem is None, "max_abs_diff": correctness.get("max_abs_diff")}
         self.checks["correctness_sets" if not label.startswith("timed") else "timed_outputs"].append(entry)
         if problem:
@@ -642,164 +1329,139 @@ class _Measurement:
 
     def diagnose(self, output: Any, expected: Any, mine: tuple[Any, ...], theirs: tuple[Any, ...], problem: str, phase: str) -> str:
         """The failed comparison in words that name the likely cheat."""
-        decoy = self.context.decoy
-        for got, fake in zip(_tensors(output), decoy):
-            if got.shape == fake.shape and got.dtype == fake.dtype and torch.equal(got.to(fake.device), fake):
+        for got, fake in zip(_tensors(output), self.decoy):
+            if got.shape == fake.shape and got.dtype == fake.dtype and torch.equal(got, fake):
                 return (f"the candidate returned the harness's decoy reference output ({phase}): it read the "
                         f"harness's memory (a stack or gc walk) instead of computing")
         for label, earlier, reference in self.seen:
             if earlier == mine and reference != theirs:
                 return (f"returned the same output for {phase} as for {label} although the inputs differ: "
                         f"a cached or stale result ({problem})")
+        if problem.startswith("returned a constant output"):
+            return f"{problem} ({phase})"
         constant = _constant_value(output)
         if constant is not None and _constant_value(expected) is None:
             return f"returned a constant output (every element {constant:g}) on {phase} ({problem})"
         return f"{problem} on {phase}"
 
-    # -- the whole flow --
+    def calibrate(self) -> _Calibration:
+        """Do-nothing blocks of 1 and of CALIBRATION_BLOCK trials, before the implementation is loaded (only the
+        harness's code has run in the executor then): the harness's own cost of a block, fixed + per trial x
+        trials, on the second clock."""
+        by_cpu = self.job.device == "cpu" and self.cpu.fd is not None
+        singles: list[float] = []
+        blocks: list[float] = []
+        tails: list[float] = []
+        self.block([_fresh_seed()], "noop", "calibration")  # its first answer also waited for the executor's set-up
+        for _ in range(CALIBRATION_ROUNDS):
+            for size, gaps in ((1, singles), (CALIBRATION_BLOCK, blocks)):
+                samples, block_tails, interval, cpu = self.block([_fresh_seed() for _ in range(size)], "noop", "calibration")
+                gaps.append((cpu if by_cpu and cpu is not None else interval) - sum(samples))
+                tails += [t for t in block_tails if t is not None]
+        one, many = _median(singles) or 0.0, _median(blocks) or 0.0
+        per_trial = max(0.0, (many - one) / (CALIBRATION_BLOCK - 1))
+        return _Calibration(by_cpu, max(0.0, one - per_trial), per_trial, statistics.median(tails) if tails else None)
 
-    def run(self, make_model: Callable[[], Callable[..., Any]], trusted_compile: bool) -> Result:
-        context = self.context
-        job = context.job
-        sets = job.correctness_sets
-        compile_time_ms: float | None = None
-        model: Callable[..., Any] | None = None
-        try:
-            started = _perf_counter_ns()
-            model = make_model()
-            self.integrity.check()
-            for index in range(sets):
-                self.checked_call(model, f"correctness set {index} (seed {SEED + index})", SEED + index,
-                                  f"correctness set {index}")
-                if index == 0:
-                    compile_time_ms = (_perf_counter_ns() - started) / 1e6
-            samples, kept = self.time(model)
-            held_out = secrets.randbits(31) + 1_000_000
-            self.checks["held_out_seed"] = held_out
-            self.checked_call(model, f"the held-out set (seed {held_out})", held_out,
-                              "the held-out set checked after timing")
-            self.integrity.check()
-        except CandidateFailure as failure:
-            return Result("failed", str(failure), compile_time_ms=compile_time_ms if trusted_compile else None,
-                          correctness=self.correctness)
-        except (Exception, SystemExit) as exc:  # the harness's own step failed on the candidate's account
-            return Result("failed", describe_exception("measuring the candidate", exc, self.filename),
-                          correctness=self.correctness)
-        finally:
-            model = None
-            self.integrity.violations()  # put back whatever was replaced, whatever the outcome
-            if trusted_compile:
+    def time(self, calibration: _Calibration) -> list[float]:
+        settings = self.job.timing
+        warm: list[float] = []
+        if settings.warmup:
+            warm, _, _, _ = self.block([_fresh_seed() for _ in range(settings.warmup)], "warm", "the warm-up calls")
+        size = block_size(_median(warm) or 0.0, self.output_limit + self.input_bytes)
+        check_chance = max(TIMED_OUTPUT_SAMPLES / settings.max_trials, MIN_TIMED_CHECK_PROBABILITY)
+        samples: list[float] = []
+        raw_samples: list[float] = []
+        tails: list[float] = []
+        unexplained_per_trial: list[float] = []
+        timed_ms = 0.0
+        count, mean, m2 = 0, 0.0, 0.0  # Welford, for the interval after every block
+        half_width: float | None = None
+        stop_reason = ""
+        extra_checks = blocks = 0
+        trial = 0  # timed trials run; the first is discarded
+        budget_ns = settings.budget_s * 1e9
+        started = _monotonic_ns()
+        process_before, observed_before = self.cpu.process_ms(), self.observed_cpu_ms
+        while not stop_reason:
+            want = min(size, settings.max_trials - count + (1 if trial == 0 else 0))
+            seeds = [_fresh_seed() for _ in range(want)]
+            phase = f"timed trials {trial}-{trial + want - 1}"
+            block_samples, block_tails, interval, cpu = self.block(seeds, "time", phase)
+            blocks += 1
+            clock = cpu if calibration.by_cpu and cpu is not None else interval
+            expected_gap = calibration.fixed + calibration.per_trial * want
+            unexplained_per_trial.append((clock - sum(block_samples) - expected_gap) / want)
+            picks: list[int] = []
+            for index, (raw, tail) in enumerate(zip(block_samples, block_tails)):
+                sample = raw
+                if tail is not None and calibration.tail is not None and tail > calibration.tail + timing.TAIL_ALLOWANCE_MS:
+                    sample += tail - calibration.tail  # work the call left on another stream: counted
+                timed_ms += sample
+                if trial > 0:  # the first timed call still pays for allocator growth and lazy set-up
+                    samples.append(sample)
+                    raw_samples.append(raw)
+                    if tail is not None:
+                        tails.append(tail)
+                    count += 1
+                    delta = sample - mean
+                    mean += delta / count
+                    m2 += delta * (sample - mean)
+                    # Which outputs are checked is decided here, after the trials ran, from randomness no process
+                    # a candidate runs in holds: it cannot skip work on the trials it guesses go unchecked.
+                    if trial == 1 or (extra_checks < 2 * TIMED_OUTPUT_SAMPLES and _secret_chance(check_chance)):
+                        extra_checks += trial != 1
+                        picks.append(index)
+                trial += 1
+            if count >= 2 and mean > 0:
+                half_width = stats.t_95(count - 1) * math.sqrt(m2 / (count - 1)) / math.sqrt(count) / mean
+            if count >= settings.min_trials and half_width is not None and half_width < settings.target_half_width:
+                stop_reason = "converged"
+            elif count >= settings.max_trials:
+                stop_reason = "max_trials"
+            elif _monotonic_ns() - started >= budget_ns:
+                stop_reason = "budget"
+            if stop_reason and len(block_samples) - 1 not in picks:
+                picks.append(len(block_samples) - 1)  # the last trial's output, always
+            for index in picks:
+                label = f"timed trial {trial - len(block_samples) + index}"
+                reply, blobs = self.ask({"op": "ship", "index": index, "phase": label}, "output", blobs=True)
                 try:
-                    torch._dynamo.reset()
-                except Exception:
-                    pass
-            release_memory(context.device)
-        return Result("passed", samples_ms=samples, compile_time_ms=compile_time_ms, correctness=self.correctness,
-                      kept_trials=kept)
-
-    def time(self, model: Callable[..., Any]) -> tuple[list[float], int]:
-        context = self.context
-        job = context.job
-        rotation = ROTATION_SETS if _input_bytes(context.inputs(SEED)) * ROTATION_SETS <= ROTATION_BYTES_LIMIT else 2
-        base = secrets.randbits(31) + 2_000_000
-        seeds = [base + index for index in range(rotation)]
-        masters = [context.inputs(seed) for seed in seeds]
-        fingerprints = [_fingerprint(m) for m in masters]
-        self.checks["rotation_seeds"] = seeds
-        chooser = random.Random(secrets.randbits(64))
-        sampled: list[tuple[int, Any]] = []
-        reference_output = context.decoy  # noqa: F841  (see checked_call)
-
-        def inputs_for(trial: int) -> list[Any]:
-            return _clone_inputs(masters[trial % rotation])
-
-        def call(inputs: list[Any]) -> Any:
-            return model(*inputs)
-
-        def on_output(trial: int, output: Any, last: bool) -> None:
-            extra = len(sampled) < TIMED_OUTPUT_SAMPLES + 1 and chooser.random() < 0.1
-            if trial == 1 or last or extra:
-                problem = check_output(output, context.expected, [], [*_tensors(masters), *context.decoy])
-                if problem:
-                    raise CandidateFailure(f"{problem} (timed trial {trial})")
-                sampled.append((trial, detach_output(output)))
-
-        timer = timing.make_adaptive_timer(context.device)
-        try:
-            with torch.no_grad():
-                result = timer.run(call, inputs_for, job.timing, on_output)
-        except CandidateFailure:
-            raise
-        except (Exception, SystemExit) as exc:
-            raise CandidateFailure(describe_exception("ModelNew.forward while timed", exc, self.filename)) from None
-        finally:
-            if isinstance(timer, timing.CudaAdaptiveTimer):
-                timer.release()
-        self.integrity.check()
-        self.protocol = timer.protocol(job.timing, len(result.samples_ms), rotation)
-        self.checks["timing"] = {
-            "stop_reason": result.stop_reason,
-            "trials_run": result.trials_run,
-            "kept_trials": len(result.samples_ms),
-            "half_width": _finite(result.half_width),
-            "wall_ms": result.wall_ms,
-            "timed_ms": result.timed_ms,
-            "overhead_ms_per_trial": result.overhead_ms_per_trial,
-            "median_trial_wall_ms": _finite(_median(result.trial_wall_ms)),
-            "noop_trial_wall_ms": result.noop_trial_wall_ms,
-            "rotation_sets": rotation,
-            "median_tail_ms": _finite(_median(result.tail_ms)),
-            "noop_tail_ms": _finite(result.noop_tail_ms),
-        }
-        self.check_clock(result)
-        for index, master in enumerate(masters):
-            if _fingerprint(master) != fingerprints[index]:
-                raise CandidateFailure("the candidate modified the harness's timing inputs, not its own copy")
-        by_set: dict[int, list[tuple[int, Any]]] = {}
-        for trial, output in sampled:
-            by_set.setdefault(trial % rotation, []).append((trial, output))
-        sampled.clear()
-        for index in sorted(by_set):
-            expected = context.reference(masters[index])
-            for trial, output in by_set[index]:
-                try:
-                    self.compare(output, expected, f"timed trial {trial}", f"timed trial {trial}")
+                    self.judge(reply, blobs, seeds[index], label, label)
                 except CandidateFailure as failure:
-                    raise CandidateFailure(f"while timed, {failure} (a stale or cached result during timing)") from None
-            expected = None
-        non_positive = [s for s in result.samples_ms if not s > 0]
+                    raise CandidateFailure(f"while timed, {failure} (a stale or cached result, or work skipped on "
+                                           f"trials it guessed would not be checked)") from None
+            if not stop_reason and _secret_chance(INTEGRITY_CHECK_PROBABILITY):
+                self.ask({"op": "integrity"}, "intact")
+        wall_ms = (_monotonic_ns() - started) / 1e6
+        process_after = self.cpu.process_ms()
+        observed = self.observed_cpu_ms - observed_before
+        background = process_after - process_before - observed if process_before is not None and process_after is not None else None
+        median_sample = _median(samples) or 0.0
+        unexplained, tolerance, disagreement = clock_disagreement(unexplained_per_trial, median_sample, calibration.per_trial)
+        self.checks["timing"] = {
+            "stop_reason": stop_reason, "trials_run": trial, "kept_trials": len(samples), "blocks": blocks,
+            "block_size": size, "distinct_input_seeds": trial, "half_width": _finite(half_width), "wall_ms": wall_ms,
+            "timed_ms": timed_ms, "second_clock": "executor CPU time (schedstat)" if calibration.by_cpu else "coordinator wall clock",
+            "harness_ms_per_block": calibration.fixed, "harness_ms_per_trial": calibration.per_trial,
+            "unexplained_ms_per_trial": unexplained, "clock_tolerance_ms": tolerance,
+            "background_cpu_ms": background, "median_tail_ms": _finite(_median(tails)), "noop_tail_ms": _finite(calibration.tail),
+            "timed_outputs_checked": len(self.checks["timed_outputs"]),
+        }
+        if disagreement:
+            raise CandidateFailure(disagreement)
+        if background is not None and background > max(BACKGROUND_CPU_MS, BACKGROUND_CPU_FRACTION * observed):
+            raise CandidateFailure(
+                f"the implementation's process used {background:.0f} ms of CPU time during the timed loop while it was "
+                f"not answering the harness (against {observed:.0f} ms while answering): work in threads of its own or "
+                f"between trials, outside every timed region (the CPU protocol runs one thread)"
+            )
+        side_stream = side_stream_problem(tails, calibration.tail, median_sample)
+        if side_stream:
+            raise CandidateFailure(side_stream)
+        non_positive = [s for s in samples if not s > 0]
         if non_positive:
             raise CandidateFailure(f"timer returned {len(non_positive)} non-positive samples (below its resolution)")
-        return result.samples_ms, len(result.samples_ms)
-
-    def check_clock(self, result: timing.AdaptiveResult) -> None:
-        """The samples against the independent wall clock around the trial loop."""
-        if result.timed_ms > result.wall_ms * 1.001 + 0.01:
-            raise CandidateFailure(
-                f"the timed samples add up to more than the wall-clock time around them "
-                f"({result.timed_ms:.3f} ms > {result.wall_ms:.3f} ms): the clock was tampered with"
-            )
-        # Medians per trial: a trial's wall time beyond a do-nothing trial's is the call's own time, which
-        # its sample must cover (one preemption of the process changes a median little).
-        trial_wall = _median(result.trial_wall_ms)
-        median_sample = _median(result.samples_ms) or 0.0
-        if trial_wall is not None:
-            unexplained = trial_wall - result.noop_trial_wall_ms
-            if unexplained > MIN_UNEXPLAINED_MS and median_sample < MIN_TIMED_FRACTION * unexplained:
-                raise CandidateFailure(
-                    f"the timed samples cover under {MIN_TIMED_FRACTION:.0%} of the time the trials took beyond the "
-                    f"harness's overhead (median {median_sample:.4f} ms of {unexplained:.4f} ms per trial): work ran "
-                    f"outside the timed region or the clock was tampered with"
-                )
-        tail = _median(result.tail_ms)
-        if tail is not None:
-            baseline = result.noop_tail_ms or 0.0
-            if tail - baseline > max(SIDE_STREAM_TAIL_MS, SIDE_STREAM_TAIL_FRACTION * median_sample):
-                raise CandidateFailure(
-                    f"work continued on the device after the timed stream's end event (median {tail - baseline:.3f} ms "
-                    f"per trial, against {median_sample:.3f} ms timed): it ran on a side stream not joined to the "
-                    f"current stream, so it would not have been counted"
-                )
+        return samples
 
 
 def _median(values: list[float]) -> float | None:
@@ -814,120 +1476,95 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _candidate_factory(context: _Context, job: Job) -> Callable[[], Callable[..., Any]]:
-    def build() -> Callable[..., Any]:
-        assert context.instance is not None and job.candidate_source is not None
-        filename = job.candidate_filename or "<candidate>"
+def _measure_target(job: Job, target: _Target, reference: _Reference, device: torch.device, fresh: list[int],
+                    atol: float, input_bytes: int) -> tuple[Result, dict[str, Any], int | None]:
+    """One implementation in a fresh executor process: (result, checks, kept trials)."""
+    decoy_seed = secrets.randbits(63)
+    executor = fork_role(_executor_role(job, target, device, reference.expected, fresh, decoy_seed))
+    remote = _Remote(job, executor, reference, reference.expected, atol, decoy_seed, target.filename, input_bytes)
+    try:
+        result = remote.run(target.reports_compile_time)
+    finally:
         try:
-            module = problems_module.load_module(job.candidate_source, filename)
-        except (Exception, SystemExit) as exc:
-            raise CandidateFailure(describe_exception("importing the candidate module", exc, filename)) from None
-        model_class = getattr(module, "ModelNew", None)
-        if model_class is None:
-            raise CandidateFailure("the candidate module defines no ModelNew class")
-        if not callable(model_class):
-            raise CandidateFailure("the candidate's ModelNew is not a class")
-        init_inputs = detach_output(list(context.instance.init_inputs))
-        try:
-            problems_module.seed_everything(SEED)  # the same seed as the reference model's weights
-            model = model_class(*init_inputs)
-            if isinstance(model, torch.nn.Module):
-                model = model.to(context.device)
-        except (Exception, SystemExit) as exc:
-            raise CandidateFailure(describe_exception("ModelNew.__init__", exc, filename)) from None
-        if not callable(model):
-            raise CandidateFailure("the candidate's ModelNew instance is not callable")
-        return model
-
-    return build
-
-
-def _builtin_factory(context: _Context, implementation: runners.Implementation) -> Callable[[], Callable[..., Any]]:
-    def build() -> Callable[..., Any]:
-        assert context.instance is not None
-        try:
-            return implementation.build(context.instance.new_model())
-        except (Exception, SystemExit) as exc:
-            raise CandidateFailure(describe_exception(f"building {implementation.slug}", exc, context.problem.code_filename)) from None
-
-    return build
+            executor.channel.send({"op": "exit"})
+        except (ChannelClosed, OSError):
+            pass
+        executor.kill()
+        remote.cpu.close()
+    return result, remote.checks, result.kept_trials
 
 
 def measure_job(payload: dict[str, Any]) -> dict[str, Any]:
     """Run inside the sandbox (Sandbox.run("benchmarks.candidate:measure_job", payload)).
 
-    Returns {"records": [run record, ...], "environment": {...}, "checks": {...}}: the baseline's record
-    first when ``baseline`` is set. Raises PayloadError for a malformed payload, RuntimeError when this
-    machine cannot run the job at all (CUDA asked for, none here); a candidate's fault is a failed record.
+    This process is the coordinator: it never loads a candidate, initialises no device, and writes the
+    records itself. Returns {"records": [run record, ...], "environment": {...}, "checks": {...}}: the
+    baseline's record first when ``baseline`` is set. Raises PayloadError for a malformed payload,
+    RuntimeError when this machine cannot run the job at all (CUDA asked for, none here); a candidate's
+    fault is a failed record.
     """
     job = parse_payload(payload)
-    if job.device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("the job asks for CUDA but torch.cuda.is_available() is false on this machine")
-    device = torch.device(job.device)
-    if device.type == "cuda":
-        device = torch.device("cuda", torch.cuda.current_device())
-    environment = capture_environment(device, provider=job.provider, label=job.label)
-    context = _Context(job, device)
-    timer = timing.make_adaptive_timer(device)
-    checks: dict[str, Any] = {"device": str(device), "implementations": []}
+    make_undumpable()
+    child = fork_role(_reference_role(job))
+    try:
+        try:
+            child.channel.send({"op": "prepare"})
+            prepared, _ = child.channel.receive()
+        except (ChannelClosed, ProtocolViolation) as exc:
+            raise RuntimeError(f"the reference process failed before any candidate ran: {exc}; {child.describe_end()}") from None
+        if "error" in prepared:
+            raise RuntimeError(str(prepared["error"]))
+        return _measure_prepared(job, prepared, child)
+    finally:
+        try:
+            child.channel.send({"op": "exit"})
+        except (ChannelClosed, OSError):
+            pass
+        child.kill()
 
-    # (record fields, how to build it, whether its first call is reported as compile time, its file name)
-    targets: list[tuple[dict[str, Any], Callable[[], Callable[..., Any]], bool, str]] = []
+
+def _measure_prepared(job: Job, prepared: dict[str, Any], child: Child) -> dict[str, Any]:
+    environment = prepared["environment"]
+    unmeasured = prepared["protocol"]
+    targets: list[_Target] = []
     if job.baseline:
-        targets.append((TORCH_EAGER.record_fields(), _builtin_factory(context, TORCH_EAGER), False, "<torch_eager>"))
+        targets.append(_Target(TORCH_EAGER.record_fields(), TORCH_EAGER.slug, False, "<torch_eager>"))
     if job.builtin is not None:
         builtin = IMPLEMENTATIONS[job.builtin]
-        targets.append(({**builtin.record_fields(), **job.implementation}, _builtin_factory(context, builtin),
-                         builtin.reports_compile_time, f"<{builtin.slug}>"))
+        targets.append(_Target({**builtin.record_fields(), **job.implementation}, builtin.slug,
+                               builtin.reports_compile_time, f"<{builtin.slug}>"))
     else:
-        filename = job.candidate_filename or "<candidate>"
-        targets.append((job.implementation, _candidate_factory(context, job), False, filename))
+        targets.append(_Target(job.implementation, None, False, job.candidate_filename or "<candidate>"))
+    bindings = prepared.get("bindings") or dict(job.bindings)
+    dtype = prepared.get("dtype") or problems_module.FALLBACK_DTYPE
+    checks: dict[str, Any] = {"device": prepared.get("device", job.device), "implementations": []}
 
     def record(fields: Mapping[str, Any], result: Result, protocol: Mapping[str, Any]) -> dict[str, Any]:
-        instance = context.instance
-        bindings = instance.bindings if instance is not None else dict(job.bindings)
-        dtype = instance.dtype if instance is not None else problems_module.FALLBACK_DTYPE
         return build_record(
             workload_slug=job.workload_slug,
-            source_sha256=job.source_sha256 or context.problem.source_sha256,
-            bindings=bindings,
-            dtype=dtype,
-            implementation=fields,
-            environment=environment,
-            protocol=protocol,
-            status=result.status,
-            failure_reason=result.failure_reason,
-            samples_ms=result.samples_ms,
-            compile_time_ms=result.compile_time_ms,
-            correctness=result.correctness,
-            observed_at=result.observed_at,
+            source_sha256=job.source_sha256 or problems_module.source_sha256(job.reference_source),
+            bindings=bindings, dtype=dtype, implementation=fields, environment=environment, protocol=protocol,
+            status=result.status, failure_reason=result.failure_reason, samples_ms=result.samples_ms,
+            compile_time_ms=result.compile_time_ms, correctness=result.correctness, observed_at=result.observed_at,
         )
 
-    unmeasured = timer.protocol(job.timing, None, ROTATION_SETS)
-    try:
-        context.prepare()
-    except _ProblemFailure as failure:
-        release_memory(device)
-        records = [record(fields, Result("failed", str(failure)), unmeasured) for fields, *_ in targets]
-        checks["problem"] = str(failure)
+    if "problem" in prepared:
+        checks["problem"] = prepared["problem"]
+        records = [record(t.fields, Result("failed", str(prepared["problem"])), unmeasured) for t in targets]
         return {"records": records, "environment": environment, "checks": checks}
-
-    assert context.module is not None
-    extra = [("the problem module", context.module)]
-    if isinstance(getattr(context.module, "Model", None), type):
-        extra.append(("the problem's Model", context.module.Model))
+    expected = [_leaf_from_json(leaf) for leaf in prepared["expected"]]
+    fresh = [int(p) for p in prepared["fresh"]]
+    checks["freshened_inputs"] = fresh
+    reference = _Reference(child, expected)
+    device = torch.device(prepared["device"])
     records = []
-    for fields, factory, compiles, filename in targets:
-        slug = fields["slug"]
-        integrity = Integrity(_LIBRARY_SNAPSHOT, extra)
-        measurement = _Measurement(context, integrity, filename)
-        result = measurement.run(factory, compiles)
-        protocol = getattr(measurement, "protocol", unmeasured)
-        records.append(record(fields, result, protocol))
-        checks["implementations"].append({"slug": slug, "status": result.status, "failure_reason": result.failure_reason,
-                                          **measurement.checks})
-    context.reference_model = None
-    release_memory(device)
+    for target in targets:
+        result, target_checks, kept = _measure_target(job, target, reference, device, fresh, float(prepared["atol"]),
+                                                      int(prepared["input_bytes"]))
+        protocol = {**unmeasured, "trials": kept} if result.status == "passed" else unmeasured
+        records.append(record(target.fields, result, protocol))
+        checks["implementations"].append({"slug": target.fields["slug"], "status": result.status,
+                                          "failure_reason": result.failure_reason, **target_checks})
     return {"records": records, "environment": environment, "checks": checks}
 
 

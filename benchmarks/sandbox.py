@@ -96,6 +96,7 @@ _NAMESPACES = _CLONE_NEWNS | _CLONE_NEWUTS | _CLONE_NEWIPC | _CLONE_NEWPID | _CL
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 1, 2, 4, 8, 32
 _MS_BIND, _MS_MOVE, _MS_REC, _MS_PRIVATE = 4096, 8192, 16384, 1 << 18
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
 
 
@@ -456,6 +457,11 @@ def _zygote_main() -> None:
     _set_parent_death_signal()
     if os.getppid() != hello["parent"]:  # the parent died before the line above
         os._exit(1)
+    # Undumpable, and so every fork of it: no process of this uid (a job at the rlimits level runs as the
+    # calling user) may read its memory or open its descriptors under /proc/PID/fd, where the pipe that
+    # carries every job's result to the parent is.
+    if sys.platform.startswith("linux"):
+        _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     limits = Limits(**hello["limits"])
     reason = "asked for the rlimits level" if hello["level"] == LEVEL_RLIMITS else _probe_namespaces()

@@ -201,7 +201,9 @@ _event_record = torch.cuda.Event.record
 _event_elapsed_time = torch.cuda.Event.elapsed_time
 _event_synchronize = torch.cuda.Event.synchronize
 
-CANDIDATE_PROTOCOL_VERSION = "1"
+# 2: fresh inputs every trial from a seed the harness draws (1 rotated pre-generated sets), each trial
+# requested and timed from outside the implementation's process as well.
+CANDIDATE_PROTOCOL_VERSION = "2"
 # Trials of a call that does nothing, run through the same loop first: what the harness itself costs
 # per trial (input clone, flush, synchronizations), for the wall-clock cross-check.
 CALIBRATION_TRIALS = 5
@@ -262,6 +264,13 @@ class AdaptiveResult:
     noop_trial_wall_ms: float = 0.0
 
 
+# What every candidate protocol's description says of its inputs and of the second clock.
+FRESH_INPUTS = ("fresh inputs every trial (get_inputs under a seed the harness draws from the OS's randomness "
+                "in another process), made outside the timed region")
+OUTSIDE_CLOCK = ("each trial requested and timed by a separate harness process, whose clock the samples must "
+                 "agree with")
+
+
 class AdaptiveTimer:
     """Times ``call(inputs)`` with fresh inputs per trial and an adaptive trial count."""
 
@@ -274,14 +283,14 @@ class AdaptiveTimer:
     def synchronize(self) -> None:
         """Wait for all work on the device, every stream."""
 
-    def describe(self, settings: AdaptiveSettings, rotation: int) -> str:
+    def describe(self, settings: AdaptiveSettings) -> str:
         raise NotImplementedError
 
-    def protocol(self, settings: AdaptiveSettings, kept_trials: int | None, rotation: int) -> dict[str, Any]:
+    def protocol(self, settings: AdaptiveSettings, kept_trials: int | None) -> dict[str, Any]:
         return {
             "name": self.protocol_name,
             "version": CANDIDATE_PROTOCOL_VERSION,
-            "timer": self.describe(settings, rotation),
+            "timer": self.describe(settings),
             "warmup": settings.warmup,
             "trials": kept_trials if kept_trials else None,
             "statistic": "mean",
@@ -386,11 +395,10 @@ class CpuAdaptiveTimer(AdaptiveTimer):
     protocol_name = "kernelindex-candidate-cpu-perf-counter"
     l2_flush = False
 
-    def describe(self, settings: AdaptiveSettings, rotation: int) -> str:
+    def describe(self, settings: AdaptiveSettings) -> str:
         return (
-            f"time.perf_counter_ns around each call; inputs rotated among {rotation} pre-generated sets, "
-            f"cloned outside the timed region; no cache flush; first timed trial discarded; "
-            f"{settings.stopping_rule()}"
+            f"time.perf_counter_ns around each call; {FRESH_INPUTS}; no cache flush; {OUTSIDE_CLOCK}; "
+            f"first timed trial discarded; {settings.stopping_rule()}"
         )
 
     def _trial(self, call: Callable[[Any], Any], inputs: Any) -> tuple[float, float | None, Any]:
@@ -418,10 +426,10 @@ class CudaAdaptiveTimer(AdaptiveTimer):
         with torch.cuda.device(self.device):
             _cuda_synchronize()
 
-    def describe(self, settings: AdaptiveSettings, rotation: int) -> str:
+    def describe(self, settings: AdaptiveSettings) -> str:
         return (
-            f"torch.cuda.Event around each call on the current stream; inputs rotated among {rotation} "
-            f"pre-generated sets, cloned outside the timed region; before each trial zero_() of a "
+            f"torch.cuda.Event around each call on the current stream; {FRESH_INPUTS}; {OUTSIDE_CLOCK}; "
+            f"before each trial zero_() of a "
             f"{self._flush.flush_bytes / 2**20:.1f} MiB buffer ({self._flush.flush_source}) then a device-wide "
             f"torch.cuda.synchronize(); after each trial a device-wide synchronize and a third event: device time "
             f"after the end event beyond a do-nothing call's (+{TAIL_ALLOWANCE_MS:g} ms) is work left on another "

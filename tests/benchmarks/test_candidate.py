@@ -8,9 +8,9 @@ the sandbox's outcomes.
 
 from __future__ import annotations
 
-import builtins
 import copy
 import json
+import os
 import time
 from pathlib import Path
 
@@ -83,16 +83,21 @@ def test_honest_candidate_passes_with_a_plausible_latency_and_an_adaptive_protoc
     # a 32x48 @ 48x40 matmul and a relu on a CPU: microseconds, not nanoseconds and not seconds
     assert 0.0005 < record["statistics"]["mean"] < 50
     protocol = record["protocol"]
-    assert protocol["name"] == "kernelindex-candidate-cpu-perf-counter" and protocol["version"] == "1"
+    assert protocol["name"] == "kernelindex-candidate-cpu-perf-counter" and protocol["version"] == "2"
     assert protocol["trials"] == record["statistics"]["num_trials"] == len(record["samples_ms"])
     assert FAST_TIMING["min_trials"] <= protocol["trials"] <= FAST_TIMING["max_trials"]
-    assert "adaptive" in protocol["timer"] and "half-width" in protocol["timer"] and "rotated among 3" in protocol["timer"]
+    assert "adaptive" in protocol["timer"] and "half-width" in protocol["timer"] and "fresh inputs every trial" in protocol["timer"]
+    assert "separate harness process" in protocol["timer"]
     assert record["correctness"]["passed"] is True and record["correctness"]["atol"] == 1e-4
     checks = result["checks"]["implementations"][0]
     assert [entry["passed"] for entry in checks["correctness_sets"]] == [True] * 6  # five sets, then the held-out one
     assert "seed 42" in checks["correctness_sets"][0]["set"] and "held-out" in checks["correctness_sets"][-1]["set"]
     assert checks["timed_outputs"] and all(entry["passed"] for entry in checks["timed_outputs"])
     assert checks["timing"]["stop_reason"] in ("converged", "max_trials", "budget")
+    # every timed trial had inputs of its own, and the samples agreed with the second clock
+    assert checks["timing"]["distinct_input_seeds"] == checks["timing"]["trials_run"]
+    assert checks["timing"]["unexplained_ms_per_trial"] <= checks["timing"]["clock_tolerance_ms"]
+    assert result["checks"]["freshened_inputs"] == []  # randn inputs: nothing to freshen
     assert result["environment"]["details"]["device_type"] == "cpu"
     json.dumps(result, allow_nan=False)  # what the sandbox sends back must be strict JSON
 
@@ -102,7 +107,7 @@ def test_baseline_first_then_the_candidate_in_the_same_environment():
     baseline, submitted = result["records"]
     assert baseline["implementation"]["slug"] == "torch_eager" and baseline["implementation"]["role"] == "baseline"
     assert submitted["implementation"]["slug"] == "fixture-honest"
-    assert baseline["status"] == submitted["status"] == "passed"
+    assert baseline["status"] == submitted["status"] == "passed", (baseline["failure_reason"], submitted["failure_reason"])
     assert baseline["environment"] == submitted["environment"] == result["environment"]
     assert baseline["protocol"]["name"] == submitted["protocol"]["name"]
 
@@ -226,32 +231,17 @@ def test_changing_a_global_torch_setting_is_caught_and_undone():
     assert torch.get_float32_matmul_precision() == before
 
 
-def test_the_candidate_works_on_a_clone_and_the_reference_runs_after_it():
-    # The candidate zeroes its inputs in place: with a shared copy the reference would see zeros too and
-    # agree. Both sides write to one log, so the order of the calls shows.
-    log: list[str] = []
-    builtins._candidate_test_log = log  # type: ignore[attr-defined]
+def test_the_candidate_changing_its_inputs_changes_nothing_for_the_reference():
+    # The candidate zeroes its inputs in place: the reference process makes its own from the same seed.
     source = (
-        "import builtins, torch\nimport torch.nn as nn\n"
+        "import torch\nimport torch.nn as nn\n"
         "class ModelNew(nn.Module):\n"
         "    def forward(self, A, B):\n"
-        "        builtins._candidate_test_log.append('candidate')\n"
         "        A.zero_()\n"
         "        return torch.relu(A @ B)\n"
     )
-    reference = REFERENCE.replace(
-        "        return torch.relu(torch.matmul(A, B))",
-        "        import builtins\n        builtins._candidate_test_log.append('reference')\n"
-        "        return torch.relu(torch.matmul(A, B))",
-    )
-    assert reference != REFERENCE
-    try:
-        record = only_record(measure_job(payload(source=source, reference_source=reference)))
-    finally:
-        del builtins._candidate_test_log  # type: ignore[attr-defined]
+    record = only_record(measure_job(payload(source=source)))
     assert record["status"] == "failed" and "constant output" in record["failure_reason"]
-    # the probe that learns the output's shape, then for the first set the candidate, then the reference
-    assert log == ["reference", "candidate", "reference"]
 
 
 def test_a_harness_method_replaced_by_the_candidate_is_caught():
@@ -260,35 +250,33 @@ def test_a_harness_method_replaced_by_the_candidate_is_caught():
         "class ModelNew(nn.Module):\n"
         "    def __init__(self):\n"
         "        super().__init__()\n"
-        "        harness._Measurement.compare = lambda *args: None\n"
+        "        harness._Remote.compare = lambda *args: None\n"
         "    def forward(self, A, B):\n"
         "        return torch.zeros(A.shape[0], B.shape[1])\n"
     )
-    original = candidate._Measurement.compare
+    original = candidate._Remote.compare
     record = only_record(measure_job(payload(source=source)))
-    assert "the candidate replaced benchmarks.candidate._Measurement.compare" in record["failure_reason"]
-    assert candidate._Measurement.compare is original
+    assert "the candidate replaced benchmarks.candidate._Remote.compare" in record["failure_reason"]
+    assert candidate._Remote.compare is original  # the coordinator's own never changed: another process
 
 
 def test_no_reference_output_exists_while_the_candidate_runs():
-    # A candidate that counts, at each call, the tensors shaped like the output that it did not make:
-    # only the harness's decoy may be there (the honest computation then passes).
-    builtins._candidate_seen = seen = []  # type: ignore[attr-defined]
+    # A candidate that counts, at each correctness call, the tensors shaped like the output that it did not
+    # make: only the harness's decoy may be there (the reference lives in another process), else it fails.
     source = (
-        "import builtins, gc, torch\nimport torch.nn as nn\n"
+        "import gc, torch\nimport torch.nn as nn\n"
         "class ModelNew(nn.Module):\n"
+        "    calls = 0\n"
         "    def forward(self, A, B):\n"
+        "        self.calls += 1\n"
         "        shape = torch.Size([A.shape[0], B.shape[1]])\n"
-        "        builtins._candidate_seen.append(sum(1 for o in gc.get_objects() if type(o) is torch.Tensor and o.shape == shape))\n"
+        "        seen = sum(1 for o in gc.get_objects() if type(o) is torch.Tensor and o.shape == shape)\n"
+        "        if self.calls <= 5 and seen != 1:\n"
+        "            raise ValueError(f'saw {seen} output-shaped tensors')\n"
         "        return torch.relu(A @ B)\n"
     )
-    try:
-        record = only_record(measure_job(payload(source=source, timing={**FAST_TIMING, "max_trials": 5})))
-    finally:
-        del builtins._candidate_seen  # type: ignore[attr-defined]
+    record = only_record(measure_job(payload(source=source, timing={**FAST_TIMING, "max_trials": 5})))
     assert record["status"] == "passed", record["failure_reason"]
-    correctness_calls = seen[:5]
-    assert correctness_calls == [1] * 5, seen  # the decoy alone
 
 
 def test_a_tensor_subclass_output_is_rejected():
@@ -308,6 +296,128 @@ def test_a_problem_that_cannot_run_fails_every_record_with_its_reason():
     result = measure_job(payload("honest", reference_source=broken, baseline=True))
     assert [r["status"] for r in result["records"]] == ["failed", "failed"]
     assert all("no inputs today" in r["failure_reason"] for r in result["records"])
+
+
+# ---------------------------------------------------------------- issue 28: the attacks seen, each a fixture
+
+
+
+def test_a_candidate_writing_its_own_result_fails_as_forged():
+    # It writes a passed record at 0.301 ms (and a torch_eager one) to every descriptor it has, then exits:
+    # the only one it has leads to the coordinator, which reads it as a malformed message.
+    record = only_record(measure_job(payload("forge_result_pipe")))
+    assert record["status"] == "failed"
+    assert record["failure_reason"].startswith("the candidate forged results: "), record["failure_reason"]
+    assert record["samples_ms"] is None and record["implementation"]["slug"] == "fixture-forge-result-pipe"
+
+
+def test_records_for_other_implementations_are_a_message_the_protocol_refuses():
+    result = measure_job(payload("forge_protocol", baseline=True))
+    baseline, submitted = result["records"]
+    assert submitted["status"] == "failed"
+    reason = submitted["failure_reason"]
+    assert reason.startswith("the candidate forged results: an unexpected message (records)"), reason
+    # the baseline was measured before, in a process of its own, and stands
+    assert baseline["implementation"]["slug"] == "torch_eager" and baseline["status"] == "passed"
+    assert [r["implementation"]["slug"] for r in result["records"]] == ["torch_eager", "fixture-forge-protocol"]
+
+
+def test_the_baseline_is_measured_where_the_candidate_never_runs():
+    result = measure_job(payload("edit_baseline", baseline=True))
+    baseline, submitted = result["records"]
+    assert baseline["status"] == submitted["status"] == "passed", (baseline["failure_reason"], submitted["failure_reason"])
+    # what it found and edited were copies in its own process
+    assert baseline["implementation"]["title"] == "PyTorch eager"
+    assert baseline["statistics"]["mean"] == pytest.approx(sum(baseline["samples_ms"]) / len(baseline["samples_ms"]))
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("reference_forward", "the candidate replaced the problem's Model.forward"),  # its own copy of the class
+    ("reference_forward_instance", "incorrect output"),
+])
+def test_a_replaced_reference_forward_changes_nothing(name, words):
+    # The reference model lives in a process the candidate never runs in: its patch finds nothing to change.
+    record = only_record(measure_job(payload(name)))
+    assert record["status"] == "failed"
+    assert words in record["failure_reason"] and "correctness set 0" in record["failure_reason"] or \
+        record["failure_reason"].startswith(words), record["failure_reason"]
+
+
+def test_the_reference_is_fingerprinted_by_code_and_attributes():
+    job = candidate.parse_payload(payload("honest"))
+    context = candidate._Context(job, torch.device("cpu"))
+    context.prepare()
+    inputs = context.inputs(7)
+    expected = context.reference(inputs)
+    model = context.reference_model
+    model.forward = lambda A, B: torch.zeros(A.shape[0], B.shape[1])  # on the instance
+    with pytest.raises(candidate.CandidateFailure, match="code or attributes"):
+        context.reference(inputs)
+    del model.forward
+    assert torch.equal(context.reference(inputs), expected)
+    model.scale = 0.5  # a plain attribute the forward could read
+    with pytest.raises(candidate.CandidateFailure, match="code or attributes"):
+        context.reference(inputs)
+
+
+def test_a_cache_keyed_on_input_values_never_hits():
+    # Fresh inputs every trial: the fixture raises on its sixth hit, so passing means it (almost) never hit.
+    result = measure_job(payload("value_cache"))
+    record = only_record(result)
+    assert record["status"] == "passed", record["failure_reason"]
+    timing_checks = result["checks"]["implementations"][0]["timing"]
+    assert timing_checks["distinct_input_seeds"] == timing_checks["trials_run"] > 5
+
+
+def test_predicting_which_timed_outputs_are_checked_fails():
+    # No chooser exists in its process to copy; it skips work on the trials it guessed unchecked and a check
+    # drawn after the trials ran (the last one's at least) finds a stale output.
+    record = only_record(measure_job(payload("predict_checks")))
+    assert record["status"] == "failed"
+    reason = record["failure_reason"]
+    assert reason.startswith("while timed,") and "work skipped on trials it guessed would not be checked" in reason, reason
+
+
+def test_a_clock_swapped_while_timed_and_put_back_fails_by_the_second_clock():
+    record = only_record(measure_job(payload("clock_swap")))
+    assert record["status"] == "failed"
+    assert record["failure_reason"].startswith("the timed samples disagree with the harness's own clock"), record["failure_reason"]
+
+
+def test_uniform_inputs_are_freshened_so_a_shortcut_on_them_never_runs():
+    constant = (FIXTURES / "problem_constant_inputs.py").read_text()
+    result = measure_job(payload("uniform_shortcut", reference_source=constant, reference_filename="problem_constant_inputs.py"))
+    record = only_record(result)
+    assert record["status"] == "passed", record["failure_reason"]
+    assert result["checks"]["freshened_inputs"] == [0, 1]
+    # what every check and trial sees: never uniform, different for every seed, the same in every process
+    job = candidate.parse_payload(payload("honest", reference_source=constant))
+    context = candidate._Context(job, torch.device("cpu"))
+    context.prepare()
+    first, again, other = context.inputs(11), context.inputs(11), context.inputs(12)
+    for a, b, c in zip(first, again, other):
+        assert a.min() < a.max() and torch.equal(a, b) and not torch.equal(a, c)
+        assert 0.5 < a.mean().item() < 1.5  # ones, moved by a tenth of their magnitude
+
+
+def test_a_constant_output_cannot_pass_where_the_reference_varies():
+    small = (FIXTURES / "problem_small_outputs.py").read_text()
+    record = only_record(measure_job(payload("zeros", reference_source=small, reference_filename="problem_small_outputs.py")))
+    assert record["status"] == "failed"
+    assert "constant output (every element 0) where the reference varies" in record["failure_reason"], record["failure_reason"]
+    # the honest candidate passes the same workload
+    honest = (FIXTURES / "honest.py").read_text().replace("return (A @ B).clamp_min(0.0)", "return (A @ B).clamp_min(0.0) * 1e-7")
+    assert only_record(measure_job(payload(source=honest, reference_source=small)))["status"] == "passed"
+
+
+def test_work_in_a_thread_of_its_own_fails_by_the_cpu_account():
+    if candidate._CpuAccount(os.getpid()).fd is None:
+        pytest.skip("this kernel gives no /proc/PID/schedstat")
+    # about a second of timed trials (the thread burns two thirds of it), far past the 50 ms allowed
+    endless = {**FAST_TIMING, "max_trials": 100_000, "target_half_width": 1e-9, "budget_s": 1.0}
+    record = only_record(measure_job(payload("background_thread", timing=endless)))
+    assert record["status"] == "failed"
+    assert "while it was not answering the harness" in record["failure_reason"], record["failure_reason"]
 
 
 # ---------------------------------------------------------------- timing
@@ -358,29 +468,24 @@ def test_adaptive_settings_are_checked():
         timing.AdaptiveSettings(budget_s=0)
 
 
-def _result(**fields):
-    values = {"samples_ms": [1.0] * 10, "stop_reason": "converged", "half_width": 0.0, "trials_run": 11,
-              "timed_ms": 11.0, "wall_ms": 12.0, "overhead_ms_per_trial": 0.01}
-    values.update(fields)
-    return timing.AdaptiveResult(**values)
+def test_samples_are_checked_against_the_second_clock():
+    # per trial, the time the samples and the harness's calibrated work leave unexplained, block by block
+    assert candidate.clock_disagreement([0.001, -0.002, 0.003], 1.0)[2] is None
+    unexplained, tolerance, why = candidate.clock_disagreement([0.6, 0.55, 0.7], 0.3)
+    assert unexplained == pytest.approx(0.6) and tolerance == pytest.approx(0.05)
+    assert why is not None and "disagree with the harness's own clock" in why
+    # the tolerance grows with the sample: 15% of a 10 ms call
+    assert candidate.clock_disagreement([1.0, 1.2, 1.4], 10.0)[2] is None
+    assert candidate.clock_disagreement([2.0, 2.2, 1.9], 10.0)[2] is not None
+    # one block preempted for half a second moves a median not at all
+    assert candidate.clock_disagreement([0.001, 0.002, 500.0], 1.0)[2] is None
 
 
-def _clock_check(result):
-    measurement = candidate._Measurement.__new__(candidate._Measurement)
-    measurement.check_clock(result)
-
-
-def test_samples_are_checked_against_the_independent_wall_clock():
-    _clock_check(_result(trial_wall_ms=[1.1] * 10, noop_trial_wall_ms=0.1))  # consistent: no complaint
-    with pytest.raises(candidate.CandidateFailure, match="more than the wall-clock time"):
-        _clock_check(_result(timed_ms=50.0, wall_ms=12.0))
-    # samples of 1 µs in trials that took 20 ms beyond a do-nothing trial: the work was not in the samples
-    with pytest.raises(candidate.CandidateFailure, match="cover under 1%"):
-        _clock_check(_result(samples_ms=[0.001] * 10, timed_ms=0.011, trial_wall_ms=[20.0] * 10, noop_trial_wall_ms=0.05))
-    # the same small samples when the do-nothing trial explains the trial's wall time are fine
-    _clock_check(_result(samples_ms=[0.001] * 10, timed_ms=0.011, trial_wall_ms=[20.0] * 10, noop_trial_wall_ms=19.99))
-    # one long preemption outside the timed region moves a median not at all
-    _clock_check(_result(trial_wall_ms=[1.1] * 9 + [500.0], noop_trial_wall_ms=0.1, wall_ms=510.0))
+def test_block_sizes_follow_the_call_time_and_the_memory_kept():
+    assert candidate.block_size(0.01, 1000) == candidate.MAX_BLOCK
+    assert candidate.block_size(2.0, 1000) == 5
+    assert candidate.block_size(50.0, 1000) == 1
+    assert candidate.block_size(0.01, candidate.KEPT_OUTPUT_BYTES // 3) == 3
 
 
 def test_an_output_a_background_thread_fills_in_later_is_caught():
@@ -407,9 +512,8 @@ def test_an_output_a_background_thread_fills_in_later_is_caught():
 
 
 def test_work_left_on_another_stream_fails_by_its_tail():
-    with pytest.raises(candidate.CandidateFailure, match="side stream"):
-        _clock_check(_result(tail_ms=[3.0] * 10, noop_tail_ms=0.01))
-    _clock_check(_result(tail_ms=[0.012] * 10, noop_tail_ms=0.01))
+    assert "side stream" in candidate.side_stream_problem([3.0] * 10, 0.01, 1.0)
+    assert candidate.side_stream_problem([0.012] * 10, 0.01, 1.0) is None
 
 
 def test_relative_half_width_uses_student_t():
@@ -481,7 +585,7 @@ def box():
 
 
 def test_through_the_sandbox_honest_passes_and_hang_crash_and_memory_fail(box):
-    names = ["honest", "hang", "segfault", "exits", "memory_hog", "constant"]
+    names = ["honest", "hang", "segfault", "exits", "memory_hog", "constant", "forge_result_pipe"]
     outcomes = box.map("benchmarks.candidate:measure_job", [payload(name) for name in names])
     by_name = dict(zip(names, outcomes))
 
@@ -493,9 +597,14 @@ def test_through_the_sandbox_honest_passes_and_hang_crash_and_memory_fail(box):
 
     assert by_name["hang"].status == "timeout"
     assert describe_sandbox_failure(by_name["hang"], SANDBOX_LIMITS) == "timed out after 10 s (killed)"
-    assert by_name["segfault"].status == "crash"
-    assert describe_sandbox_failure(by_name["segfault"]) == "crashed: SIGSEGV"
-    assert describe_sandbox_failure(by_name["exits"]) == "crashed: exited with code 3"
+    # A crash ends the candidate's own process; the coordinator writes the failed record.
+    assert only_record(by_name["segfault"].value)["failure_reason"].startswith(
+        "crashed: the implementation's process killed by SIGSEGV (correctness set 0)")
+    assert "exited with code 3" in only_record(by_name["exits"].value)["failure_reason"]
+    # Whatever the candidate writes to the descriptors it can find reaches the coordinator as a message.
+    forged = by_name["forge_result_pipe"]
+    assert forged.status == "ok", forged.detail
+    assert only_record(forged.value)["failure_reason"].startswith("the candidate forged results")
 
     # The address-space limit makes the allocation fail inside forward: the job survives and says so.
     hog = by_name["memory_hog"]

@@ -1,0 +1,97 @@
+"""What the candidate harness's defences cost an honest candidate: its figures and the job's wall time.
+
+    python -m perf.candidate_overhead [--runs 5] [--sizes tiny,ms] [--json]
+
+Runs the honest fixture (tests/fixtures/candidates/honest.py against problem_matmul_relu.py) as a fleet
+worker does: ``benchmarks.candidate:measure_job`` through a Sandbox (a fresh confined fork of a warm
+zygote per job), the baseline (torch_eager) asked for, the worker's default timing settings. For each
+size, ``--runs`` jobs; prints the median over them of the candidate's mean (ms), the baseline's mean
+(ms) and the job's wall time (s, the parent's clock around Sandbox.run), one line per size.
+
+Sizes: ``tiny`` is the fixture as written (32x48 @ 48x40, microseconds: the harness's own per-trial
+cost dominates), ``ms`` binds it to 256x512 @ 512x256 (about a millisecond on one CPU thread, the
+order of the honest candidate in issue 28). Torch and benchmarks only (never kernelindex).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.sandbox import GiB, Limits, Sandbox
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures" / "candidates"
+# kernelindex.fleet.worker.WorkerOptions.timing (copied: benchmarks code never imports kernelindex, and
+# this figure must not change when someone tunes the worker without meaning to change it).
+WORKER_TIMING = {"warmup": 3, "min_trials": 10, "max_trials": 1000, "target_half_width": 0.01, "budget_s": 10.0}
+SIZES = {"tiny": {}, "ms": {"M": 256, "K": 512, "N": 256}}
+
+
+def payload(bindings: dict[str, int]) -> dict[str, Any]:
+    return {
+        "workload_slug": "fixture-matmul-relu", "source_sha256": None,
+        "reference_source": (FIXTURES / "problem_matmul_relu.py").read_text(),
+        "reference_filename": "problem_matmul_relu.py",
+        "implementation": {"slug": "fixture-honest", "title": "fixture honest", "role": "candidate",
+                           "framework": "PyTorch", "language": "python", "licence": None, "source_url": None,
+                           "source_availability": "mirrored"},
+        "builtin": None, "candidate_source": (FIXTURES / "honest.py").read_text(), "candidate_filename": "honest.py",
+        "bindings": bindings, "device": "cpu", "baseline": True, "correctness_sets": 5, "tolerance": None,
+        "timing": dict(WORKER_TIMING), "provider": None, "label": None,
+    }
+
+
+def measure(box: Sandbox, bindings: dict[str, int], runs: int) -> dict[str, Any]:
+    candidate_ms, baseline_ms, wall_s, trials = [], [], [], []
+    for _ in range(runs):
+        started = time.monotonic()
+        outcome = box.run("benchmarks.candidate:measure_job", payload(bindings))
+        wall_s.append(time.monotonic() - started)
+        if not outcome.ok:
+            raise SystemExit(f"the honest job did not finish: {outcome.status}: {outcome.detail}")
+        baseline, submitted = outcome.value["records"]
+        for record in (baseline, submitted):
+            if record["status"] != "passed":
+                raise SystemExit(f"{record['implementation']['slug']} failed: {record['failure_reason']}")
+        candidate_ms.append(submitted["statistics"]["mean"])
+        baseline_ms.append(baseline["statistics"]["mean"])
+        trials.append(submitted["statistics"]["num_trials"])
+    return {
+        "candidate_mean_ms": statistics.median(candidate_ms), "baseline_mean_ms": statistics.median(baseline_ms),
+        "job_wall_s": statistics.median(wall_s), "candidate_trials": statistics.median(trials),
+        "runs": runs, "all_candidate_mean_ms": candidate_ms, "all_job_wall_s": wall_s,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--sizes", default="tiny,ms")
+    parser.add_argument("--json", action="store_true", help="one JSON object instead of lines")
+    args = parser.parse_args()
+    sizes = [s for s in args.sizes.split(",") if s]
+    unknown = [s for s in sizes if s not in SIZES]
+    if unknown:
+        parser.error(f"unknown size(s) {', '.join(unknown)}; known: {', '.join(SIZES)}")
+    limits = Limits(wall_s=120, address_space=8 * GiB, processes=256, open_files=1024, scratch_bytes=1 * GiB,
+                    result_bytes=16 * 1024**2)
+    results = {}
+    with Sandbox(["torch", "benchmarks.candidate", "benchmarks.environment"], workers=1, limits=limits) as box:
+        for size in sizes:
+            results[size] = measure(box, SIZES[size], args.runs)
+            if not args.json:
+                r = results[size]
+                print(f"{size}: candidate mean {r['candidate_mean_ms']:.4f} ms, baseline mean {r['baseline_mean_ms']:.4f} ms, "
+                      f"job wall {r['job_wall_s']:.3f} s, {r['candidate_trials']:g} trials (median of {r['runs']}; "
+                      f"{box.describe()})")
+    if args.json:
+        print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
