@@ -158,6 +158,31 @@ def _trusted_record(data: Any, work: jobs.Work, environment: dict[str, Any]) -> 
     return record
 
 
+FORGED = "the candidate forged results"
+
+
+def forged_records(value: Any, work: jobs.Work, baseline: bool) -> str | None:
+    """Why a measurement's answer is not what benchmarks.candidate's coordinator writes for this job, or None.
+
+    The coordinator (never the candidate's process) writes exactly: the baseline's record first when the job
+    asked for one (torch_eager, role baseline), then one record of the job's own implementation. Anything
+    else (a record for another implementation, an extra or a missing one, keys the answer never has) is
+    what a candidate that reached the result channel would write, so the job fails with FORGED rather than
+    storing any of it."""
+    if not isinstance(value, dict) or not set(value) <= {"records", "environment", "checks"}:
+        return f"{FORGED}: the measurement's answer is not the harness's (keys {sorted(value) if isinstance(value, dict) else type(value).__name__})"
+    raw = value.get("records")
+    want = 2 if baseline else 1
+    if not isinstance(raw, list) or len(raw) != want or not all(isinstance(r, dict) for r in raw):
+        return f"{FORGED}: {len(raw) if isinstance(raw, list) else 'no'} run records where the job makes {want}"
+    slugs = [(r.get("implementation") or {}).get("slug") if isinstance(r.get("implementation"), dict) else None for r in raw]
+    if slugs[-1] != work.implementation.get("slug"):
+        return f"{FORGED}: a record for {slugs[-1]!r}, not the job's implementation {work.implementation.get('slug')!r}"
+    if baseline and (slugs[0] != "torch_eager" or raw[0]["implementation"].get("role") != "baseline"):
+        return f"{FORGED}: a first record for {slugs[0]!r} where the job's baseline is torch_eager"
+    return None
+
+
 class FleetWorker:
     """One worker process: one sandbox slot (one job at a time: one GPU, timed alone)."""
 
@@ -387,6 +412,9 @@ class FleetWorker:
             raw = value.get("records")
             if not isinstance(raw, list) or not raw:
                 return await failed("the measurement returned no run records")
+            forged = forged_records(outcome.value, work, baseline=work.builtin != "torch_eager")
+            if forged:
+                return await failed(forged)
             run_ids: list[int | None] = []
             environment_id = None
             for index, data in enumerate(raw):

@@ -154,3 +154,35 @@ async def test_replicas_are_measured_on_distinct_machines_and_two_that_agree_are
     close = abs(a["meanMs"] - b["meanMs"]) / min(a["meanMs"], b["meanMs"]) <= 0.03
     expected = "REPLICATED" if overlap or close else "VERIFIED"
     assert [r["trustLevel"] for r in runs] == [expected, expected]
+
+
+# ---------------------------------------------------------------- what the worker stores (issue 28)
+
+
+def _work(slug: str = "submitted-abc") -> jobs.Work:
+    return jobs.Work(job_id=1, attempt=1, workload_slug="w", source_sha256="0" * 64, reference_source="", reference_filename="r.py",
+                     implementation={"slug": slug, "role": "candidate"}, builtin=None, candidate_source="", candidate_filename="c.py",
+                     bindings={})
+
+
+def _answer(*slugs: str) -> dict:
+    records = [{"implementation": {"slug": s, "role": "baseline" if s == "torch_eager" else "candidate"}} for s in slugs]
+    return {"records": records, "environment": {}, "checks": {}}
+
+
+def test_only_the_records_the_protocol_makes_are_stored():
+    from kernelindex.fleet.worker import FORGED, forged_records
+
+    work = _work()
+    assert forged_records(_answer("torch_eager", "submitted-abc"), work, baseline=True) is None
+    assert forged_records(_answer("submitted-abc"), work, baseline=False) is None
+    cases = [
+        (_answer("torch_eager", "submitted-someone-else"), True, "not the job's implementation"),  # a victim's record
+        (_answer("torch_eager", "torch_eager", "submitted-abc"), True, "3 run records where the job makes 2"),
+        (_answer("submitted-abc"), True, "1 run records where the job makes 2"),
+        (_answer("torch_compile", "submitted-abc"), True, "where the job's baseline is torch_eager"),
+        ({**_answer("torch_eager", "submitted-abc"), "extra": 1}, True, "not the harness's"),
+    ]
+    for value, baseline, words in cases:
+        reason = forged_records(value, work, baseline=baseline)
+        assert reason is not None and reason.startswith(FORGED) and words in reason, (value, reason)
