@@ -179,10 +179,10 @@ RUN_COLUMNS = (
     ExportColumn("superseded", "superseded"),
     ExportColumn("retracted", "retracted"),
     # Appended, not inserted, so that readers of the published columns by position keep working.
-    ExportColumn("suite", "workload.suite"),
-    ExportColumn("level", "workload.level"),
-    ExportColumn("problem_number", "workload.problemNumber"),
-    ExportColumn("workload_name", "workload.name"),
+    ExportColumn("suite", "suite"),
+    ExportColumn("level", "level"),
+    ExportColumn("problem_number", "problemNumber"),
+    ExportColumn("workload_name", "workloadName"),
 )
 CSV_COLUMNS = tuple(c.csv for c in RUN_COLUMNS)
 GRAPHQL_COLUMNS = tuple(c.graphql for c in RUN_COLUMNS)

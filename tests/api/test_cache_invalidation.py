@@ -246,9 +246,10 @@ REVIEWED_WORKLOAD_FIELDS = {
         "notMeasured", "headroom", "roofline", "floors", "recordHistory", "sources", "lastObserved",
         "lastObservedDisplay", "runs",
     },
-    # trustLevel: the measurements of its own subject (same workload revision) and their holds. workload: the
-    # run's own workload row, which under workload(slug:) is that very workload.
-    "Run": {"workloadSlug", "workload", "revision", "stale", "flags", "reviewStatus", "reviewState", "trustLevel"},
+    # trustLevel: the measurements of its own subject (same workload revision) and their holds. suite, level,
+    # problemNumber, workloadName: the run's own workload row, which under workload(slug:) is that very workload.
+    "Run": {"workloadSlug", "suite", "level", "problemNumber", "workloadName", "revision", "stale", "flags", "reviewStatus",
+            "reviewState", "trustLevel"},
     "WorkloadRevision": {"snapshots"},
     "Comparison": {"rows"},
     "ComparisonRow": {"stale"},

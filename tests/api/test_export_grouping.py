@@ -30,7 +30,7 @@ async def test_grouping_columns_match_the_workload(client):
         assert (row["suite"], row["level"], row["problem_number"]) == (suite, level[1:], number[1:])
         assert row["workload_name"].lower() == name
     graphql = _rows((await client.get("/exports/runs.csv?names=graphql")).text)
-    assert list(graphql[0])[-4:] == ["workload.suite", "workload.level", "workload.problemNumber", "workload.name"]
+    assert list(graphql[0])[-4:] == ["suite", "level", "problemNumber", "workloadName"]
 
 
 async def test_level_filters_every_route_alike(client):
@@ -49,9 +49,9 @@ async def test_level_filters_every_route_alike(client):
 
 async def test_run_names_its_workload(client):
     data = await _gql(client, f'{{ runs(workload: "{RESNET18}", first: 1) {{ edges {{ node {{ workloadSlug '
-                              "workload { slug suite level problemNumber name } } } } }")
+                              "suite level problemNumber workloadName } } } }")
     node = data["runs"]["edges"][0]["node"]
-    assert node["workload"] == {"slug": RESNET18, "suite": "kernelbench", "level": 3, "problemNumber": 9, "name": "ResNet18"}
+    assert node == {"workloadSlug": RESNET18, "suite": "kernelbench", "level": 3, "problemNumber": 9, "workloadName": "ResNet18"}
 
 
 async def test_bad_level_is_refused_in_words(client):

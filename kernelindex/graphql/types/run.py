@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
+from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.cost import cost_weight
 from kernelindex.graphql.enums import Evidence, ReviewState, RunStatus, TrustLevel, of_rules
@@ -19,9 +19,6 @@ from kernelindex.rules import plausibility, stats, trust_ladder
 from kernelindex.rules import trust_labels as trust
 from kernelindex.rules.display import format_date, format_latency, half_width_display, plus_minus_display
 from kernelindex.rules.facts import RunFacts
-
-if TYPE_CHECKING:
-    from kernelindex.graphql.types.workload import Workload
 
 
 @strawberry.type(description="One bound axis of a configuration, e.g. batch_size = 2.")
@@ -94,15 +91,28 @@ class Run(Node):
         return workload.slug
     workload_slug: str = strawberry.field(resolver=_workload_slug, description="Slug of the workload measured.")
 
-    async def _workload(self, info: strawberry.Info[Context, None]) -> Annotated[Workload, strawberry.lazy("kernelindex.graphql.types.workload")]:
-        from kernelindex.graphql.types.workload import Workload  # the workload type shows runs: imported when asked
-
+    # The workload's grouping facts beside its slug (runs.csv's suite, level, problem_number and workload_name
+    # columns). Plain values, not a Workload object: workload.py shows runs, so run.py cannot import it.
+    async def _workload_row(self, info: strawberry.Info[Context, None]) -> WorkloadRow:
         row = await info.context.loaders.workload_by_id.load(self.facts.workload_id)
         assert row is not None  # a run's workload is never deleted (foreign key)
-        return Workload(row)
-    workload: Annotated[Workload, strawberry.lazy("kernelindex.graphql.types.workload")] = strawberry.field(
-        resolver=_workload, description="The workload measured: its suite, level, problem number and name (runs.csv's grouping columns).",
-    )
+        return row
+
+    async def _suite(self, info: strawberry.Info[Context, None]) -> str:
+        return (await self._workload_row(info)).suite
+    suite: str = strawberry.field(resolver=_suite, description="The suite of the workload measured, e.g. 'kernelbench'.")
+
+    async def _level(self, info: strawberry.Info[Context, None]) -> int:
+        return (await self._workload_row(info)).level
+    level: int = strawberry.field(resolver=_level, description="The level of the workload measured within its suite.")
+
+    async def _problem_number(self, info: strawberry.Info[Context, None]) -> int:
+        return (await self._workload_row(info)).problem_number
+    problem_number: int = strawberry.field(resolver=_problem_number, description="The problem number of the workload measured within its level.")
+
+    async def _workload_name(self, info: strawberry.Info[Context, None]) -> str:
+        return (await self._workload_row(info)).name
+    workload_name: str = strawberry.field(resolver=_workload_name, description="The name of the workload measured, e.g. 'ResNet18'.")
 
     async def _revision(self, info: strawberry.Info[Context, None]) -> WorkloadRevision:
         facts = await info.context.loaders.revision_by_id.load(self.facts.workload_revision_id)
