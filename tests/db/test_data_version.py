@@ -14,6 +14,7 @@ NOT_VERSIONED = {"alembic_version", "data_version", "change_log", "api_tokens"}
 NOT_VERSIONED |= {"submissions", "fleet_jobs", "procrastinate_jobs", "procrastinate_workers", "procrastinate_events",
                   "procrastinate_periodic_defers"}
 NOT_VERSIONED |= {"fleet_workers"}  # registered workers (0013): no cached response reads them
+NOT_VERSIONED |= {"problem_traces"}  # the importer's traces (0014): no cached response reads them
 TRIGGERS = {"log_change_insert", "log_change_update", "log_change_delete", "log_change_truncate"}
 
 
