@@ -28,12 +28,12 @@ import math
 from collections.abc import Mapping
 from datetime import date, datetime
 
+from kernelindex.rules.numbers import SIGNIFICANT_DIGITS, significant
 from kernelindex.rules.stats import ci95_half_width, no_interval_reason
 
 DISPLAY_VERSION = "display-v1"
-# Significant figures of a derived number returned for computing: a double carries 15 to 17, the
-# last of which are the noise of binary arithmetic; no measurement carries more than about 7.
-COMPUTED_DIGITS = 12
+# Significant figures of a derived number returned for computing (kernelindex.rules.numbers says why).
+COMPUTED_DIGITS = SIGNIFICANT_DIGITS
 
 
 def latency_decimals(ms: float) -> int:
@@ -135,10 +135,8 @@ def plural(n: int, singular: str, plural_form: str | None = None) -> str:
 def computed(x: float) -> float:
     """A derived number as the API returns it for computing: 12 significant figures, so that
     1.39 − 0.0170128 is 1.3729872 and not 1.3729871999999999 (binary noise), and nothing else is
-    lost. Not finite stays as it is (callers never return those; the schema cannot carry them)."""
-    if not math.isfinite(x) or x == 0:
-        return 0.0 if x == 0 else x  # also turns -0.0 into 0.0
-    return float(f"{x:.{COMPUTED_DIGITS}g}")
+    lost: numbers-v1 (kernelindex.rules.numbers), which GraphQL's Float and runs.csv apply too."""
+    return significant(x, COMPUTED_DIGITS)
 
 
 def computed_or_none(x: float | None) -> float | None:
