@@ -9,6 +9,8 @@ the query cost (cost.py) is measured after validation, with the variables, befor
 Errors are logged by ErrorPolicy (errors.py), which logs what is the server's: strawberry's own
 logging of every error is off (a document of unknown fields logged its 100 validation errors, each
 with its whole line of source, at ERROR level: a megabyte of log a request, for the client's mistake).
+Every Float the schema returns is rounded by numbers-v1 (kernelindex.rules.numbers) where it is
+completed (RoundedFloats), so no resolver can return binary noise and none has to remember to round.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
+from graphql import GraphQLError, GraphQLFloat, GraphQLLeafType
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import AddValidationRules, MaxTokensLimiter, ParserCache
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 from strawberry.types.base import get_object_definition
@@ -46,6 +49,7 @@ from kernelindex.graphql.types.revision import WorkloadRevision
 from kernelindex.graphql.types.run import Run
 from kernelindex.graphql.types.workload import Workload
 from kernelindex.graphql.validation import OneOperation, Validation
+from kernelindex.rules.numbers import significant
 from kernelindex.settings import Settings, get_settings
 
 # The order of the areas is the order of the root fields in the SDL.
@@ -76,6 +80,17 @@ class KernelIndexSchema(strawberry.Schema):
         """Nothing: ErrorPolicy logs outages and unexpected errors, with the request id."""
 
 
+class RoundedFloats(StrawberryGraphQLCoreExecutionContext):
+    """Execution whose Float values are completed to 12 significant figures (numbers-v1): the one
+    place GraphQL's numbers are rounded, and with them the JSON twins' (they run the page query).
+    Not a scalar override: graphql-core reserves the name Float, and the SDL keeps the standard one."""
+
+    @staticmethod
+    def complete_leaf_value(return_type: GraphQLLeafType, result: Any) -> Any:
+        coerced = StrawberryGraphQLCoreExecutionContext.complete_leaf_value(return_type, result)
+        return significant(coerced) if return_type is GraphQLFloat else coerced
+
+
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or get_settings()
     rules = validation_rules(settings)
@@ -95,7 +110,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     ]
     # The node types are named here too: a client refetches them through `node`, which returns the interface.
     return KernelIndexSchema(
-        query=Query, mutation=Mutation, extensions=extensions,
+        query=Query, mutation=Mutation, extensions=extensions, execution_context_class=RoundedFloats,
         types=[Workload, Run, Implementation, Hardware, Environment, Job, Protocol, Source, WorkloadRevision, RecordEvent,
                Submission, WorkloadRecords],
     )

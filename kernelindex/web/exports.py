@@ -30,6 +30,7 @@ from kernelindex.graphql.inputs import check_datetime
 from kernelindex.ingest.export import hardware_line, run_record, workload_line
 from kernelindex.rules import stats
 from kernelindex.rules import trust_labels as trust
+from kernelindex.rules.numbers import significant
 from kernelindex.services.facts import implementation_facts, run_rows_statement
 from kernelindex.services.run_filters import FilterError, RunFilters, check_names
 from kernelindex.web.response_cache import ResponseCache, export_key
@@ -317,10 +318,13 @@ async def runs_csv(request: Request) -> Response:
                    snapshot.revision or "", impl.licence or "", trust.trust_label(run.evidence, implementation_facts(impl)),
                    trust.is_stale(run.observed_at, now), run.superseded_at is not None, run.retracted_at is not None,
                    suite, level, number, name)
+            # Every number as GraphQL returns it (numbers-v1: 12 significant figures, no binary noise in
+            # ci95_half_width_ms; a stored figure with fewer digits, every one a source states, unchanged).
+            values = tuple(significant(v) if isinstance(v, float) else v for v in row)
             # GraphQL writes booleans as JSON does and enums by name; the published columns keep Python's
             # True/False and the lower-case values.
-            writer.writerow(tuple(_graphql_value(c, v) for c, v in zip(RUN_COLUMNS, row, strict=True)) if graphql_names
-                            else row)
+            writer.writerow(tuple(_graphql_value(c, v) for c, v in zip(RUN_COLUMNS, values, strict=True)) if graphql_names
+                            else values)
             count += 1
             if count % BATCH == 0:
                 yield buffer.getvalue()
@@ -429,7 +433,9 @@ def _revisions_statement(filters: RunFilters, runs: Select[Any], *, everything: 
 
 async def catalog_jsonl(request: Request) -> Response:
     """Hardware, then the workload revisions (the current ones and those the runs need; `revisions=all`
-    for every one), then the runs: `kernelindex ingest runs` reads it back into an empty database."""
+    for every one), then the runs: `kernelindex ingest runs` reads it back into an empty database.
+    Its numbers are the stored ones, exactly, and none is derived: numbers-v1 has nothing to round
+    here, and rounding a stored figure would make a re-import differ from the record it came from."""
     export = CachedExport(request, "catalog.jsonl", "application/x-ndjson; charset=utf-8")
     if (cached := await export.hit()) is not None:  # before the statement, as in runs_csv
         return cached

@@ -1,4 +1,8 @@
-"""JSON twins: the same content as the GraphQL page query, at a plain URL."""
+"""JSON twins: the same content as the GraphQL page query, at a plain URL.
+
+Run through the schema, so their numbers are GraphQL's: every Float rounded by numbers-v1 where it is
+completed (kernelindex.graphql.schema.RoundedFloats); nothing here formats a number.
+"""
 
 from __future__ import annotations
 
