@@ -40,6 +40,7 @@ from kernelindex.fleet.submissions import (
     checked_title,
     shown_filename,
 )
+from kernelindex.rules.names import is_unstated_variant
 
 DEFAULT_MAX_ATTEMPTS = 3
 # Measurements of one subject on distinct machines: two make the Replicated rung reachable.
@@ -71,8 +72,15 @@ async def resolve_hardware(session: AsyncSession, name: str) -> str:
         raise FleetInputError("hardware", "name the hardware to measure on: 'cpu' or a GPU of the catalogue (e.g. 'NVIDIA H200')")
     if wanted == CPU:
         return CPU
-    rows = (await session.execute(select(Hardware.sku, Hardware.short_name, Hardware.driver_product_names))).all()
+    catalogue = (await session.execute(select(Hardware.sku, Hardware.short_name, Hardware.driver_product_names, Hardware.family))).all()
+    # A source's "NVIDIA H100" without its variant is a catalogue entry no machine is: a request naming it names
+    # the family's SKUs, one of which the job must be for.
+    rows = [(sku, short, names) for sku, short, names, _ in catalogue if not is_unstated_variant(sku)]
+    stated = {family for sku, _, _, family in catalogue if not is_unstated_variant(sku)}
     exact = [sku for sku, short, names in rows if wanted in {sku.casefold(), short.casefold(), *(n.casefold() for n in names or [])}]
+    for sku, short, names, family in catalogue:
+        if is_unstated_variant(sku) and family in stated and wanted in {sku.casefold(), short.casefold(), *(n.casefold() for n in names or [])}:
+            exact += [other for other, _, _, member_of in catalogue if member_of == family and not is_unstated_variant(other)]
     if len(exact) == 1:
         return exact[0]
     if not exact:

@@ -74,6 +74,15 @@ def skeleton(text: str) -> str:
     return hardware_key(normalise_hardware_name(text).translate(_LOOK_ALIKES))
 
 
+# A catalogue entry for a source that names only a family's product ("NVIDIA H100", GPU MODE KernelBot), never
+# which variant ran: it holds the runs such a source reports, but no machine is one, so nothing is measured on it.
+UNSTATED_VARIANT_SUFFIX = " (variant not stated)"
+
+
+def is_unstated_variant(sku: str) -> bool:
+    return sku.endswith(UNSTATED_VARIANT_SUFFIX)
+
+
 def hardware_name_problem(text: str) -> str | None:
     """Why a hardware name is refused before it is looked up: empty, or letters of several scripts."""
     normal = normalise_hardware_name(text)
