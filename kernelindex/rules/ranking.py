@@ -1,8 +1,8 @@
 """Which runs count, how they are ordered, and which one holds the record.
 
 ranking-v1, as the reference pages define it:
-- eligible: a passed, live (not superseded, not retracted) run of the workload's current revision,
-  measured at the workload's canonical configuration, and not held for review (plausibility-v1);
+- eligible: kernelindex.rules.eligibility decides (a passed, live run of the workload's current
+  revision at its canonical configuration, not held for review); re-exported here;
 - cohort: eligible runs with the same configuration, protocol and environment; only runs of one
   cohort are compared with each other;
 - order inside a cohort: by the protocol's statistic (mean latency), ties broken by the earlier
@@ -19,30 +19,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from kernelindex.rules.facts import RunFacts, WorkloadFacts
+# The eligibility rule, re-exported under the names callers of ranking use.
+from kernelindex.rules.eligibility import eligible_runs as eligible_runs
+from kernelindex.rules.eligibility import ineligibility_reason as ineligibility_reason
+from kernelindex.rules.facts import RunFacts
 
 RANKING_VERSION = "ranking-v1"
-
-
-def ineligibility_reason(run: RunFacts, workload: WorkloadFacts) -> str | None:
-    """Why a run does not count towards records, or None when it does."""
-    if run.status != "passed":
-        return "failed"
-    if run.retracted:
-        return "retracted"
-    if run.superseded:
-        return "superseded"
-    if run.workload_revision_id != workload.current_revision_id:
-        return "older workload revision"
-    if run.configuration_key != workload.canonical_configuration_key:
-        return "not the canonical configuration"
-    if run.held_for_review:
-        return "held for review"
-    return None
-
-
-def eligible_runs(runs: Iterable[RunFacts], workload: WorkloadFacts) -> list[RunFacts]:
-    return [r for r in runs if ineligibility_reason(r, workload) is None]
 
 
 CohortKey = tuple[int, str, int, int]  # RunFacts.cohort_key

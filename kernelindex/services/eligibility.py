@@ -1,24 +1,81 @@
-"""Eligibility as SQL, for filters that must run in the database (workloads measured on a GPU,
-run lists). It mirrors kernelindex.rules.ranking.ineligibility_reason, which stays the definition;
-tests check that the two agree."""
+"""The eligibility rule (kernelindex.rules.eligibility) in SQL, for the routes that must filter in
+the database: runs(eligibleOnly: true), the exports' eligible_only, workloads measured on a GPU.
+
+rules.eligibility.ineligibility_reason stays the definition; `eligible_run_clause` says the same
+of a row of `runs`, condition for condition, and tests/api/test_eligibility_routes.py holds the two
+equal on hostile fixtures (held, superseded, retracted, failed, off-canonical, older-revision runs
+and runs of a retracted snapshot) and on the real KernelBench tree."""
 
 from __future__ import annotations
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, func, literal_column, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from kernelindex.db.models import Run, Workload, WorkloadRevision
+from kernelindex.db.models import Implementation, Run, RunFlag, RunReview, Workload, WorkloadRevision
+from kernelindex.rules.plausibility import APPROVED, BELOW_FLOOR, STALE_FLOOR_VERSIONS
 
 
-def eligible_run_clause() -> ColumnElement[bool]:
-    """True for a passed, live run of its workload's current revision at the canonical configuration."""
-    current = (
+def live_passed_clauses() -> tuple[ColumnElement[bool], ...]:
+    """Passed and live (neither retracted nor superseded): the rule's first three conditions.
+    'passed' is written into the statement, not bound: a plan kept for a prepared statement uses a
+    partial index (ix_runs_fastest, ix_runs_cohort_top) only if the statement's own text implies the
+    index's predicate."""
+    return (Run.status == literal_column("'passed'"), Run.superseded_at.is_(None), Run.retracted_at.is_(None))
+
+
+# Each subquery correlates `runs` alone: a statement that joins implementations, workloads or their
+# revisions itself (the exports do) must not have its rows taken for the subquery's own.
+
+
+def current_canonical_clause() -> ColumnElement[bool]:
+    """Of its workload's current revision, at that revision's canonical configuration."""
+    return (
         select(WorkloadRevision.id)
         .join(Workload, Workload.current_revision_id == WorkloadRevision.id)
         .where(
             WorkloadRevision.id == Run.workload_revision_id,
             WorkloadRevision.canonical_configuration_key == Run.configuration_key,
         )
+        .correlate(Run)
         .exists()
     )
-    return and_(Run.status == "passed", Run.superseded_at.is_(None), Run.retracted_at.is_(None), current)
+
+
+def not_held_clause() -> ColumnElement[bool]:
+    """True for a run not held for review: unflagged, or its deciding review approved it.
+
+    plausibility.is_held_for_review in SQL, so an ordered LIMIT can skip held runs; the runs read are
+    judged again in Python (with_holds), which stays the definition. The deciding review is the
+    latest by time, reviews without one older than any with one, ties by id (latest_review, over
+    reviews in id order as load_holds gives them). Only flags that still hold count
+    (plausibility.flag_holds): none on a baseline implementation, no below_floor on a run whose
+    correctness check passed, none raised by a version judged against an older floor."""
+    # Constants written into the text, as everywhere in these clauses (see live_passed_clauses).
+    holds_floor = and_(
+        Run.correctness["passed"].is_distinct_from(literal_column("'true'::jsonb")),
+        *(RunFlag.rule_version != literal_column(f"'{v}'") for v in sorted(STALE_FLOOR_VERSIONS)),
+    )
+    not_baseline = ~select(Implementation.id).where(
+        Implementation.id == Run.implementation_id, Implementation.role == literal_column("'baseline'")
+    ).correlate(Run).exists()
+    flagged = and_(
+        not_baseline,
+        select(RunFlag.id).where(
+            RunFlag.run_id == Run.id, or_(RunFlag.code != literal_column(f"'{BELOW_FLOOR}'"), holds_floor)
+        ).correlate(Run).exists(),
+    )
+    decision = (
+        select(RunReview.decision).where(RunReview.run_id == Run.id)
+        .order_by(RunReview.created_at.desc().nulls_last(), RunReview.id.desc())
+        .limit(1)
+        .correlate(Run)
+        .scalar_subquery()
+    )
+    return or_(~flagged, func.coalesce(decision == APPROVED, False))
+
+
+def eligible_run_clause() -> ColumnElement[bool]:
+    """rules.eligibility's rule for a row of `runs`: passed, live, of its workload's current revision
+    at the canonical configuration, and not held for review. A run of a retracted snapshot is a
+    retracted run (services.snapshots retracts each), so `live` covers it."""
+    return and_(*live_passed_clauses(), current_canonical_clause(), not_held_clause())

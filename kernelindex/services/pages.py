@@ -26,14 +26,12 @@ from sqlalchemy import (
     BigInteger,
     Integer,
     Text,
-    and_,
     any_,
     bindparam,
     column,
     func,
     literal,
     literal_column,
-    or_,
     select,
     text,
     true,
@@ -49,8 +47,6 @@ from kernelindex.db.models import (
     Hardware,
     Implementation,
     Run,
-    RunFlag,
-    RunReview,
     Source,
     SourceSnapshot,
     Workload,
@@ -60,7 +56,7 @@ from kernelindex.db.models import (
 from kernelindex.rules import ranking
 from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts
 from kernelindex.rules.measurements import MAX_LATENCY_MS, MIN_LATENCY_MS
-from kernelindex.rules.plausibility import APPROVED, BELOW_FLOOR, STALE_FLOOR_VERSIONS
+from kernelindex.services.eligibility import not_held_clause
 from kernelindex.services.facts import CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
 from kernelindex.services.holds import with_holds
 from kernelindex.services.sql import id_array
@@ -324,38 +320,6 @@ picked AS (
 )
 SELECT id FROM picked WHERE n <= {MEASURED_PER_IMPLEMENTATION_AND_SKU}
 """
-
-
-def not_held_clause() -> ColumnElement[bool]:
-    """True for a run not held for review: unflagged, or its deciding review approved it.
-
-    plausibility.is_held_for_review in SQL, so an ordered LIMIT can skip held runs; the runs read are
-    judged again in Python (with_holds), which stays the definition. The deciding review is the
-    latest by time, reviews without one older than any with one, ties by id (latest_review, over
-    reviews in id order as load_holds gives them). Only flags that still hold count
-    (plausibility.flag_holds): none on a baseline implementation, no below_floor on a run whose
-    correctness check passed, none raised by a version judged against an older floor."""
-    # Constants written into the text, as everywhere in these clauses (see _live_passed).
-    holds_floor = and_(
-        Run.correctness["passed"].is_distinct_from(literal_column("'true'::jsonb")),
-        *(RunFlag.rule_version != literal_column(f"'{v}'") for v in sorted(STALE_FLOOR_VERSIONS)),
-    )
-    not_baseline = ~select(Implementation.id).where(
-        Implementation.id == Run.implementation_id, Implementation.role == literal_column("'baseline'")
-    ).exists()
-    flagged = and_(
-        not_baseline,
-        select(RunFlag.id).where(
-            RunFlag.run_id == Run.id, or_(RunFlag.code != literal_column(f"'{BELOW_FLOOR}'"), holds_floor)
-        ).exists(),
-    )
-    decision = (
-        select(RunReview.decision).where(RunReview.run_id == Run.id)
-        .order_by(RunReview.created_at.desc().nulls_last(), RunReview.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-    return or_(~flagged, func.coalesce(decision == APPROVED, False))
 
 
 def _float8(value: float) -> Any:

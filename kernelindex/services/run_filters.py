@@ -9,13 +9,13 @@ import difflib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, literal_column, or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from kernelindex.db.models import Environment, Hardware, Implementation, Run, Workload, WorkloadRevision
 from kernelindex.rules.trust_labels import STALE_AFTER_DAYS
-from kernelindex.services.eligibility import eligible_run_clause
+from kernelindex.services.eligibility import eligible_run_clause, live_passed_clauses, not_held_clause
 
 
 class FilterError(ValueError):
@@ -152,16 +152,15 @@ class RunFilters:
 
 def eligible_of_workload(slug: str) -> list[ColumnElement[bool]]:
     """Where the eligible runs of one workload are: on its current revision, at that revision's
-    canonical configuration, passed and live. It takes the place of eligible_run_clause() for a
+    canonical configuration, passed, live and not held for review (rules.eligibility). It takes the place of eligible_run_clause() for a
     workload's runs: every run it keeps that clause keeps (the run's revision is a workload's current
     one and its key that revision's canonical key), and it leaves out no run that clause keeps whose
     revision is its own workload's (ingest never stores another; rules.ranking.ineligibility_reason
     judges a run against its own workload). And it is what the index can use: the correlated EXISTS
     of eligible_run_clause() is a filter over
     every run of the workload, these are two values looked up once (InitPlans) and an index range
-    of ix_runs_fastest (migration 0009) read in fastest order. 'passed' is written into the
-    statement, not bound: a plan kept for a prepared statement uses a partial index only if the
-    statement's own text implies the index's predicate."""
+    of ix_runs_fastest (migration 0009) read in fastest order (the hold is judged per run read).
+    'passed' is written into the statement (live_passed_clauses says why)."""
     current = select(Workload.current_revision_id).where(Workload.slug == slug).correlate(None).scalar_subquery()
     canonical = (
         select(WorkloadRevision.canonical_configuration_key)
@@ -173,7 +172,6 @@ def eligible_of_workload(slug: str) -> list[ColumnElement[bool]]:
     return [
         Run.workload_revision_id == current,
         Run.configuration_key == canonical,
-        Run.status == literal_column("'passed'"),
-        Run.superseded_at.is_(None),
-        Run.retracted_at.is_(None),
+        *live_passed_clauses(),
+        not_held_clause(),
     ]
