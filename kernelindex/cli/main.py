@@ -37,6 +37,7 @@ from kernelindex.cli.common import (
 from kernelindex.cli.fleet import add_fleet_commands
 from kernelindex.cli.ingest import add_ingest_commands
 from kernelindex.cli.parser import Parser, version
+from kernelindex.cli.snapshots import add_snapshot_commands
 from kernelindex.cli.tokens import add_token_commands
 from kernelindex.db.embedded import kept_alive
 from kernelindex.db.errors import describe_failure, shortage
@@ -190,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_token_commands(sub)
     add_bench_command(sub)
     add_fleet_commands(sub)
+    add_snapshot_commands(sub)
     return parser
 
 

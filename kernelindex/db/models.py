@@ -199,6 +199,9 @@ class SuiteSnapshot(Base):
     upstream_revision: Mapped[str] = mapped_column(Text)
     revision_date: Mapped[date | None] = mapped_column(Date)
     complete: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    # Retracted (kernelindex.services.snapshots, migration 0015): it decides nothing; kept, with why.
+    retracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    retraction_reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created_at()
 
     __table_args__ = (UniqueConstraint("suite", "upstream_revision"),)
@@ -280,6 +283,9 @@ class SourceSnapshot(Base):
     source_id: Mapped[int] = mapped_column(ForeignKey("sources.id"), index=True)
     revision: Mapped[str] = mapped_column(Text, server_default=text("''"))
     revision_date: Mapped[date | None] = mapped_column(Date)
+    # Retracted with its suite snapshot (migration 0015): each of its runs is retracted too.
+    retracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    retraction_reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created_at()
 
     source: Mapped[Source] = relationship(lazy="raise")
@@ -449,7 +455,8 @@ class RunReview(Base):
 
 class RecordEvent(Base):
     """A change of record holder in a cohort, or of a workload's current revision (kind
-    'revision_changed': no protocol or environment, workload_revision_id the new current revision).
+    'revision_changed': no protocol or environment, workload_revision_id the new current revision),
+    or a snapshot retracted (kind 'snapshot_retracted', workload-level too, `reason` says why).
     Events are appended, never deleted."""
 
     __tablename__ = "record_events"
@@ -465,12 +472,15 @@ class RecordEvent(Base):
     previous_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     improvement_percent: Mapped[float | None] = mapped_column(Double)
     rule_version: Mapped[str] = mapped_column(Text)
+    # Why, where the event has one to give: a 'snapshot_retracted' event's retraction reason (0015).
+    reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created_at()
 
     __table_args__ = (
-        CheckConstraint("kind IN ('new_record', 'restored', 'revision_changed')", name="kind_known"),
+        CheckConstraint("kind IN ('new_record', 'restored', 'revision_changed', 'snapshot_retracted')", name="kind_known"),
         CheckConstraint(
-            "kind = 'revision_changed' OR (protocol_id IS NOT NULL AND environment_id IS NOT NULL)", name="cohort_known"
+            "kind IN ('revision_changed', 'snapshot_retracted') OR (protocol_id IS NOT NULL AND environment_id IS NOT NULL)",
+            name="cohort_known",
         ),
         Index("ix_record_events_workload_created", "workload_id", "created_at"),
         Index("ix_record_events_created", "created_at"),

@@ -179,6 +179,8 @@ class RecordEventKind(Enum):
         "restored", description="The holder was retracted or superseded: the next run holds the record again.")
     REVISION_CHANGED = strawberry.enum_value(
         "revision_changed", description="The workload's current revision moved upstream; names no run.")
+    SNAPSHOT_RETRACTED = strawberry.enum_value(
+        "snapshot_retracted", description="A snapshot holding some of the workload's runs was retracted; `reason` says why. Names no run.")
 
 
 @strawberry.enum(description="compare-v1: a field runs are compared on.")

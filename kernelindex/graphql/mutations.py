@@ -1,4 +1,4 @@
-"""Writes: submit run records and retract runs. Each needs an API token with the right scope.
+"""Writes: submit run records, retract runs and snapshots. Each needs an API token with the right scope.
 
 Resolvers never commit: the request middleware commits when the response starts with a status below
 400. A GraphQL response with errors still has status 200, so the writes themselves run inside a
@@ -26,6 +26,7 @@ from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import decimal_id, from_global_id, to_global_id
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record
 from kernelindex.ingest.writer import RunWriter
+from kernelindex.services import snapshots
 from kernelindex.services.records import refresh_cohorts_of_runs
 from kernelindex.services.tokens import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE
 
@@ -156,7 +157,7 @@ class Mutation:
         run_records = [RunRecord(cast(dict[str, Any], data), _SUBMIT_SOURCE, str(index)) for index, data in enumerate(records)]
         savepoint = await session.begin_nested()
         try:
-            summary = await RunWriter(session, now=ctx.now).write(run_records)
+            summary = await RunWriter(now=ctx.now).write(session, run_records)
         except BaseException:
             await savepoint.rollback()
             raise
@@ -224,6 +225,51 @@ class Mutation:
             retracted_at=earlier[0], reason=earlier[1],
             error=f"run {_short(id)} was already retracted at {earlier[0].isoformat()}; nothing changed",
         )
+
+    @strawberry.mutation(
+        description="Retract a suite snapshot (an import under a wrong revision, say): it, its source snapshots and "
+        "their runs stay stored and queryable but count for nothing; each workload touched gets a record event "
+        "(kind SNAPSHOT_RETRACTED) with the reason, and its records are recomputed. Needs the runs:retract scope. "
+        "A snapshot that does not exist is BAD_USER_INPUT naming the suite's snapshots."
+    )
+    async def retract_snapshot(
+        self,
+        info: strawberry.Info[Context, None],
+        suite: Annotated[str, strawberry.argument(description="The suite, e.g. 'kernelbench'.")],
+        revision: Annotated[str, strawberry.argument(description="The snapshot's revision; a git hash may be abbreviated (7+ digits).")],
+        reason: Annotated[str, strawberry.argument(description="Why it should not count; 1 to 2,000 characters.")],
+    ) -> RetractSnapshotResult:
+        ctx = info.context
+        await token_with_scope(ctx, SCOPE_RUNS_RETRACT)
+        savepoint = await ctx.session.begin_nested()  # a refusal leaves nothing behind (see the module's docstring)
+        try:
+            done = await snapshots.retract_suite_snapshot(ctx.session, suite, revision, reason, now=ctx.now)
+        except snapshots.SnapshotError as exc:
+            await savepoint.rollback()
+            raise InvalidInputError(str(exc)) from None
+        except BaseException:
+            await savepoint.rollback()
+            raise
+        await savepoint.commit()
+        return RetractSnapshotResult(
+            ok=not done.already_retracted, already_retracted=done.already_retracted, suite=done.suite,
+            revision=done.revision, retracted_at=done.retracted_at, reason=done.reason,
+            source_snapshots=done.source_snapshots, runs_retracted=done.runs_retracted,
+            workloads_touched=done.workloads_touched,
+        )
+
+
+@strawberry.type(description="What retractSnapshot did.")
+class RetractSnapshotResult:
+    ok: bool = strawberry.field(description="True when this call retracted the snapshot.")
+    already_retracted: bool = strawberry.field(description="True when it had been retracted before; the earlier retraction stands.")
+    suite: str = strawberry.field(description="The suite, e.g. 'kernelbench'.")
+    revision: str = strawberry.field(description="The snapshot's revision as stored (the full hash when known).")
+    retracted_at: datetime = strawberry.field(description="When it was retracted (UTC).")
+    reason: str = strawberry.field(description="The retraction reason on record.")
+    source_snapshots: list[str] = strawberry.field(description="The source snapshots retracted with it, e.g. 'KernelBench abc1234'.")
+    runs_retracted: int = strawberry.field(description="Runs this call retracted (kept, counting for nothing).")
+    workloads_touched: int = strawberry.field(description="Workloads whose current revision and records were recomputed.")
 
 
 @strawberry.type(description="What reviewRun did.")

@@ -45,6 +45,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.locks import hold_index_writes
 from kernelindex.db.models import RecordEvent, SuiteSnapshot, SuiteSnapshotMember, Workload, WorkloadRevision
+from kernelindex.ingest.errors import IngestFatal
 from kernelindex.rules.history import REVISION_CHANGED, REVISIONS_VERSION
 from kernelindex.rules.identity import configuration_key, sha256_hex, workload_identity
 
@@ -355,6 +356,13 @@ async def find_or_create_snapshot(
             )
         ).scalar_one()
     snapshot = found[0]
+    if snapshot.retracted_at is not None:
+        # Its runs would be written live beside retracted ones (kernelindex snapshot retract): refuse.
+        raise IngestFatal(
+            f"the {suite} snapshot at revision {snapshot.upstream_revision} was retracted on "
+            f"{snapshot.retracted_at:%Y-%m-%d} ({snapshot.retraction_reason}); nothing imported under that revision "
+            "counts. Check --revision and --observed"
+        )
     values: dict[str, Any] = {}
     if complete and not snapshot.complete:
         values["complete"] = True
@@ -368,7 +376,7 @@ async def find_or_create_snapshot(
 
 
 _LATEST_COMPLETE = (
-    "SELECT id FROM suite_snapshots WHERE suite = :suite AND complete "
+    "SELECT id FROM suite_snapshots WHERE suite = :suite AND complete AND retracted_at IS NULL "
     "ORDER BY revision_date DESC NULLS LAST, upstream_revision DESC LIMIT 1"
 )
 
@@ -445,6 +453,7 @@ async def record_snapshot(
                 select(SuiteSnapshot.id)
                 .where(
                     SuiteSnapshot.suite == suite, SuiteSnapshot.complete, SuiteSnapshot.id != snapshot_id,
+                    SuiteSnapshot.retracted_at.is_(None),
                     SuiteSnapshot.revision_date <= this.revision_date if this.revision_date else text("false"),
                 )
                 .order_by(SuiteSnapshot.revision_date.desc(), SuiteSnapshot.upstream_revision.desc())
@@ -470,7 +479,7 @@ async def recompute_current(session: AsyncSession, workload_ids: Iterable[int]) 
                 "SELECT DISTINCT ON (m.workload_id) m.workload_id, m.workload_revision_id, w.current_revision_id "
                 "FROM suite_snapshot_members m JOIN suite_snapshots s ON s.id = m.snapshot_id "
                 "JOIN workload_revisions r ON r.id = m.workload_revision_id JOIN workloads w ON w.id = m.workload_id "
-                "WHERE m.workload_id = ANY(CAST(:ids AS int[])) "
+                "WHERE m.workload_id = ANY(CAST(:ids AS int[])) AND s.retracted_at IS NULL "
                 "ORDER BY m.workload_id, s.revision_date DESC NULLS LAST, s.complete DESC, s.upstream_revision DESC, "
                 "r.source_sha256 DESC"
             ),

@@ -36,6 +36,9 @@ REVISIONS_VERSION = "revisions-v1"
 NEW_RECORD = "new_record"
 RESTORED = "restored"
 REVISION_CHANGED = "revision_changed"
+# A snapshot holding some of the workload's runs was retracted (kernelindex.services.snapshots): its
+# runs stop counting; the event names no run and keeps the retraction's reason.
+SNAPSHOT_RETRACTED = "snapshot_retracted"
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class EventDraft:
         """'New record: 1.39 ms, 4.1% faster than the previous record (1.45 ms).' and the like."""
         if self.kind == REVISION_CHANGED:
             return "Reference source revised upstream: records now count runs of the new revision only."
+        if self.kind == SNAPSHOT_RETRACTED:
+            return "A snapshot was retracted: its runs no longer count for records."
         if self.kind == NEW_RECORD:
             if self.previous_run_id is None or self.improvement_percent is None:
                 return f"Record set: {format_latency(self.mean_ms)}." if self.mean_ms is not None else "Record set."

@@ -49,7 +49,8 @@ async def _facts(session: AsyncSession, condition) -> list[RevisionFacts]:
         members = await session.execute(
             select(SuiteSnapshotMember.workload_revision_id, SuiteSnapshot)
             .join(SuiteSnapshot, SuiteSnapshot.id == SuiteSnapshotMember.snapshot_id)
-            .where(SuiteSnapshotMember.workload_revision_id.in_(ids))
+            # A retracted snapshot (services.snapshots) is as if never imported.
+            .where(SuiteSnapshotMember.workload_revision_id.in_(ids), SuiteSnapshot.retracted_at.is_(None))
         )
         for revision_id, s in members:
             snapshots.setdefault(revision_id, []).append(SnapshotFacts(s.suite, s.upstream_revision, s.revision_date, s.complete))

@@ -38,7 +38,7 @@ SCOPE_IMPLEMENTATIONS_SUBMIT = "implementations:submit"
 KNOWN_SCOPES: dict[str, str] = {
     SCOPE_RUNS_REVIEW: "review a run held as suspicious (reviewRun)",
     SCOPE_RUNS_WRITE: "submit run records (submitRuns)",
-    SCOPE_RUNS_RETRACT: "retract a run (retractRun)",
+    SCOPE_RUNS_RETRACT: "retract a run or a suite snapshot with its runs (retractRun, retractSnapshot)",
     SCOPE_IMPLEMENTATIONS_SUBMIT: "submit an implementation to be measured by the fleet (submitImplementation)",
 }
 

@@ -65,8 +65,16 @@ class RecordEvent(Node):
     def created_at(self) -> datetime:
         return self.row.created_at
 
+    @strawberry.field(description="Why, where the event gives a reason: a retracted snapshot's, e.g. "
+                                  "'kernelbench snapshot abc1234 retracted: imported under the wrong revision'; null otherwise.")
+    def reason(self) -> str | None:
+        return self.row.reason
+
     @strawberry.field(description="The event in words.")
     def words(self) -> str:
+        if self.row.reason:
+            # The rule's sentence, then the reason on record.
+            return f"{EventDraft(self.row.kind, None, None, None).words} {self.row.reason}"
         draft = EventDraft(
             self.row.kind, self.row.run_id, self.row.previous_run_id, self.row.improvement_percent,
             self.run_facts.mean_ms if self.run_facts else None,
