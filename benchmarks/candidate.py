@@ -17,11 +17,13 @@ The processes, and why (the threat model is in README.md, "Measuring a submitted
   only in its executor, which holds neither the sandbox's result pipe nor anyone's secrets. The
   coordinator writes every record; what the executor sends are answers to its questions, checked as
   untrusted input: a message the protocol does not allow fails the job ("the candidate forged results").
-- Figures: each trial is a request from the coordinator (a fresh seed, drawn from the OS's randomness,
-  for fresh inputs every trial) and an answer (the executor's sample: perf_counter_ns on the CPU, CUDA
-  events on a GPU). The coordinator times every request with its own clock; a do-nothing call timed the
-  same way before the candidate was loaded gives the harness's own overhead, and samples that leave
-  more of a trial unexplained than the tolerance fail the job. The stopping rule runs in the coordinator.
+- Figures: trials are requests from the coordinator, in blocks, with fresh inputs every trial
+  (TrialInputs: seeds and noise offsets drawn from the OS's randomness), and answers (the executor's
+  samples: perf_counter_ns on the CPU, CUDA events on a GPU). The coordinator times every block with a
+  second clock (the executor's CPU time from the kernel on the CPU, its own wall clock on a GPU); a
+  do-nothing block timed the same way before the candidate was loaded gives the harness's own cost, and
+  samples that leave more of a trial unexplained than the tolerance fail the job. The stopping rule runs
+  in the coordinator.
 - Correctness: the executor sends its output's bytes; the reference process computes the reference from
   the same seed in its own process (where no candidate ever ran), and the coordinator compares. Which
   timed trials' outputs are checked is decided after each trial, from the OS's randomness, in the
@@ -85,6 +87,10 @@ KEPT_OUTPUT_BYTES = 256 * 1024**2
 # messages before the candidate is loaded: the harness's own cost per block and per trial.
 CALIBRATION_BLOCK = 32
 CALIBRATION_ROUNDS = 3
+# Timed trials' inputs (TrialInputs): relative noise, the number of offsets into a pool, the pool's seed.
+TRIAL_NOISE = 0.1
+TRIAL_OFFSETS = 1 << 16
+NOISE_POOL_SEED = 20_260_428
 # The coordinator's clock against the samples: the median per-trial time left unexplained by the sample
 # and the harness's own overhead may not exceed max(absolute, relative x median sample).
 CLOCK_TOLERANCE_MS = 0.05
@@ -188,6 +194,9 @@ def _settings() -> dict[str, Any]:
         "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
             bool(torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction),
         "active torch function modes": torch._C._len_torch_function_stack(),
+        # A profile or trace function runs its code inside every call the harness makes.
+        "sys.getprofile()": sys.getprofile(),
+        "sys.gettrace()": sys.gettrace(),
         "active torch dispatch modes": torch._C._len_torch_dispatch_stack(),
     }
     module_hooks = torch.nn.modules.module
@@ -200,6 +209,8 @@ def _settings() -> dict[str, Any]:
 
 
 def _restore_settings(original: Mapping[str, Any]) -> None:
+    sys.setprofile(original["sys.getprofile()"])
+    sys.settrace(original["sys.gettrace()"])
     torch.set_float32_matmul_precision(original["torch.get_float32_matmul_precision()"])
     torch.set_num_threads(original["torch.get_num_threads()"])
     torch.backends.cudnn.allow_tf32 = original["torch.backends.cudnn.allow_tf32"]
@@ -542,6 +553,49 @@ def _seeded_inputs(module: types.ModuleType, seed: int, fresh: Iterable[int], de
     return problems_module.move_to_device(freshen(raw, fresh, seed), device)
 
 
+class TrialInputs:
+    """Every timed trial's inputs, fresh and cheap: the workload's ``get_inputs`` under a seed (once per
+    block of trials, or once per trial when an input cannot take noise), then every floating tensor times
+    (1 + TRIAL_NOISE x a slice, at an offset drawn in secret per trial, of a noise pool made once). No
+    two trials' inputs are equal, none is a fixed transform of another, and making one costs about what
+    copying it does (a get_inputs per trial costs as much as the call for large inputs). The pools are
+    public (a fixed seed); the same arithmetic on the same device gives every process the same values."""
+
+    def __init__(self, module: types.ModuleType, fresh: list[int], device: torch.device):
+        self.module = module
+        self.fresh = fresh
+        self.device = device
+        self.base_seed: int | None = None
+        self.base: list[Any] = []
+        self.pools: dict[int, torch.Tensor] = {}
+
+    def noisable(self) -> bool:
+        """Whether every tensor input is floating (else each trial needs a get_inputs of its own)."""
+        sample = _seeded_inputs(self.module, SEED, self.fresh, torch.device("cpu"))
+        return all(t.is_floating_point() for t in _tensors(sample))
+
+    def make(self, seed: int, offset: int | None) -> list[Any]:
+        if seed != self.base_seed:
+            self.base = []
+            self.base = _seeded_inputs(self.module, seed, self.fresh, self.device)
+            self.base_seed = seed
+        if offset is None:
+            return detach_output(self.base)
+        made = []
+        for position, value in enumerate(self.base):
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
+                pool = self.pools.get(position)
+                if pool is None or pool.numel() < value.numel() + TRIAL_OFFSETS:
+                    generator = torch.Generator().manual_seed(NOISE_POOL_SEED + position)
+                    pool = torch.randn(value.numel() + TRIAL_OFFSETS, generator=generator).clamp_(-5, 5)
+                    self.pools[position] = pool = pool.to(self.device)
+                noise = pool[offset: offset + value.numel()].view(value.shape).to(value.dtype)
+                made.append(value * (noise * TRIAL_NOISE + 1))
+            else:
+                made.append(detach_output(value))
+        return made
+
+
 # ---------------------------------------------------------------- outputs between processes
 
 
@@ -680,6 +734,7 @@ class _Context:
         self.reference_model: torch.nn.Module | None = None
         self.expected: list[Leaf] = []
         self.fresh: list[int] = []
+        self.trial_inputs: TrialInputs | None = None
         self.weights_fingerprint: tuple[Any, ...] = ()
         self.atol = self.rtol = 0.0
 
@@ -722,9 +777,13 @@ class _Context:
         code = tuple(_module_state(m) for m in model.modules())
         return (hooks, code, _fingerprint([t for t in (*model.parameters(), *model.buffers())]))
 
-    def inputs(self, seed: int) -> list[Any]:
+    def inputs(self, seed: int, offset: int | None = None) -> list[Any]:
         assert self.module is not None
-        return _seeded_inputs(self.module, seed, self.fresh, self.device)
+        if offset is None:
+            return _seeded_inputs(self.module, seed, self.fresh, self.device)
+        if self.trial_inputs is None:
+            self.trial_inputs = TrialInputs(self.module, self.fresh, self.device)
+        return self.trial_inputs.make(seed, offset)
 
     def reference(self, inputs: list[Any]) -> Any:
         """The reference output for inputs, from a model checked unchanged since it was built."""
@@ -797,13 +856,16 @@ def _reference_role(job: Job) -> Callable[[Channel], None]:
             "expected": [_leaf_json(leaf) for leaf in context.expected], "fresh": context.fresh,
             "bindings": context.instance.bindings, "dtype": context.instance.dtype, "atol": context.atol,
             "input_bytes": _input_bytes(context.inputs(SEED)),
+            "noisable": TrialInputs(context.module, context.fresh, device).noisable(),  # type: ignore[arg-type]
         })
         while True:
             message, _ = channel.receive()
             if message.get("op") != "reference":
                 return
             try:
-                headers, blobs = pack_output(context.reference(context.inputs(int(message["seed"]))))
+                offset = message.get("offset")
+                inputs = context.inputs(int(message["seed"]), None if offset is None else int(offset))
+                headers, blobs = pack_output(context.reference(inputs))
                 channel.send({"output": headers}, blobs)
             except CandidateFailure as failure:
                 channel.send({"failed": str(failure)})
@@ -881,6 +943,7 @@ class _Executor:
         self.instance = problems_module.instantiate(self.problem, device, job.bindings, module=self.module)
         self.instance.inputs = []
         self.decoy = _decoys(expected, decoy_seed, device)
+        self.trial_inputs = TrialInputs(self.module, fresh, device)
         self.timer = timing.make_adaptive_timer(device)
         extra: list[tuple[str, Any]] = [("the problem module", self.module)]
         if isinstance(getattr(self.module, "Model", None), type):
@@ -899,7 +962,8 @@ class _Executor:
                 if op == "check":
                     self.check(int(message["seed"]), str(message["phase"]))
                 elif op == "block":
-                    self.block([int(seed) for seed in message["seeds"]], str(message["mode"]), str(message["phase"]))
+                    self.block([int(seed) for seed in message["seeds"]], [int(o) for o in message["offsets"]],
+                               str(message["mode"]), str(message["phase"]))
                 elif op == "ship":
                     self.ship(int(message["index"]), str(message["phase"]))
                 elif op == "load":
@@ -979,7 +1043,7 @@ class _Executor:
         self.integrity.check()
         self.send_output(output, inputs, phase)
 
-    def block(self, seeds: list[int], mode: str, phase: str) -> None:
+    def block(self, seeds: list[int], offsets: list[int], mode: str, phase: str) -> None:
         """Timed trials back to back, one per seed (fresh inputs each, made outside the timed region): their
         samples and tails are the answer; a timed block's outputs are kept until the next request, for the
         coordinator to ask for the ones it picks."""
@@ -990,14 +1054,20 @@ class _Executor:
         reference_output = self.decoy  # noqa: F841
         # Every set first, then the calls: the coordinator's second clock times the calls alone, so the cost
         # of making inputs (large, and as variable as the machine's load) does not blur it.
-        prepared = [_seeded_inputs(self.module, seed, self.fresh, self.device) for seed in seeds]
+        # Every trial's inputs first, then the calls: the coordinator's second clock times the calls alone (and a
+        # copy of each set made just before its call), not the workload's generator, whose cost is large and as
+        # variable as the machine's load.
+        prepared = [self.trial_inputs.make(seed, offset) for seed, offset in zip(seeds, offsets)]
         _synchronize(self.device)
         self.channel.send({"ready": len(prepared)})
         go, _ = self.channel.receive()
         if go.get("op") != "go":
             return
-        for index, inputs in enumerate(prepared):
-            prepared[index] = []
+        for index, made in enumerate(prepared):
+            # A private copy made just before the call, as every trial's inputs always were: fresh memory,
+            # warm in the cache (sets made ahead would not be), outside the timed region.
+            inputs = detach_output(made)
+            prepared[index] = made = []
             try:
                 with torch.no_grad():
                     sample, tail, output = self.timer._trial(call, inputs)
@@ -1178,9 +1248,9 @@ class _Reference:
         self.expected = expected
         self.limit = _output_bytes(expected)
 
-    def output(self, seed: int) -> list[Any]:
+    def output(self, seed: int, offset: int | None = None) -> list[Any]:
         try:
-            self.child.channel.send({"op": "reference", "seed": seed})
+            self.child.channel.send({"op": "reference", "seed": seed, "offset": offset})
             reply, blobs = self.child.channel.receive(self.limit, len(self.expected))
         except (ChannelClosed, ProtocolViolation) as exc:
             raise CandidateFailure(f"the reference process stopped answering while the candidate ran ({exc}; "
@@ -1196,7 +1266,7 @@ class _Remote:
     clock; every output it compares came from the executor and is compared with the reference process's."""
 
     def __init__(self, job: Job, executor: Child, reference: _Reference, expected: list[Leaf], atol: float,
-                 decoy_seed: int, filename: str, input_bytes: int = 0):
+                 decoy_seed: int, filename: str, input_bytes: int = 0, noisable: bool = True):
         self.job = job
         self.executor = executor
         self.reference = reference
@@ -1206,6 +1276,7 @@ class _Remote:
         self.filename = filename
         self.output_limit = _output_bytes(expected)
         self.input_bytes = input_bytes
+        self.noisable = noisable
         self.checks: dict[str, Any] = {"correctness_sets": [], "timed_outputs": []}
         self.correctness: dict[str, Any] | None = None
         self.seen: list[tuple[str, tuple[Any, ...], tuple[Any, ...]]] = []  # (set, candidate fp, reference fp)
@@ -1230,12 +1301,18 @@ class _Remote:
                                     f"where the harness waited for {answer!r}")
         return reply, data
 
-    def block(self, seeds: list[int], mode: str, phase: str) -> tuple[list[float], list[float | None], float, float | None]:
+    def seeds_and_offsets(self, count: int) -> tuple[list[int], list[int]]:
+        """A block's inputs: one fresh seed for it (or one per trial when an input cannot take noise) and a
+        secret noise offset per trial."""
+        seeds = [_fresh_seed()] * count if self.noisable else [_fresh_seed() for _ in range(count)]
+        return seeds, secrets.SystemRandom().sample(range(TRIAL_OFFSETS), count)  # distinct within the block
+
+    def block(self, seeds: list[int], offsets: list[int], mode: str, phase: str) -> tuple[list[float], list[float | None], float, float | None]:
         """Timed (or calibration, or warm-up) trials, one per seed, in one request: (samples ms, tails ms,
         this process's interval ms from the request sent to the answer read, the executor's main-thread
         CPU ms meanwhile or None)."""
         channel = self.executor.channel
-        ready, _ = self.ask({"op": "block", "seeds": seeds, "mode": mode, "phase": phase}, "ready")
+        ready, _ = self.ask({"op": "block", "seeds": seeds, "offsets": offsets, "mode": mode, "phase": phase}, "ready")
         if ready["ready"] != len(seeds):
             raise ProtocolViolation(f"inputs for {ready['ready']!r} trials where {len(seeds)} were asked ({phase})")
         cpu_before = self.cpu.thread_ms()
@@ -1304,9 +1381,10 @@ class _Remote:
         reply, blobs = self.ask({"op": "check", "seed": seed, "phase": phase}, "output", blobs=True)
         self.judge(reply, blobs, seed, label, phase)
 
-    def judge(self, reply: dict[str, Any], blobs: list[bytes], seed: int, label: str, phase: str) -> None:
+    def judge(self, reply: dict[str, Any], blobs: list[bytes], seed: int, label: str, phase: str,
+              offset: int | None = None) -> None:
         output = unpack_output(reply["output"], blobs, self.expected)
-        expected = self.reference.output(seed)
+        expected = self.reference.output(seed, offset)
         self.compare(output, expected, label, phase)
 
     def compare(self, output: Any, expected: Any, label: str, phase: str) -> None:
@@ -1352,10 +1430,10 @@ class _Remote:
         singles: list[float] = []
         blocks: list[float] = []
         tails: list[float] = []
-        self.block([_fresh_seed()], "noop", "calibration")  # its first answer also waited for the executor's set-up
+        self.block(*self.seeds_and_offsets(1), "noop", "calibration")  # its first answer also waited for the set-up
         for _ in range(CALIBRATION_ROUNDS):
             for size, gaps in ((1, singles), (CALIBRATION_BLOCK, blocks)):
-                samples, block_tails, interval, cpu = self.block([_fresh_seed() for _ in range(size)], "noop", "calibration")
+                samples, block_tails, interval, cpu = self.block(*self.seeds_and_offsets(size), "noop", "calibration")
                 gaps.append((cpu if by_cpu and cpu is not None else interval) - sum(samples))
                 tails += [t for t in block_tails if t is not None]
         one, many = _median(singles) or 0.0, _median(blocks) or 0.0
@@ -1366,13 +1444,14 @@ class _Remote:
         settings = self.job.timing
         warm: list[float] = []
         if settings.warmup:
-            warm, _, _, _ = self.block([_fresh_seed() for _ in range(settings.warmup)], "warm", "the warm-up calls")
+            warm, _, _, _ = self.block(*self.seeds_and_offsets(settings.warmup), "warm", "the warm-up calls")
         size = block_size(_median(warm) or 0.0, self.output_limit + self.input_bytes)
         check_chance = max(TIMED_OUTPUT_SAMPLES / settings.max_trials, MIN_TIMED_CHECK_PROBABILITY)
         samples: list[float] = []
         raw_samples: list[float] = []
         tails: list[float] = []
         unexplained_per_trial: list[float] = []
+        seeds_used: set[tuple[int, int]] = set()
         timed_ms = 0.0
         count, mean, m2 = 0, 0.0, 0.0  # Welford, for the interval after every block
         half_width: float | None = None
@@ -1384,9 +1463,10 @@ class _Remote:
         process_before, observed_before = self.cpu.process_ms(), self.observed_cpu_ms
         while not stop_reason:
             want = min(size, settings.max_trials - count + (1 if trial == 0 else 0))
-            seeds = [_fresh_seed() for _ in range(want)]
+            seeds, offsets = self.seeds_and_offsets(want)
+            seeds_used.update(zip(seeds, offsets))
             phase = f"timed trials {trial}-{trial + want - 1}"
-            block_samples, block_tails, interval, cpu = self.block(seeds, "time", phase)
+            block_samples, block_tails, interval, cpu = self.block(seeds, offsets, "time", phase)
             blocks += 1
             clock = cpu if calibration.by_cpu and cpu is not None else interval
             expected_gap = calibration.fixed + calibration.per_trial * want
@@ -1426,7 +1506,7 @@ class _Remote:
                 label = f"timed trial {trial - len(block_samples) + index}"
                 reply, blobs = self.ask({"op": "ship", "index": index, "phase": label}, "output", blobs=True)
                 try:
-                    self.judge(reply, blobs, seeds[index], label, label)
+                    self.judge(reply, blobs, seeds[index], label, label, offsets[index])
                 except CandidateFailure as failure:
                     raise CandidateFailure(f"while timed, {failure} (a stale or cached result, or work skipped on "
                                            f"trials it guessed would not be checked)") from None
@@ -1440,7 +1520,7 @@ class _Remote:
         unexplained, tolerance, disagreement = clock_disagreement(unexplained_per_trial, median_sample, calibration.per_trial)
         self.checks["timing"] = {
             "stop_reason": stop_reason, "trials_run": trial, "kept_trials": len(samples), "blocks": blocks,
-            "block_size": size, "distinct_input_seeds": trial, "half_width": _finite(half_width), "wall_ms": wall_ms,
+            "block_size": size, "distinct_inputs": len(seeds_used), "half_width": _finite(half_width), "wall_ms": wall_ms,
             "timed_ms": timed_ms, "second_clock": "executor CPU time (schedstat)" if calibration.by_cpu else "coordinator wall clock",
             "harness_ms_per_block": calibration.fixed, "harness_ms_per_trial": calibration.per_trial,
             "unexplained_ms_per_trial": unexplained, "clock_tolerance_ms": tolerance,
@@ -1477,11 +1557,11 @@ def _finite(value: float | None) -> float | None:
 
 
 def _measure_target(job: Job, target: _Target, reference: _Reference, device: torch.device, fresh: list[int],
-                    atol: float, input_bytes: int) -> tuple[Result, dict[str, Any], int | None]:
+                    atol: float, input_bytes: int, noisable: bool) -> tuple[Result, dict[str, Any], int | None]:
     """One implementation in a fresh executor process: (result, checks, kept trials)."""
     decoy_seed = secrets.randbits(63)
     executor = fork_role(_executor_role(job, target, device, reference.expected, fresh, decoy_seed))
-    remote = _Remote(job, executor, reference, reference.expected, atol, decoy_seed, target.filename, input_bytes)
+    remote = _Remote(job, executor, reference, reference.expected, atol, decoy_seed, target.filename, input_bytes, noisable)
     try:
         result = remote.run(target.reports_compile_time)
     finally:
@@ -1560,7 +1640,7 @@ def _measure_prepared(job: Job, prepared: dict[str, Any], child: Child) -> dict[
     records = []
     for target in targets:
         result, target_checks, kept = _measure_target(job, target, reference, device, fresh, float(prepared["atol"]),
-                                                      int(prepared["input_bytes"]))
+                                                      int(prepared["input_bytes"]), bool(prepared["noisable"]))
         protocol = {**unmeasured, "trials": kept} if result.status == "passed" else unmeasured
         records.append(record(target.fields, result, protocol))
         checks["implementations"].append({"slug": target.fields["slug"], "status": result.status,

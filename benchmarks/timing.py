@@ -265,8 +265,9 @@ class AdaptiveResult:
 
 
 # What every candidate protocol's description says of its inputs and of the second clock.
-FRESH_INPUTS = ("fresh inputs every trial (get_inputs under a seed the harness draws from the OS's randomness "
-                "in another process), made outside the timed region")
+FRESH_INPUTS = ("fresh inputs every trial, made outside the timed region (get_inputs under a seed the harness "
+                "draws from the OS's randomness in another process, once per block of trials, each floating input "
+                "times 1 + 0.1 x noise at an offset drawn in secret per trial)")
 OUTSIDE_CLOCK = ("each trial requested and timed by a separate harness process, whose clock the samples must "
                  "agree with")
 

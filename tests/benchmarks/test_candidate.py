@@ -95,7 +95,7 @@ def test_honest_candidate_passes_with_a_plausible_latency_and_an_adaptive_protoc
     assert checks["timed_outputs"] and all(entry["passed"] for entry in checks["timed_outputs"])
     assert checks["timing"]["stop_reason"] in ("converged", "max_trials", "budget")
     # every timed trial had inputs of its own, and the samples agreed with the second clock
-    assert checks["timing"]["distinct_input_seeds"] == checks["timing"]["trials_run"]
+    assert checks["timing"]["distinct_inputs"] == checks["timing"]["trials_run"]
     assert checks["timing"]["unexplained_ms_per_trial"] <= checks["timing"]["clock_tolerance_ms"]
     assert result["checks"]["freshened_inputs"] == []  # randn inputs: nothing to freshen
     assert result["environment"]["details"]["device_type"] == "cpu"
@@ -229,6 +229,21 @@ def test_changing_a_global_torch_setting_is_caught_and_undone():
     assert "changed torch's global settings" in record["failure_reason"]
     assert "float32_matmul_precision" in record["failure_reason"]
     assert torch.get_float32_matmul_precision() == before
+
+
+def test_a_profile_function_running_inside_the_harness_is_caught():
+    # sys.setprofile runs its function at every call the harness makes: a way to work outside the timed region.
+    source = (
+        "import sys, torch\nimport torch.nn as nn\n"
+        "class ModelNew(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        sys.setprofile(lambda frame, event, arg: None)\n"
+        "    def forward(self, A, B):\n"
+        "        return torch.relu(A @ B)\n"
+    )
+    record = only_record(measure_job(payload(source=source)))
+    assert record["status"] == "failed" and "sys.getprofile()" in record["failure_reason"], record["failure_reason"]
 
 
 def test_the_candidate_changing_its_inputs_changes_nothing_for_the_reference():
@@ -366,7 +381,7 @@ def test_a_cache_keyed_on_input_values_never_hits():
     record = only_record(result)
     assert record["status"] == "passed", record["failure_reason"]
     timing_checks = result["checks"]["implementations"][0]["timing"]
-    assert timing_checks["distinct_input_seeds"] == timing_checks["trials_run"] > 5
+    assert timing_checks["distinct_inputs"] == timing_checks["trials_run"] > 5
 
 
 def test_predicting_which_timed_outputs_are_checked_fails():
@@ -622,22 +637,73 @@ def test_a_malformed_payload_through_the_sandbox_is_a_raised_outcome(box):
 
 
 # ---------------------------------------------------------------- CUDA
+#
+# Through a sandbox of their own: its zygote never touched CUDA, while this test process has (the
+# skip condition's torch.cuda.is_available() initialises the driver), and a fork of a process that did
+# cannot use the GPU; the harness forks its reference process and executors.
+
+
+@pytest.fixture(scope="module")
+def gpu_box():
+    limits = Limits(wall_s=120, address_space=None, processes=256, open_files=1024, result_bytes=16 * 1024**2)
+    with Sandbox(preload=["torch", "benchmarks.candidate"], workers=1, limits=limits) as sandbox:
+        yield sandbox
+
+
+def on_gpu(box, name=None, **changes) -> dict:
+    outcome = box.run("benchmarks.candidate:measure_job", payload(name, device="cuda", **changes))
+    assert outcome.status == "ok", outcome.detail
+    return only_record(outcome.value)
+
 
 
 @gpu
 @needs_cuda
-def test_cuda_honest_candidate_passes_with_the_candidate_cuda_protocol():
-    record = only_record(measure_job(payload("honest", device="cuda")))
+def test_cuda_honest_candidate_passes_with_the_candidate_cuda_protocol(gpu_box):
+    record = on_gpu(gpu_box, "honest")
     assert record["status"] == "passed", record["failure_reason"]
     assert record["protocol"]["name"] == "kernelindex-candidate-cuda-events" and record["protocol"]["l2_flush"] is True
 
 
 @gpu
 @needs_cuda
-def test_cuda_side_stream_work_fails_or_is_counted():
-    honest = only_record(measure_job(payload("honest", device="cuda")))
-    record = only_record(measure_job(payload("side_stream", device="cuda")))
+def test_cuda_side_stream_work_fails_or_is_counted(gpu_box):
+    honest = on_gpu(gpu_box, "honest")
+    record = on_gpu(gpu_box, "side_stream")
     if record["status"] == "failed":
         assert "side stream" in record["failure_reason"], record["failure_reason"]
     else:  # counted: 200 extra kernels cannot take less time than the honest single matmul
         assert record["statistics"]["mean"] > 5 * honest["statistics"]["mean"]
+
+
+@gpu
+@needs_cuda
+def test_cuda_a_clock_swapped_while_timed_fails_by_the_coordinators_wall_clock(gpu_box):
+    # The CUDA twin of clock_swap.py: the harness's elapsed_time swapped for one call, put back at once.
+    source = (
+        "import sys, torch\nimport torch.nn as nn\nimport benchmarks.timing as timing\n"
+        "_real = timing._event_elapsed_time\n"
+        "def _fake(start, end):\n"
+        "    timing._event_elapsed_time = _real\n"
+        "    return _real(start, end) / 20\n"
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, A, B):\n"
+        "        timed = any(sys._getframe(i).f_code.co_name == '_trial' for i in range(1, 5))\n"
+        "        for _ in range(200 if timed else 1):\n"
+        "            out = torch.relu(A @ B)\n"
+        "        if timed:\n"
+        "            timing._event_elapsed_time = _fake\n"
+        "        return out\n"
+    )
+    record = on_gpu(gpu_box, source=source)
+    assert record["status"] == "failed"
+    assert record["failure_reason"].startswith("the timed samples disagree with the harness's own clock"), record["failure_reason"]
+
+
+@gpu
+@needs_cuda
+def test_cuda_the_attacks_fail_on_the_gpu_too(gpu_box):
+    for name, words in [("forge_protocol", "the candidate forged results"), ("predict_checks", "while timed,"),
+                        ("reference_forward_instance", "incorrect output")]:
+        record = on_gpu(gpu_box, name)
+        assert record["status"] == "failed" and words in record["failure_reason"], (name, record["failure_reason"])
