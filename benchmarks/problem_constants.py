@@ -27,10 +27,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# What module-level code or get_inputs may say that makes the inputs' dtype other than torch's default.
-_DTYPE_WORDS = re.compile(
-    r"\b(float16|half|bfloat16|float64|double|float8\w*|complex\w*|set_default_dtype|set_default_tensor_type)\b|\bdtype\s*="
-)
+# The names module-level code or get_inputs may use to make the inputs' dtype other than torch's default.
+_DTYPE_NAMES = re.compile(r"(float16|half|bfloat16|float64|double|float8\w*|complex\w*|set_default_dtype|set_default_tensor_type)")
 # A binding stays a plausible size: 2**62 is far past any tensor, and a bigger literal is not one.
 MAX_VALUE = 2**62
 _OPERATORS: dict[type[ast.operator], Callable[[int, int], int]] = {
@@ -76,6 +74,17 @@ def _value(node: ast.expr, known: dict[str, int]) -> int:
     if abs(value) > MAX_VALUE:
         raise _NotInt()
     return value
+
+
+def _names_a_dtype(node: ast.AST) -> str | None:
+    """The first dtype the code names (``dtype=…``, ``.half()``, ``torch.float16``, ``set_default_dtype``), or None."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.keyword) and sub.arg == "dtype":
+            return "dtype="
+        name = sub.attr if isinstance(sub, ast.Attribute) else sub.id if isinstance(sub, ast.Name) else None
+        if name is not None and _DTYPE_NAMES.fullmatch(name):
+            return name
+    return None
 
 
 def _stored_names(node: ast.AST) -> set[str]:
@@ -142,12 +151,13 @@ def static_configuration(source: str) -> StaticConfiguration:
             constants.pop(name, None)  # rebound: the last assignment is what the module holds
             if number is not None and not name.startswith("_"):
                 constants[name] = number
-    dtype_code = [ast.get_source_segment(source, node) or "" for node in tree.body
+    # Module-level code and get_inputs, as syntax (a comment saying "double the channels" is not a dtype).
+    named = next((found for node in tree.body
                   if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))
-                  or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "get_inputs")]
-    named = next((m.group(0) for code in dtype_code if (m := _DTYPE_WORDS.search(code))), None)
+                  or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "get_inputs")
+                  if (found := _names_a_dtype(node)) is not None), None)
     if named is not None:
         raise UnreadableConfiguration(
-            f"its inputs' dtype is set in code ({named.strip()!r} at module level or in get_inputs), which is read only by running it"
+            f"its inputs' dtype is set in code ({named!r} at module level or in get_inputs), which is read only by running it"
         )
     return StaticConfiguration(bindings=constants, dtype="fp32")

@@ -55,6 +55,12 @@ def test_dtype_words_inside_the_model_do_not_count():
     assert static_configuration(source) == StaticConfiguration({"batch_size": 2}, "fp32")
 
 
+def test_comments_and_strings_name_no_dtype():
+    # Upstream level 1 problem 57: `in_channels = 64  # double channels for heavier compute`.
+    source = 'in_channels = 64  # double channels\nnote = "half precision later"\ndef get_inputs():\n    return []\n'
+    assert static_configuration(source) == StaticConfiguration({"in_channels": 64}, "fp32")
+
+
 def test_huge_values_are_not_sizes():
     assert static_configuration("a = 2 ** 10000\nb = 10 ** 70\nc = 1 << 99\nd = 5\n").bindings == {"d": 5}
 
