@@ -685,7 +685,7 @@ async def _write_checkout(
                     session, "kernelbench", upstream_revision, date.fromisoformat(observed_date),
                     [spec for _, spec in specs], complete=set(levels) >= set(ALL_LEVELS),
                 )
-                touched = snapshot.workload_ids
+                touched = snapshot.changed_workload_ids
                 summary.changes = [change.words for change in snapshot.changes]
                 for outcome in snapshot.outcomes:
                     if outcome.status == "inserted":

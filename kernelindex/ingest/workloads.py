@@ -138,10 +138,20 @@ class SnapshotOutcome:
     # Workloads whose current revision moved (each also got a 'revision_changed' record event).
     current_changed: list[int] = field(default_factory=list)
 
+    # Workloads whose workload or revision row the snapshot wrote (created, or an existing revision changed).
+    rewritten: list[int] = field(default_factory=list)
+
     @property
     def workload_ids(self) -> list[int]:
-        """Every workload the snapshot touched (refresh their records after it)."""
+        """Every workload the snapshot touched."""
         return sorted({o.workload_id for o in self.outcomes} | set(self.current_changed))
+
+    @property
+    def changed_workload_ids(self) -> list[int]:
+        """The workloads whose eligible runs the snapshot may have changed: a revision stored or rewritten (its
+        canonical configuration), or the current one moved. Refresh their records after it; an unchanged
+        re-import has none."""
+        return sorted(set(self.rewritten) | set(self.current_changed))
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,7 @@ class _Stored:
     workload_created: bool
     revision_created: bool
     digest: str
+    revision_updated: bool = False  # an existing revision's row was changed (its configuration, semantics, …)
 
 
 async def _store(session: AsyncSession, spec: WorkloadSpec) -> _Stored:
@@ -179,11 +190,10 @@ async def _store(session: AsyncSession, spec: WorkloadSpec) -> _Stored:
                 # seed entry is always its declared digest (a new fact with the same module is a new revision).
                 or_(WorkloadRevision.source_sha256 == sha, WorkloadRevision.stand_in_sha256 == own_sha)
                 if not spec.stand_in else WorkloadRevision.source_sha256 == sha,
-            )
+            ).order_by(WorkloadRevision.id)
         )
     ).all()
-    # The declared digest first; a file with the bytes of a stand-in is that stand-in's revision.
-    existing = next((r for r in candidates if r.source_sha256 == sha), None) or next(iter(candidates), None)
+    existing = _pick(candidates, sha)
     if existing is None:
         revision_id = (
             await session.execute(
@@ -213,6 +223,19 @@ async def _store(session: AsyncSession, spec: WorkloadSpec) -> _Stored:
         ).scalar_one()
         return _Stored(workload.id, revision_id, created, True, sha)
 
+    values = _revision_changes(existing, spec, sha, own_sha)
+    if values:
+        await session.execute(update(WorkloadRevision).where(WorkloadRevision.id == existing.id).values(**values))
+    return _Stored(workload.id, existing.id, created, False, existing.source_sha256, revision_updated=bool(values))
+
+
+def _pick(candidates: Sequence[WorkloadRevision], sha: str) -> WorkloadRevision | None:
+    """The declared digest first; a file with the bytes of a stand-in is that stand-in's revision."""
+    return next((r for r in candidates if r.source_sha256 == sha), None) or next(iter(candidates), None)
+
+
+def _revision_changes(existing: WorkloadRevision, spec: WorkloadSpec, sha: str, own_sha: str) -> dict[str, Any]:
+    """What storing ``spec`` changes on the revision it resolves to (empty: nothing; never a downgrade)."""
     values: dict[str, Any] = {}
     if spec.stand_in and sha == existing.source_sha256:
         # The seed's declarations about a revision it names by digest (semantics, analysis, canonical
@@ -277,9 +300,43 @@ async def _store(session: AsyncSession, spec: WorkloadSpec) -> _Stored:
         values["stand_in_sha256"] = own_sha  # so a checkout holding this very module finds the revision
     if existing.upstream_revision is None and spec.upstream_revision:
         values["upstream_revision"] = spec.upstream_revision
-    if values:
-        await session.execute(update(WorkloadRevision).where(WorkloadRevision.id == existing.id).values(**values))
-    return _Stored(workload.id, existing.id, created, False, existing.source_sha256)
+    return values
+
+
+async def _store_all(session: AsyncSession, specs: Sequence[WorkloadSpec]) -> list[_Stored]:
+    """_store for each spec, with what already exists read in two statements: a spec whose workload and
+    revision are stored and would change in nothing (an unchanged re-import, a seed's workloads) costs no
+    statement of its own; the others go through _store, which reads and writes as ever."""
+    workloads = {
+        w.slug: w for w in (await session.scalars(select(Workload).where(Workload.slug.in_([s.resolved_slug for s in specs])))).all()
+    }
+    revisions: dict[int, list[WorkloadRevision]] = {}
+    if workloads:
+        own = {sha256_hex(spec.reference_source) for spec in specs}
+        rows = await session.scalars(
+            select(WorkloadRevision)
+            .where(
+                WorkloadRevision.workload_id.in_([w.id for w in workloads.values()]),
+                or_(WorkloadRevision.source_sha256.in_({spec.digest for spec in specs}), WorkloadRevision.stand_in_sha256.in_(own)),
+            )
+            .order_by(WorkloadRevision.id)
+        )
+        for row in rows.all():
+            revisions.setdefault(row.workload_id, []).append(row)
+    out: list[_Stored] = []
+    for spec in specs:
+        workload = workloads.get(spec.resolved_slug)
+        if workload is not None:
+            sha, own_sha = spec.digest, sha256_hex(spec.reference_source)
+            # The same candidates as _store's query: by digest, or (a checkout's file) by a stand-in's bytes.
+            candidates = [r for r in revisions.get(workload.id, [])
+                          if r.source_sha256 == sha or (not spec.stand_in and r.stand_in_sha256 == own_sha)]
+            existing = _pick(candidates, sha)
+            if existing is not None and not _revision_changes(existing, spec, sha, own_sha):
+                out.append(_Stored(workload.id, existing.id, False, False, existing.source_sha256))
+                continue
+        out.append(await _store(session, spec))
+    return out
 
 
 def _status(stored: _Stored, current_moved: bool) -> str:
@@ -428,7 +485,7 @@ async def record_snapshot(
     # are recomputed from a settled set.
     await hold_index_writes(session)
     snapshot_id = await find_or_create_snapshot(session, suite, upstream_revision, revision_date, complete=complete)
-    stored = [await _store(session, spec) for spec in specs]
+    stored = await _store_all(session, specs)
     if stored:
         member = pg_insert(SuiteSnapshotMember)
         await session.execute(
@@ -445,6 +502,7 @@ async def record_snapshot(
         WorkloadOutcome(s.workload_id, s.revision_id, _status(s, s.workload_id in moved), spec.resolved_slug, s.digest)
         for s, spec in zip(stored, specs)
     ]
+    outcome.rewritten = sorted({s.workload_id for s in stored if s.workload_created or s.revision_created or s.revision_updated})
     if complete:
         # Against the nearest earlier complete snapshot of the suite (none: nothing to compare).
         this = (await session.scalars(select(SuiteSnapshot).where(SuiteSnapshot.id == snapshot_id))).one()
