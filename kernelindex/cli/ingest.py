@@ -24,8 +24,8 @@ from kernelindex.ingest.formats import sniff
 from kernelindex.ingest.kernelbench import import_kernelbench
 from kernelindex.ingest.progress import print_table
 from kernelindex.ingest.runs import check_input_file, ingest_runs_file
+from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.trace_cache import install_command
-from kernelindex.ingest.writer import IngestSummary
 from kernelindex.settings import get_settings
 
 MAX_PRINTED_PROBLEMS = 100

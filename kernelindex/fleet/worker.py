@@ -427,8 +427,8 @@ class FleetWorker:
                 if hardware is not None and hardware_problem(hardware) is None:
                     await upsert_hardware(session, hardware)
                 assert self.registration is not None
-                summary = await RunWriter(session, now=now, fleet_worker=self.registration.writer_identity).write(
-                    [RunRecord(record, _SOURCE, f"job {work.job_id}")]
+                summary = await RunWriter(now=now, fleet_worker=self.registration.writer_identity).write(
+                    session, [RunRecord(record, _SOURCE, f"job {work.job_id}")]
                 )
                 if summary.problems:
                     problem = summary.problems[0]

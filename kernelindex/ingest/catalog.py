@@ -20,8 +20,8 @@ from kernelindex.db.locks import hold_index_writes
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
 from kernelindex.ingest.records import HARDWARE_FORMAT, CatalogueLine
+from kernelindex.ingest.resolve import HardwareIndex, WorkloadRef, WorkloadTriple
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, upsert_workload
-from kernelindex.ingest.writer import HardwareIndex, WorkloadRef, WorkloadTriple
 from kernelindex.rules.identity import configuration_key
 from kernelindex.rules.names import axis_name_problem, name_problem
 from kernelindex.services.records import refresh_workloads

@@ -27,10 +27,11 @@ from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
 from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
 from kernelindex.ingest.progress import Progress, say
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record, parse_json_line
+from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.trace_cache import TraceCache, install_command, missing_module
 from kernelindex.ingest.traces import ProblemTrace, ProblemTraceError, traced_with
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, workload_slug
-from kernelindex.ingest.writer import IngestSummary, RunWriter
+from kernelindex.ingest.writer import RunWriter
 from kernelindex.rules.identity import sha256_hex
 from kernelindex.rules.providers import normalise_provider
 from kernelindex.services.records import refresh_workloads
@@ -695,9 +696,9 @@ async def _write_checkout(
                     else:
                         summary.workloads_unchanged += 1
                 if dry_run:
-                    writer = RunWriter(session, dry_run=True)
-                    summary.runs.merge(await writer.write(records, dry_run=True))
-                    summary.failed_runs.merge(await writer.write(failed_records, dry_run=True))
+                    writer = RunWriter(dry_run=True)
+                    summary.runs.merge(await writer.write(session, records))
+                    summary.failed_runs.merge(await writer.write(session, failed_records))
                     await session.rollback()
                 else:
                     # A new revision changes which runs are eligible: recompute those workloads' records.
@@ -710,11 +711,10 @@ async def _write_checkout(
             bar = Progress("ingest timings", total=len(records) + len(failed_records)) if progress else None
             # One writer for every batch, its record events derived once after the last: the history of
             # an import does not depend on where its batches were cut.
-            writer = RunWriter(defer_events=True)  # each batch gives it a session
+            writer = RunWriter(defer_events=True)  # each batch in a transaction of its own
             for kind, batch in _batches(records, failed_records, batch_size):
                 async with transaction(sessionmaker) as session:
-                    writer.session = session
-                    part = await writer.write(batch)
+                    part = await writer.write(session, batch)
                     if part.problems and strict:
                         raise IngestAborted(part.problems)
                 (summary.runs if kind == "timed" else summary.failed_runs).merge(part)

@@ -45,22 +45,13 @@ from kernelindex.ingest.catalog import apply_catalog, check_catalogue_line, over
 from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
 from kernelindex.ingest.progress import Progress
 from kernelindex.ingest.records import CatalogueLine, PendingLine, RunRecord, check_pending, raw_lines, read_pending
-from kernelindex.ingest.writer import (
-    HardwareIndex,
-    IngestSummary,
-    RunWriter,
-    WorkloadRef,
-    WorkloadTriple,
-    load_hardware_index,
-    load_workload_refs,
-)
+from kernelindex.ingest.resolve import References
+from kernelindex.ingest.summary import IngestSummary
+from kernelindex.ingest.writer import RunWriter
 from kernelindex.settings import get_settings
 
 # Opens one unit of work (a transaction or a savepoint) and yields the session to write with.
 UnitOfWork = Callable[[], AbstractAsyncContextManager[AsyncSession]]
-
-# Problems kept (and so printable) per ingest; the rest are counted.
-MAX_KEPT_PROBLEMS = 1000
 
 
 # -- the input itself -------------------------------------------------------------------------
@@ -189,14 +180,14 @@ async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[Non
 # -- writing ------------------------------------------------------------------------------------
 
 
-async def _settle_pending(writer: RunWriter, part: Part, tally: _Tally, label: str) -> None:
+async def _settle_pending(session: AsyncSession, writer: RunWriter, part: Part, tally: IngestSummary, label: str) -> None:
     """Count the part's pending lines whose bytes are live runs already as unchanged, and check the
-    others into the part's records (in line order), their problems into the tally. In the writer's
-    session and transaction."""
+    others into the part's records (in line order), their problems into the tally. In the session's
+    transaction."""
     if not part.pending:
         return
-    known, unknown = await writer.skip_known(part.pending, label)
-    tally.wrote(known)
+    known, unknown = await writer.skip_known(session, part.pending, label)
+    tally.add_part(known)
     bad = 0
     for line in unknown:
         checked = check_pending(line, label)
@@ -205,7 +196,7 @@ async def _settle_pending(writer: RunWriter, part: Part, tally: _Tally, label: s
         else:
             tally.add_problems(checked)
             bad += 1
-    tally.rejected_lines += bad
+    tally.rejected += bad
     part.pending = []
     part.records.sort(key=lambda record: record.line or 0)
 
@@ -216,8 +207,7 @@ async def _write_halving(unit_of_work: UnitOfWork, writer: RunWriter, batch: lis
     records it refuses are alone: those come back rejected with its reason, the others are written."""
     try:
         async with unit_of_work() as session:
-            writer.session = session
-            return await writer.write(batch)
+            return await writer.write(session, batch)
     except Exception as exc:
         reason = refusal_reason(exc)
         if reason is None:
@@ -249,53 +239,17 @@ def _savepoints(session: AsyncSession) -> UnitOfWork:
     return savepoint
 
 
-@dataclass
-class References:
-    """What records name, for a dry run: every workload (with its revisions) and the hardware
-    catalogue, with the input's catalogue lines laid over them in memory."""
-
-    by_slug: dict[str, WorkloadRef]
-    by_triple: dict[WorkloadTriple, WorkloadRef]
-    hardware: HardwareIndex
-
-    @classmethod
-    async def load(cls, session: AsyncSession) -> References:
-        by_slug, by_triple = await load_workload_refs(session)
-        return cls(by_slug, by_triple, await load_hardware_index(session))
+def _read(summary: IngestSummary, part: Part) -> None:
+    """A part read: its problems, and its bad and refused lines as rejected."""
+    summary.add_problems(part.problems)
+    summary.rejected += part.bad_lines + part.catalogue_refused
 
 
-class _Tally:
-    """The ingest's summary, with the cap on problems kept."""
-
-    def __init__(self) -> None:
-        self.summary = IngestSummary()
-        self.rejected_lines = 0
-
-    def read(self, part: Part) -> None:
-        self.add_problems(part.problems)
-        self.rejected_lines += part.bad_lines + part.catalogue_refused
-
-    def add_problems(self, problems: list[InputProblem]) -> None:
-        summary = self.summary
-        room = max(MAX_KEPT_PROBLEMS - len(summary.problems), 0)
-        summary.problems += problems[:room]
-        summary.problems_not_kept += max(len(problems) - room, 0)
-
-    def wrote(self, part: IngestSummary) -> None:
-        problems, part.problems = part.problems, []
-        part.inserted_run_ids = []  # not told by the command; a list as long as the file would be its memory
-        self.summary.merge(part)
-        self.add_problems(problems)
-
-    def read_all(self, reader: PartReader, label: str) -> None:
-        """The input has been read to its end: an input without a record or a catalogue line is refused."""
-        if not reader.saw_any:
-            self.add_problems([InputProblem(label, "line 1", "the file holds no run records (it is empty)")])
-            self.rejected_lines += 1
-
-    def finish(self) -> IngestSummary:
-        self.summary.rejected += self.rejected_lines
-        return self.summary
+def _read_all(summary: IngestSummary, reader: PartReader) -> None:
+    """The input has been read to its end: an input without a record or a catalogue line is refused."""
+    if not reader.saw_any:
+        summary.add_problems([InputProblem(reader.label, "line 1", "the file holds no run records (it is empty)")])
+        summary.rejected += 1
 
 
 async def ingest_runs_file(
@@ -314,7 +268,7 @@ async def ingest_runs_file(
     # One connection: the stage and the keys staged so far are temporary tables on it.
     engine = make_engine(database_url, pool_size=1, max_overflow=0)
     sessionmaker = make_sessionmaker(engine)
-    tally = _Tally()
+    tally = IngestSummary()
     bar = Progress("ingest runs (bytes)", total=size) if progress else None
     try:
         with path.open("rb") as stream:
@@ -329,71 +283,69 @@ async def ingest_runs_file(
         if bar:
             bar.close()
         await engine.dispose()
-    return tally.finish()
+    return tally
 
 
 async def _default(
-    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: _Tally, bar: Progress | None, now: datetime | None,
+    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: IngestSummary, bar: Progress | None, now: datetime | None,
 ) -> None:
     # Events once, after the last batch: the same file in batches of 1 or of 5,000 makes the same history.
-    writer = RunWriter(now=now, defer_events=True, track_keys=True)  # each batch gives it a session
+    writer = RunWriter(now=now, defer_events=True, track_keys=True)  # each batch in a transaction of its own
 
     async def handle(part: Part) -> None:
-        tally.read(part)
+        _read(tally, part)
         if part.catalogue:
             # Hardware and workload revisions first, in a transaction of their own: the runs refer to them.
             async with transaction(sessionmaker) as session:
                 await apply_catalog(session, part.catalogue)
         if part.pending:
             async with transaction(sessionmaker) as session:
-                writer.session = session
-                await _settle_pending(writer, part, tally, reader.label)
+                await _settle_pending(session, writer, part, tally, reader.label)
         if part.records:
-            tally.wrote(await _write_halving(_own_transactions(sessionmaker), writer, part.records))
+            tally.add_part(await _write_halving(_own_transactions(sessionmaker), writer, part.records))
         if bar:
             bar.advance(part.bytes_read)
 
     await _read_ahead(reader, handle)
-    tally.read_all(reader, reader.label)
+    _read_all(tally, reader)
     async with transaction(sessionmaker) as session:
         await writer.record_events(session)
 
 
 async def _strict(
-    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: _Tally, bar: Progress | None, now: datetime | None,
+    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: IngestSummary, bar: Progress | None, now: datetime | None,
 ) -> None:
     # All or nothing: the catalogue lines and the batches share one transaction, the index write lock
     # first (apply_catalog and the writer take it before their first write). After the first problem
     # nothing more is written (the transaction will be rolled back), but every line is still read
     # and checked, so the refusal lists every problem.
     async with transaction(sessionmaker) as session:
-        writer = RunWriter(session, now=now, defer_events=True, track_keys=True)
+        writer = RunWriter(now=now, defer_events=True, track_keys=True)
         failed = False
 
         async def handle(part: Part) -> None:
             nonlocal failed
-            tally.read(part)
+            _read(tally, part)
             failed = failed or bool(part.problems)
             if not failed and part.catalogue:
                 await apply_catalog(session, part.catalogue)
-            problems_before = tally.summary.problem_count
-            await _settle_pending(writer, part, tally, reader.label)
-            failed = failed or tally.summary.problem_count > problems_before
+            problems_before = tally.problem_count
+            await _settle_pending(session, writer, part, tally, reader.label)
+            failed = failed or tally.problem_count > problems_before
             if not failed and part.records:
                 written = await _write_halving(_savepoints(session), writer, part.records)
                 failed = bool(written.problems)
-                tally.wrote(written)
+                tally.add_part(written)
             elif part.records:
                 # Still checked against the database (unknown workloads, hardware), not written.
-                tally.wrote(await _checked_only(session, writer, part.records))
+                tally.add_part(await _checked_only(session, writer, part.records))
             if bar:
                 bar.advance(part.bytes_read)
 
         await _read_ahead(reader, handle)
-        tally.read_all(reader, reader.label)
-        summary = tally.summary
-        if summary.problems or summary.problems_not_kept:
-            raise IngestAborted(summary.problems, total=summary.problem_count)
+        _read_all(tally, reader)
+        if tally.problems or tally.problems_not_kept:
+            raise IngestAborted(tally.problems, total=tally.problem_count)
         await writer.record_events(session)
 
 
@@ -401,31 +353,31 @@ async def _checked_only(session: AsyncSession, writer: RunWriter, records: list[
     """A batch of a --strict ingest that already failed: resolved and staged, never merged, so its
     problems are reported; its counts are not (nothing will be written)."""
     async with session.begin_nested() as savepoint:
-        part = await writer.write(records, dry_run=True)
+        part = await writer.write(session, records, dry_run=True)
         await savepoint.rollback()
     return IngestSummary(rejected=part.rejected, problems=part.problems)
 
 
 async def _dry_run(
-    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: _Tally, bar: Progress | None, now: datetime | None,
+    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: IngestSummary, bar: Progress | None, now: datetime | None,
 ) -> None:
     async with sessionmaker() as session:
         refs = await References.load(session)
-        writer = RunWriter(session, now=now, dry_run=True, track_keys=True, known=(refs.by_slug, refs.by_triple, refs.hardware))
+        writer = RunWriter(now=now, dry_run=True, track_keys=True, known=refs)
 
         async def handle(part: Part) -> None:
-            tally.read(part)
+            _read(tally, part)
             if part.catalogue:
                 # Nothing written: the lines' hardware and workloads are laid over the database in memory.
                 overlay_catalog(part.catalogue, refs.by_slug, refs.by_triple, refs.hardware)
-            await _settle_pending(writer, part, tally, reader.label)
+            await _settle_pending(session, writer, part, tally, reader.label)
             if part.records:
-                tally.wrote(await _write_halving(_savepoints(session), writer, part.records))
+                tally.add_part(await _write_halving(_savepoints(session), writer, part.records))
             if bar:
                 bar.advance(part.bytes_read)
 
         try:
             await _read_ahead(reader, handle)
-            tally.read_all(reader, reader.label)
+            _read_all(tally, reader)
         finally:
             await session.rollback()

@@ -21,8 +21,9 @@ from kernelindex.db.models import Implementation, Workload
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.hardware import catalogue_problems, hardware_problem, upsert_hardware
 from kernelindex.ingest.records import RunRecord, read_run_records
+from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, upsert_workload
-from kernelindex.ingest.writer import IngestSummary, RunWriter
+from kernelindex.ingest.writer import RunWriter
 from kernelindex.services.records import refresh_workloads
 
 SEEDS_DIR = Path(__file__).resolve().parent.parent.parent / "seeds"
@@ -128,7 +129,7 @@ async def load_runs(session: AsyncSession, path: Path) -> IngestSummary:
     problems = [i for i in items if isinstance(i, InputProblem)]
     if problems:
         raise IngestAborted(problems)
-    summary = await RunWriter(session).write([i for i in items if isinstance(i, RunRecord)])
+    summary = await RunWriter().write(session, [i for i in items if isinstance(i, RunRecord)])
     if summary.problems:
         raise IngestAborted(summary.problems)
     return summary

@@ -72,8 +72,8 @@ async def write_records(db_url: str, records: list[dict]):
 
     async def work(session):
         fleet = await register_worker(session, name="test-fleet", machine_id="test-machine", hardware="test", now=datetime.now(UTC))
-        summary = await RunWriter(session, fleet_worker=fleet.writer_identity).write(
-            [RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)]
+        summary = await RunWriter(fleet_worker=fleet.writer_identity).write(
+            session, [RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)]
         )
         if summary.inserted_run_ids:
             for statement in (_REGISTER_TEST_MACHINES, _ON_THEIR_MACHINES, _REPORTED_BY_NO_WORKER):

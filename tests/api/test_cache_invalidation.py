@@ -48,7 +48,7 @@ async def write_runs(db_url: str, records: list[dict]):
     from kernelindex.ingest.writer import RunWriter
 
     async def work(session):
-        return await RunWriter(session).write([RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)])
+        return await RunWriter().write(session, [RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)])
 
     return await in_own_transaction(db_url, work)
 

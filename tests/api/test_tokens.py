@@ -524,8 +524,8 @@ async def test_an_unexpected_failure_while_writing_leaves_nothing_behind(post, c
     from kernelindex.ingest.writer import RunWriter
 
     class FailingWriter(RunWriter):
-        async def write(self, records, **kwargs):
-            await super().write(records, **kwargs)
+        async def write(self, session, records, **kwargs):
+            await super().write(session, records, **kwargs)
             raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(mutations, "RunWriter", FailingWriter)

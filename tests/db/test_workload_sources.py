@@ -58,7 +58,7 @@ def _faster(record: dict) -> dict:
 async def _ingest(db_url: str, records: list[dict]) -> None:
     """Through the writer alone: its own refresh is what keeps the table (no refresh_all_records after)."""
     async def work(session):
-        await RunWriter(session).write([RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)])
+        await RunWriter().write(session, [RunRecord(r, "test", f"line {i + 1}") for i, r in enumerate(records)])
     await in_own_transaction(db_url, work)
 
 

@@ -68,8 +68,8 @@ async def fleet_write(db_url: str, records: list[dict], *, name: str, machine: s
 
     async def work(session) -> list[int]:
         registration = await register_worker(session, name=name, machine_id=machine, hardware="NVIDIA H100 SXM5 80GB", now=datetime.now(UTC))
-        summary = await RunWriter(session, fleet_worker=registration.writer_identity).write(
-            [RunRecord(r, "kernelindex worker", f"job {i}") for i, r in enumerate(records)]
+        summary = await RunWriter(fleet_worker=registration.writer_identity).write(
+            session, [RunRecord(r, "kernelindex worker", f"job {i}") for i, r in enumerate(records)]
         )
         assert not summary.problems, summary.problems
         return summary.inserted_run_ids
@@ -220,7 +220,7 @@ async def test_migration_demotes_outside_claims_and_keeps_what_fleet_jobs_stored
 
     outside = measured_claims(1, start=800)
     (fleet_run,) = await fleet_write(db_url, measured_claims(1, start=801), name="w-a", machine="machine-a")
-    summary = await in_own_transaction(db_url, lambda s: RunWriter(s).write([RunRecord(outside[0], "t", "line 1")]))
+    summary = await in_own_transaction(db_url, lambda s: RunWriter().write(s, [RunRecord(outside[0], "t", "line 1")]))
     (claim_run,) = summary.inserted_run_ids
     # Rolled back, the claim's run stays reported (its claim goes with the column): no rung regained.
     await asyncio.to_thread(command.downgrade, alembic_config(db_url), "0012")

@@ -157,7 +157,8 @@ def test_validation_streams_in_bounded_memory():
     the database, in the import's temporary table). (tracemalloc slows every allocation, hence few,
     long lines; a true 1 GB run: python -m perf.ingest_speed --lines.)"""
     from kernelindex.ingest.records import RunRecord, check_pending
-    from kernelindex.ingest.runs import MAX_KEPT_PROBLEMS, PartReader
+    from kernelindex.ingest.runs import PartReader
+    from kernelindex.ingest.summary import MAX_KEPT_PROBLEMS
     from tests.fixtures.bad.make_corpus import good
 
     def validate_lines(lines, label, batch_size=50):

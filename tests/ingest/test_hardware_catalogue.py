@@ -22,8 +22,8 @@ import pytest
 from kernelindex.db.engine import in_own_transaction
 from kernelindex.ingest.errors import IngestAborted
 from kernelindex.ingest.hardware import catalogue_problems, hardware_problem
+from kernelindex.ingest.resolve import HardwareIndex, HardwareRefusal, load_hardware_index
 from kernelindex.ingest.seed import SEEDS_DIR, load_hardware_catalogue
-from kernelindex.ingest.writer import HardwareIndex, HardwareRefusal, load_hardware_index
 from kernelindex.rules.headroom_v1 import declared_tensor_bytes, headroom_v1
 from tests.rules.factories import seed_catalogue
 

@@ -55,7 +55,7 @@ def write_jsonl(path, records) -> str:
 
 def as_real(rows: dict[str, int]) -> dict[str, int]:
     """A dry run's table under the real run's names ("runs that would be inserted" → "runs inserted")."""
-    from kernelindex.ingest.writer import DRY_RUN_LABELS
+    from kernelindex.ingest.summary import DRY_RUN_LABELS
 
     real_name = {dry: real for real, dry in DRY_RUN_LABELS.items()}
     assert not set(rows) & set(DRY_RUN_LABELS), rows  # a dry run never says "inserted"

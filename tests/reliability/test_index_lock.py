@@ -20,11 +20,11 @@ from tests.api.helpers import synthetic_records
 
 
 async def _write_runs(session):
-    await RunWriter(session).write([RunRecord(synthetic_records(1)[0], "lock-test", "line 1")])
+    await RunWriter().write(session, [RunRecord(synthetic_records(1)[0], "lock-test", "line 1")])
 
 
 async def _record_events(session):
-    await RunWriter(session, defer_events=True).record_events(session)
+    await RunWriter(defer_events=True).record_events(session)
 
 
 async def _catalogue(session):

@@ -1,0 +1,303 @@
+"""Merging: the staged runs into `runs` with set-based statements, and the records they touch refreshed.
+
+From the stage (kernelindex.ingest.stage): refuse the runs already stated (in this batch, or earlier
+in the import), and those that would replace a fleet worker's measurement from outside; then
+supersede the live runs whose content changed, insert the runs whose key has no live run, and count
+the rest unchanged. A dry run only counts what those statements would do.
+
+Afterwards (`CohortRefresh`) the precomputed records (kernelindex.services.records) of the cohorts
+that can hold records (current revision, canonical configuration) the new runs joined are refreshed
+in the same transaction, so readers see a batch's runs and its records together. The record history
+(events) is derived from the new runs in observed order; deferred, it is left to one
+`record_events()` after the last batch, so an import's events never depend on how it was cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kernelindex.db.locks import hold_index_writes
+from kernelindex.ingest.errors import InputProblem
+from kernelindex.ingest.resolve import ResolvedRecord, chunks
+from kernelindex.ingest.stage import KEY_COLUMNS, KEYS, RUN_NAMES
+from kernelindex.ingest.summary import Refused
+from kernelindex.services.records import CohortKey, RefreshSummary, refresh_cohorts
+
+COHORTS_PER_REFRESH = 500
+
+
+class RunKey(NamedTuple):
+    """A run's natural key, as ids (KEY_COLUMNS)."""
+
+    workload_revision_id: int
+    configuration_key: str
+    implementation_id: int
+    environment_id: int
+    protocol_id: int
+    source_snapshot_id: int
+
+    @property
+    def cohort(self) -> CohortKey:
+        return (self.workload_revision_id, self.configuration_key, self.protocol_id, self.environment_id)
+
+
+@dataclass
+class MergeResult:
+    """What merging a stage did (or, in a dry run, would do)."""
+
+    inserted: int = 0
+    superseded: int = 0
+    unchanged: int = 0
+    inserted_run_ids: list[int] = field(default_factory=list)
+    written: list[RunKey] = field(default_factory=list)  # the natural keys of the runs inserted
+    refused: list[Refused] = field(default_factory=list)
+
+
+_SAME_KEY = " AND ".join(f"r.{c} = s.{c}" for c in KEY_COLUMNS)
+_CLAIM_KEYS = text(
+    f"INSERT INTO ingest_keys ({KEYS}, ord, place) SELECT {KEYS}, ord, place FROM ingest_stage "
+    "ORDER BY ord ON CONFLICT DO NOTHING RETURNING ord"
+)
+_FIRST_PLACES = text(
+    "SELECT s.ord, k.place FROM ingest_stage s JOIN ingest_keys k USING "
+    f"({KEYS}) WHERE s.ord = ANY(CAST(:ords AS int[]))"
+)
+_DROP_STAGED = text("DELETE FROM ingest_stage WHERE ord = ANY(CAST(:ords AS int[]))")
+# A record from outside never replaces what a fleet worker measured (its figures would inherit the
+# run's place while the rung goes): such records are refused first (_FLEET_HELD), and the clause
+# here keeps it so whatever the caller does. Without a registered worker there is nothing to look
+# for: the uncorrelated EXISTS is a one-time filter, so an index without a fleet pays no join.
+_FLEET_HELD = text(
+    f"SELECT s.ord, r.id FROM ingest_stage s JOIN runs r ON r.superseded_at IS NULL AND {_SAME_KEY} "
+    "WHERE EXISTS (SELECT 1 FROM fleet_workers) "
+    "AND s.fleet_worker_id IS NULL AND r.fleet_worker_id IS NOT NULL AND r.content_sha256 <> s.content_sha256"
+)
+_SUPERSEDE = text(
+    f"UPDATE runs r SET superseded_at = :now FROM ingest_stage s WHERE r.superseded_at IS NULL AND {_SAME_KEY} "
+    "AND (r.fleet_worker_id IS NULL OR s.fleet_worker_id IS NOT NULL) "
+    f"AND r.content_sha256 <> s.content_sha256 RETURNING r.id, {', '.join(f'r.{c}' for c in KEY_COLUMNS)}"
+)
+# Superseded runs have left the live-key index by now, so "no live run" is new or changed content.
+_INSERT_NEW = text(
+    f"INSERT INTO runs ({', '.join(RUN_NAMES)}) SELECT {', '.join(f's.{c}' for c in RUN_NAMES)} FROM ingest_stage s "
+    f"WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.superseded_at IS NULL AND {_SAME_KEY}) ORDER BY s.ord "
+    f"RETURNING id, {KEYS}"
+)
+_LINK_SUPERSEDED = text(
+    "UPDATE runs SET superseded_by_id = v.new_id FROM unnest(CAST(:old AS bigint[]), CAST(:new AS bigint[])) "
+    "AS v(old_id, new_id) WHERE runs.id = v.old_id"
+)
+# A dry run's merge: what the statements above would do, counted.
+_COUNT_MERGE = text(
+    "SELECT count(*) FILTER (WHERE r.id IS NULL), count(*) FILTER (WHERE r.content_sha256 <> s.content_sha256), "
+    f"count(*) FILTER (WHERE r.content_sha256 = s.content_sha256) FROM ingest_stage s LEFT JOIN runs r "
+    f"ON r.superseded_at IS NULL AND {_SAME_KEY}"
+)
+
+
+def _stated_twice(item: ResolvedRecord, first: str | None) -> Refused:
+    return Refused(item.index, InputProblem(
+        item.record.file, item.record.where, f"the same run as {first or 'an earlier one'} (same natural key)",
+    ))
+
+
+async def merge_stage(
+    session: AsyncSession, staged: list[ResolvedRecord], *, now: datetime, fleet_worker: bool, dry_run: bool,
+) -> MergeResult:
+    """Merge the stage, whose row `ord` is the record staged[ord]: refuse the runs already stated
+    (in this batch, or earlier in the import), then insert, supersede or count each as unchanged."""
+    result = MergeResult()
+    claimed = set((await session.execute(_CLAIM_KEYS)).scalars().all())
+    if len(claimed) < len(staged):
+        again = [ord_ for ord_ in range(len(staged)) if ord_ not in claimed]
+        first: dict[int, str] = dict((await session.execute(_FIRST_PLACES, {"ords": again})).all())
+        result.refused += [_stated_twice(staged[ord_], first.get(ord_)) for ord_ in again]
+        await session.execute(_DROP_STAGED, {"ords": again})
+    if not fleet_worker:
+        held = (await session.execute(_FLEET_HELD)).all()
+        if held:
+            for ord_, run_id in held:
+                item = staged[ord_]
+                result.refused.append(Refused(item.index, InputProblem(
+                    item.record.file, item.record.where,
+                    f"run {run_id} with this natural key was measured by the fleet; a record from outside cannot replace it",
+                )))
+            await session.execute(_DROP_STAGED, {"ords": [row[0] for row in held]})
+            claimed -= {row[0] for row in held}
+    if dry_run:
+        new, changed, same = (await session.execute(_COUNT_MERGE)).one()
+        result.inserted = new + changed
+        result.superseded = changed
+        result.unchanged = same
+        return result
+    superseded = (await session.execute(_SUPERSEDE, {"now": now})).all()
+    inserted = (await session.execute(_INSERT_NEW)).all()
+    result.inserted = len(inserted)
+    result.superseded = len(superseded)
+    result.unchanged = len(claimed) - len(inserted)
+    result.inserted_run_ids = [row[0] for row in inserted]
+    result.written = [RunKey(*row[1:]) for row in inserted]
+    if superseded:
+        new_of = {RunKey(*row[1:]): row[0] for row in inserted}
+        pairs = [(row[0], new_of[RunKey(*row[1:])]) for row in superseded]
+        await session.execute(_LINK_SUPERSEDED, {"old": [p[0] for p in pairs], "new": [p[1] for p in pairs]})
+    return result
+
+
+# -- lines whose very bytes are live runs already ---------------------------------------------------
+
+# The live runs some lines' very bytes made (skip_known), and the claim of their natural keys.
+_SAME_LINE = (
+    "FROM ingest_lines s JOIN runs r ON r.line_sha = s.line_sha AND r.workload_revision_id = s.workload_revision_id "
+    "AND r.superseded_at IS NULL AND r.line_sha IS NOT NULL"  # the partial index's own predicate, stated
+)
+# One join: the live runs found, and which of their keys this line is the first to claim.
+_CLAIM_KNOWN = text(
+    f"WITH found AS (SELECT s.ord, s.place, r.workload_id, "
+    f"{', '.join(f'r.{c}' for c in KEY_COLUMNS)} {_SAME_LINE}), "
+    f"claimed AS (INSERT INTO ingest_keys ({KEYS}, ord, place) SELECT {KEYS}, ord, place FROM found ORDER BY ord "
+    "ON CONFLICT DO NOTHING RETURNING ord) "
+    "SELECT f.ord, f.workload_id, f.implementation_id, f.environment_id, c.ord IS NOT NULL "
+    "FROM found f LEFT JOIN claimed c ON c.ord = f.ord"
+)
+_FIRST_PLACES_KNOWN = text(
+    f"SELECT s.ord, k.place {_SAME_LINE} JOIN ingest_keys k ON {' AND '.join(f'k.{c} = r.{c}' for c in KEY_COLUMNS)} "
+    "WHERE s.ord = ANY(CAST(:ords AS int[]))"
+)
+
+
+@dataclass(slots=True)
+class KnownLine:
+    """A staged line whose bytes made a live run: the run's rows, and whether the line is the first
+    of the import to claim its natural key (else it states a run again)."""
+
+    ord: int
+    workload_id: int
+    implementation_id: int
+    environment_id: int
+    claimed: bool
+
+
+async def claim_known_lines(session: AsyncSession) -> list[KnownLine]:
+    """The staged lines (`ingest_lines`) that are live runs, each claiming its run's natural key."""
+    return [KnownLine(*row) for row in (await session.execute(_CLAIM_KNOWN)).all()]
+
+
+async def first_places_known(session: AsyncSession, ords: list[int]) -> dict[int, str]:
+    """Where the lines at these ords' natural keys were first stated."""
+    return dict((await session.execute(_FIRST_PLACES_KNOWN, {"ords": ords})).all())
+
+
+# -- the records the new runs touch --------------------------------------------------------------
+
+# What a deferred record_events will replay, for an import of any size (CohortRefresh._remember).
+_CREATE_PENDING = (
+    "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_cohorts (rev int, cfg text, proto int, env int, PRIMARY KEY (rev, cfg, proto, env))",
+    "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_arrived (id bigint PRIMARY KEY)",
+)
+_PENDING_COHORTS = text(
+    "INSERT INTO ingest_cohorts SELECT * FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:protos AS int[]), "
+    "CAST(:envs AS int[])) ON CONFLICT DO NOTHING"
+)
+_ARRIVED = text("INSERT INTO ingest_arrived SELECT unnest(CAST(:ids AS bigint[])) ON CONFLICT DO NOTHING")
+_FIRST_PENDING = text(f"SELECT rev, cfg, proto, env FROM ingest_cohorts ORDER BY rev, cfg, proto, env LIMIT {COHORTS_PER_REFRESH}")
+_NEXT_PENDING = text(
+    "SELECT rev, cfg, proto, env FROM ingest_cohorts WHERE (rev, cfg, proto, env) > (:rev, :cfg, :proto, :env) "
+    f"ORDER BY rev, cfg, proto, env LIMIT {COHORTS_PER_REFRESH}"
+)
+_ARRIVED_IN = text(
+    "SELECT a.id FROM ingest_arrived a JOIN runs r ON r.id = a.id JOIN unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), "
+    "CAST(:protos AS int[]), CAST(:envs AS int[])) AS k(rev, cfg, proto, env) ON r.workload_revision_id = k.rev "
+    "AND r.configuration_key = k.cfg AND r.protocol_id = k.proto AND r.environment_id = k.env"
+)
+
+
+def _after(key: CohortKey | None) -> dict[str, Any]:
+    return {} if key is None else {"rev": key[0], "cfg": key[1], "proto": key[2], "env": key[3]}
+
+
+async def _listed_chunks(cohorts: list[CohortKey], arrived: set[int]) -> AsyncIterator[tuple[list[CohortKey], set[int]]]:
+    for chunk in chunks(cohorts, COHORTS_PER_REFRESH):
+        yield list(chunk), arrived
+
+
+class CohortRefresh:
+    """The refresh hook after a merge, and the deferred record events (see the module)."""
+
+    def __init__(self, *, now: datetime, defer_events: bool, spill: bool):
+        """spill: what record_events will replay is kept in temporary tables of the one connection
+        (an import of any size: its memory does not grow with the runs it wrote), else in memory."""
+        self.now = now
+        self.defer_events = defer_events
+        self.spill = spill
+        self._pending_cohorts: set[CohortKey] = set()
+        self._arrived: set[int] = set()
+
+    async def after_merge(self, session: AsyncSession, cohorts: set[CohortKey], arrived: set[int]) -> None:
+        """The precomputed records (cohort_bests, flags, record events) of the cohorts these runs
+        joined, in the same transaction. In chunks: cohorts are independent, and one call's multi-row
+        statements must stay under PostgreSQL's 32,767 parameters."""
+        if not cohorts:
+            return
+        for chunk in chunks(sorted(cohorts), COHORTS_PER_REFRESH):
+            await refresh_cohorts(session, chunk, now=self.now, arrived=arrived, events=not self.defer_events)
+        if self.defer_events:
+            await self._remember(session, cohorts, arrived)
+
+    async def record_events(self, session: AsyncSession, *, dry_run: bool) -> RefreshSummary:
+        """The record events of everything written since the last call (with defer_events): once,
+        over every cohort the batches touched, the new runs taken in observed order."""
+        if not dry_run:
+            await hold_index_writes(session)
+        summary = RefreshSummary()
+        if self.spill:
+            pending = self._spilled(session)
+        else:
+            cohorts, arrived = sorted(self._pending_cohorts), set(self._arrived)
+            self._pending_cohorts.clear()
+            self._arrived.clear()
+            pending = _listed_chunks(cohorts, arrived)
+        async for chunk, arrived in pending:
+            part = await refresh_cohorts(session, chunk, now=self.now, arrived=arrived)
+            summary.cohorts += part.cohorts
+            summary.events += part.events
+            summary.flagged_runs += part.flagged_runs
+        return summary
+
+    async def _remember(self, session: AsyncSession, cohorts: set[CohortKey], arrived: set[int]) -> None:
+        """What record_events will replay."""
+        if not self.spill:
+            self._pending_cohorts |= cohorts
+            self._arrived |= arrived
+            return
+        for statement in _CREATE_PENDING:
+            await session.execute(text(statement))
+        columns = list(zip(*sorted(cohorts)))
+        await session.execute(_PENDING_COHORTS, {
+            "revs": list(columns[0]), "cfgs": list(columns[1]), "protos": list(columns[2]), "envs": list(columns[3]),
+        })
+        await session.execute(_ARRIVED, {"ids": sorted(arrived)})
+
+    async def _spilled(self, session: AsyncSession) -> AsyncIterator[tuple[list[CohortKey], set[int]]]:
+        """The remembered cohorts in chunks, in key order, each with the runs that arrived in it."""
+        for statement in _CREATE_PENDING:
+            await session.execute(text(statement))
+        after: CohortKey | None = None
+        while True:
+            rows = (await session.execute(_NEXT_PENDING if after else _FIRST_PENDING, _after(after))).all()
+            if not rows:
+                break
+            chunk = [(r[0], r[1], r[2], r[3]) for r in rows]
+            after = chunk[-1]
+            columns = list(zip(*chunk))
+            arrived = set((await session.execute(_ARRIVED_IN, {
+                "revs": list(columns[0]), "cfgs": list(columns[1]), "protos": list(columns[2]), "envs": list(columns[3]),
+            })).scalars().all())
+            yield chunk, arrived
+        await session.execute(text("TRUNCATE ingest_cohorts, ingest_arrived"))

@@ -1,0 +1,538 @@
+"""Resolving references: the natural keys a run record names, as the ids of catalogue rows.
+
+Workloads (by slug, or by suite, level and problem number) and their revisions, and hardware (by
+SKU or driver product name), are looked up and never created here: a record naming one the
+catalogue lacks is refused with why (new hardware and workloads come in through catalogue lines).
+The other dimensions (environments, implementations, protocols, sources and their snapshots) are
+created when new, in bulk (`Resolver.ensure`): one INSERT … ON CONFLICT DO NOTHING per kind
+(executemany, or COPY past STAGE_DIMENSIONS_FROM rows) and one SELECT per chunk of keys.
+
+A Resolver keeps the ids it has resolved, so one serves several batches of one transaction (or
+several committed transactions: ids of committed rows stay good; call `forget()` after a
+rollback). A dry run's gets placeholder ids (below zero) for dimensions the database lacks, and
+resolves against `References` (the database with the input's catalogue lines laid over it) instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date
+from typing import Any
+
+from sqlalchemy import Table, or_, select, text, tuple_
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kernelindex.db.copy import copy_rows
+from kernelindex.db.models import (
+    Base,
+    Environment,
+    Hardware,
+    Implementation,
+    Protocol,
+    Source,
+    SourceSnapshot,
+    SuiteSnapshot,
+    SuiteSnapshotMember,
+    Workload,
+    WorkloadRevision,
+)
+from kernelindex.ingest.digests import environment_fingerprint_memo
+from kernelindex.ingest.errors import InputProblem
+from kernelindex.ingest.records import RunRecord
+from kernelindex.ingest.summary import Refused
+from kernelindex.ingest.workloads import revision_matches
+from kernelindex.rules.names import hardware_key, hardware_name_problem, skeleton
+
+KEYS_PER_LOOKUP = 5000
+# More new dimension rows than this in a batch go in by COPY (_insert_staged), fewer by executemany.
+STAGE_DIMENSIONS_FROM = 50
+
+HARDWARE_KEY = "environment.hardware.sku"
+HOW_TO_ADD_HARDWARE = (
+    "new hardware comes in through the catalogue: add a kernelindex.hardware/1 line (sku, short_name, family, "
+    "vendor, driver_product_names) before the runs, as /exports/catalog.jsonl writes them"
+)
+
+
+@dataclass(frozen=True)
+class HardwareRefusal:
+    """Why a record's hardware names no catalogue row, and the key at fault."""
+
+    key: str
+    reason: str
+
+
+class HardwareIndex:
+    """The hardware catalogue by SKU and by SKU-or-driver-product-name, both under names-v1's
+    hardware_key (NFKC, no invisible characters, spaces collapsed, case-blind), and by skeleton, to
+    name the row a look-alike imitates. The first row (in id order) wins, as a walk of the catalogue
+    would find it. Unknown names are refused: new hardware comes in through catalogue lines only."""
+
+    def __init__(self, rows: Iterable[tuple[int, str, Sequence[str]]] = ()):
+        self.by_sku: dict[str, tuple[int, str]] = {}
+        self.by_name: dict[str, tuple[int, str]] = {}
+        self.by_skeleton: dict[str, str] = {}
+        self._matched: dict[tuple[str | None, str | None], tuple[int, str] | HardwareRefusal] = {}
+        for row in rows:
+            self.add(*row)
+
+    def add(self, hardware_id: int, sku: str, names: Sequence[str] = ()) -> None:
+        """A catalogue row (a negative id: one a catalogue line of this input will create)."""
+        entry = (hardware_id, sku)
+        self._matched.clear()  # a new row can change what a name matches
+        self.by_sku.setdefault(hardware_key(sku), entry)
+        for name in (sku, *names):
+            self.by_name.setdefault(hardware_key(name), entry)
+            self.by_skeleton.setdefault(skeleton(name), name)
+
+    def _unknown(self, what: str, name: str) -> str:
+        imitated = self.by_skeleton.get(skeleton(name))
+        if imitated is not None and hardware_key(imitated) != hardware_key(name):
+            return f"hardware {what} {name!r} looks like {imitated!r} but is not it (look-alike letters); refused"
+        return f"unknown hardware {what} {name!r} (not in the hardware catalogue); {HOW_TO_ADD_HARDWARE}"
+
+    def match(self, spec: dict[str, Any]) -> tuple[int, str] | HardwareRefusal:
+        """(id, sku) of the catalogue row the record names, or why it names none. Remembered per
+        (sku, product name): a file names a few machines thousands of times."""
+        sku = spec.get("sku")
+        product = spec.get("product_name")
+        if not (isinstance(sku, (str, type(None))) and isinstance(product, (str, type(None)))):
+            return self._match(sku, product)
+        names = (sku, product)
+        found = self._matched.get(names)
+        if found is None:
+            if len(self._matched) >= 10_000:
+                self._matched.clear()
+            found = self._matched[names] = self._match(sku, product)
+        return found
+
+    def _match(self, sku: Any, product: Any) -> tuple[int, str] | HardwareRefusal:
+        if not sku and not product:  # the schema requires one; an unchecked spec gets words, not an AttributeError
+            return HardwareRefusal(HARDWARE_KEY, "hardware names neither a sku nor a product_name")
+        by_sku = by_product = None
+        if sku:
+            problem = hardware_name_problem(sku)
+            if problem:
+                return HardwareRefusal(HARDWARE_KEY, problem)
+            by_sku = self.by_sku.get(hardware_key(sku))
+            if by_sku is None:
+                return HardwareRefusal(HARDWARE_KEY, self._unknown("SKU", sku))
+        if product:
+            problem = hardware_name_problem(product)
+            if problem:
+                return HardwareRefusal("environment.hardware.product_name", problem)
+            by_product = self.by_name.get(hardware_key(product))
+            if by_product is None:
+                return HardwareRefusal("environment.hardware.product_name", self._unknown("product name", product))
+        if by_sku is not None and by_product is not None and by_sku[0] != by_product[0]:
+            return HardwareRefusal(
+                "environment.hardware.product_name",
+                f"product name {product!r} is the catalogue's {by_product[1]!r}, which contradicts sku {by_sku[1]!r}",
+            )
+        found = by_sku or by_product
+        assert found is not None
+        return found
+
+
+WorkloadTriple = tuple[str, int, int]  # (suite, level, problem number)
+
+
+@dataclass
+class WorkloadRef:
+    id: int
+    slug: str
+    current_revision_id: int | None
+    # source sha256 → revision id; a stand-in module's own digest names its revision too.
+    revisions: dict[str, int] = field(default_factory=dict)
+    canonical_keys: dict[int, str] = field(default_factory=dict)  # revision id → its canonical configuration key
+    # upstream revision of a suite snapshot → the revision this workload holds in it.
+    snapshot_revisions: dict[str, int] = field(default_factory=dict)
+    in_latest_snapshot: bool | None = None
+    # In by_triple only: the other workloads that held this number, when none is in the latest snapshot.
+    ambiguous_with: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkloadRefusal:
+    """Why a record's workload reference names no workload revision, and the key at fault."""
+
+    key: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ResolvedWorkload:
+    """The workload a record names and the revision it measured."""
+
+    workload: WorkloadRef
+    revision_id: int
+
+
+def resolve_workload_ref(
+    ref: dict[str, Any], by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef],
+    source_revision: str | None = None,
+) -> ResolvedWorkload | WorkloadRefusal:
+    """The workload and revision a record's workload reference names, or why not.
+
+    The revision: the one with the source_sha256 named; else the one the workload holds in the
+    suite snapshot at the record's source revision (a KernelBench timing file measured the problem
+    file of its own commit); else the current one.
+    """
+    if "slug" in ref:
+        w = by_slug.get(ref["slug"])
+        if w is None:
+            return WorkloadRefusal("workload.slug", f"unknown workload {ref['slug']!r}")
+    else:
+        w = by_triple.get((ref["suite"], ref["level"], ref["problem"]))
+        if w is None:
+            return WorkloadRefusal("workload", f"unknown workload {ref['suite']} level {ref['level']} problem {ref['problem']}")
+        if w.ambiguous_with:
+            names = ", ".join(sorted((w.slug, *w.ambiguous_with)))
+            return WorkloadRefusal("workload", (
+                f"ambiguous: {ref['suite']} level {ref['level']} problem {ref['problem']} has been more than one "
+                f"problem ({names}) and none is in the suite's latest complete snapshot; name the workload by slug"
+            ))
+    sha = ref.get("source_sha256")
+    if sha:
+        revision_id = w.revisions.get(sha)
+        if revision_id is None:
+            return WorkloadRefusal("workload.source_sha256", f"workload {w.slug!r} has no revision with source sha256 {sha[:12]}…")
+        return ResolvedWorkload(w, revision_id)
+    if source_revision and w.snapshot_revisions:
+        found = w.snapshot_revisions.get(source_revision)
+        if found is None:
+            found = next(
+                (rid for rev, rid in sorted(w.snapshot_revisions.items()) if revision_matches(rev, source_revision)), None
+            )
+        if found is not None:
+            return ResolvedWorkload(w, found)
+    if w.current_revision_id is None:
+        return WorkloadRefusal("workload", f"workload {w.slug!r} has no reference source revision yet")
+    return ResolvedWorkload(w, w.current_revision_id)
+
+
+WorkloadResolution = ResolvedWorkload | WorkloadRefusal
+
+
+def workload_resolver(
+    by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef]
+) -> Callable[[dict[str, Any], str | None], WorkloadResolution]:
+    """resolve_workload_ref against these workloads, remembered per reference and source revision
+    (a batch names a few workloads thousands of times, and finding a snapshot's revision walks them)."""
+    memo: dict[tuple[Any, ...], WorkloadResolution] = {}
+
+    def resolve(ref: dict[str, Any], source_revision: str | None) -> WorkloadResolution:
+        key = (ref.get("slug"), ref.get("suite"), ref.get("level"), ref.get("problem"), ref.get("source_sha256"), source_revision)
+        try:
+            found = memo.get(key)
+        except TypeError:  # an unhashable value where a name belongs: not remembered
+            return resolve_workload_ref(ref, by_slug, by_triple, source_revision)
+        if found is None:
+            found = memo[key] = resolve_workload_ref(ref, by_slug, by_triple, source_revision)
+        return found
+
+    return resolve
+
+
+async def load_workload_refs(
+    session: AsyncSession, slugs: Iterable[str] | None = None, triples: Iterable[WorkloadTriple] | None = None
+) -> tuple[dict[str, WorkloadRef], dict[WorkloadTriple, WorkloadRef]]:
+    """Workloads with their revisions: those named (slugs, triples), or every one when both are None."""
+    query = select(
+        Workload.id, Workload.slug, Workload.suite, Workload.level, Workload.problem_number, Workload.current_revision_id,
+        Workload.in_latest_snapshot,
+    )
+    if slugs is not None or triples is not None:
+        conditions = []
+        if slugs:
+            conditions.append(Workload.slug.in_(list(slugs)))
+        if triples:
+            conditions.append(tuple_(Workload.suite, Workload.level, Workload.problem_number).in_(list(triples)))
+        if not conditions:
+            return {}, {}
+        query = query.where(or_(*conditions))
+    rows = (await session.execute(query)).all()
+    by_id = {r.id: WorkloadRef(r.id, r.slug, r.current_revision_id, in_latest_snapshot=r.in_latest_snapshot) for r in rows}
+    if by_id:
+        revisions = select(
+            WorkloadRevision.id, WorkloadRevision.workload_id, WorkloadRevision.source_sha256,
+            WorkloadRevision.canonical_configuration_key, WorkloadRevision.stand_in_sha256,
+        )
+        members = select(SuiteSnapshotMember.workload_id, SuiteSnapshot.upstream_revision, SuiteSnapshotMember.workload_revision_id).join(
+            SuiteSnapshot, SuiteSnapshot.id == SuiteSnapshotMember.snapshot_id
+        )
+        if slugs is not None or triples is not None:
+            revisions = revisions.where(WorkloadRevision.workload_id.in_(list(by_id)))
+            members = members.where(SuiteSnapshotMember.workload_id.in_(list(by_id)))
+        for rev_id, workload_id, sha, canonical_key, stand_in_sha in (await session.execute(revisions.order_by(WorkloadRevision.id))).all():
+            if workload_id in by_id:
+                by_id[workload_id].revisions[sha] = rev_id
+                if stand_in_sha:
+                    by_id[workload_id].revisions.setdefault(stand_in_sha, rev_id)
+                by_id[workload_id].canonical_keys[rev_id] = canonical_key
+        for workload_id, upstream_revision, rev_id in (await session.execute(members)).all():
+            if workload_id in by_id:
+                by_id[workload_id].snapshot_revisions[upstream_revision] = rev_id
+    by_slug = {by_id[r.id].slug: by_id[r.id] for r in rows}
+    holders: dict[WorkloadTriple, list[WorkloadRef]] = {}
+    for r in sorted(rows, key=lambda r: r.slug):
+        holders.setdefault((r.suite, r.level, r.problem_number), []).append(by_id[r.id])
+    by_triple: dict[WorkloadTriple, WorkloadRef] = {}
+    for triple, refs in holders.items():
+        # A number upstream gave to more than one problem names the one in the latest snapshot.
+        latest = [w for w in refs if w.in_latest_snapshot]
+        if len(refs) == 1 or len(latest) == 1:
+            by_triple[triple] = refs[0] if len(refs) == 1 else latest[0]
+        else:
+            by_triple[triple] = replace(refs[0], ambiguous_with=tuple(w.slug for w in refs[1:]))
+    return by_slug, by_triple
+
+
+async def load_hardware_index(session: AsyncSession) -> HardwareIndex:
+    rows = (await session.execute(select(Hardware.id, Hardware.sku, Hardware.driver_product_names).order_by(Hardware.id))).all()
+    return HardwareIndex((r[0], r[1], r[2] or []) for r in rows)
+
+
+
+@dataclass
+class References:
+    """What records name, resolved in memory instead of against the database: a dry run's every
+    workload (with its revisions) and the hardware catalogue, with the input's catalogue lines laid
+    over them (kernelindex.ingest.catalog.overlay_catalog)."""
+
+    by_slug: dict[str, WorkloadRef]
+    by_triple: dict[WorkloadTriple, WorkloadRef]
+    hardware: HardwareIndex
+
+    @classmethod
+    async def load(cls, session: AsyncSession) -> References:
+        by_slug, by_triple = await load_workload_refs(session)
+        return cls(by_slug, by_triple, await load_hardware_index(session))
+
+
+@dataclass(slots=True)
+class ResolvedRecord:
+    """A record whose workload revision and hardware are catalogue rows."""
+
+    index: int  # in its batch
+    record: RunRecord
+    workload: WorkloadRef
+    revision_id: int
+    hardware_id: int
+    sku: str
+
+
+@dataclass(slots=True)
+class DimensionIds:
+    """The rows a resolved record names besides its workload revision (placeholders, below zero, in a dry run)."""
+
+    environment_id: int
+    implementation_id: int
+    protocol_id: int
+    source_snapshot_id: int
+
+
+def _table_of(model: type[Base]) -> Table:
+    """A mapped class's Table (typed as a plain FromClause by the declarative base)."""
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table
+
+
+def chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class Resolver:
+    """Natural keys → ids for a writer's batches, remembering what it resolved (see the module)."""
+
+    def __init__(self, known: References | None = None):
+        self._known = known
+        self._placeholders = itertools.count(-1, -1)
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop every id resolved so far (after a rollback they may name rows that are gone)."""
+        self._hardware: HardwareIndex | None = None
+        self._environments: dict[str, int] = {}
+        self._implementations: dict[str, int] = {}
+        self._protocols: dict[tuple[str, str], int] = {}
+        self._sources: dict[str, int] = {}
+        self._snapshots: dict[tuple[int, str], int] = {}  # (source id, revision)
+
+    async def hardware_index(self, session: AsyncSession) -> HardwareIndex:
+        if self._known is not None:
+            return self._known.hardware
+        if self._hardware is None:
+            self._hardware = await load_hardware_index(session)
+        return self._hardware
+
+    async def workload_resolver(
+        self, session: AsyncSession, records: Iterable[dict[str, Any]],
+    ) -> Callable[[dict[str, Any], str | None], WorkloadResolution]:
+        """A resolver of the workloads these records name (every one known to a dry run's overlay)."""
+        if self._known is not None:
+            return workload_resolver(self._known.by_slug, self._known.by_triple)
+        slugs: set[str] = set()
+        triples: set[WorkloadTriple] = set()
+        for data in records:
+            ref = data.get("workload")
+            if not isinstance(ref, dict):
+                continue
+            if isinstance(ref.get("slug"), str):
+                slugs.add(ref["slug"])
+            elif all(isinstance(ref.get(k), (str, int)) and not isinstance(ref.get(k), bool) for k in ("suite", "level", "problem")):
+                triples.add((ref["suite"], ref["level"], ref["problem"]))
+        return workload_resolver(*await load_workload_refs(session, slugs, triples))
+
+    async def resolve(self, session: AsyncSession, records: list[RunRecord]) -> tuple[list[ResolvedRecord], list[Refused]]:
+        """Which workload revision and catalogue hardware each record names (an unknown or look-alike
+        name is refused), in record order."""
+        resolve = await self.workload_resolver(session, (rec.data for rec in records))
+        index = await self.hardware_index(session)
+        resolved: list[ResolvedRecord] = []
+        refused: list[Refused] = []
+        for i, rec in enumerate(records):
+            workload = resolve(rec.data["workload"], rec.data["source"].get("revision"))
+            if isinstance(workload, WorkloadRefusal):
+                refused.append(Refused(i, InputProblem(rec.file, rec.where, workload.reason, key=workload.key)))
+                continue
+            hardware = index.match(rec.data["environment"]["hardware"])
+            if isinstance(hardware, HardwareRefusal):
+                refused.append(Refused(i, InputProblem(rec.file, rec.where, hardware.reason, key=hardware.key)))
+                continue
+            hardware_id, sku = hardware
+            resolved.append(ResolvedRecord(i, rec, workload.workload, workload.revision_id, hardware_id, sku))
+        return resolved, refused
+
+    async def ensure(self, session: AsyncSession, resolved: list[ResolvedRecord], *, dry_run: bool) -> list[DimensionIds]:
+        """The ids of every dimension the records name, creating those new (placeholders in a dry
+        run), in bulk; per record, in order."""
+        environments: dict[str, dict[str, Any]] = {}
+        implementations: dict[str, dict[str, Any]] = {}
+        protocols: dict[tuple[str, str], dict[str, Any]] = {}
+        sources: dict[str, dict[str, Any]] = {}
+        fingerprints: list[str] = []
+        for item in resolved:
+            data = item.record.data
+            env = data["environment"]
+            fingerprint = environment_fingerprint_memo(item.sku, env)
+            fingerprints.append(fingerprint)
+            if fingerprint not in environments and fingerprint not in self._environments:
+                software = env.get("software") or {}
+                environments[fingerprint] = {
+                    "hardware_id": item.hardware_id, "provider": env.get("provider"), "label": env.get("label"),
+                    "torch_version": software.get("torch"), "cuda_version": software.get("cuda"),
+                    "driver_version": software.get("driver"), "python_version": software.get("python"),
+                    "triton_version": software.get("triton"), "details": env.get("details") or {}, "fingerprint": fingerprint,
+                }
+            spec = data["implementation"]
+            slug = spec["slug"]
+            if slug not in implementations and slug not in self._implementations:
+                implementations[slug] = {
+                    "slug": slug,
+                    "title": spec.get("title") or slug,
+                    "framework": spec.get("framework") or "unknown",
+                    "language": spec.get("language") or "unknown",
+                    "runtime_id": spec.get("runtime_id") or slug,
+                    "role": spec.get("role") or "candidate",
+                    "compile_mode": spec.get("compile_mode"),
+                    "licence": spec.get("licence"),
+                    "source_availability": spec.get("source_availability") or "none",
+                    "source_url": spec.get("source_url"),
+                    "install_recipe": spec.get("install_recipe"),
+                }
+            proto = data["protocol"]
+            pkey = (proto["name"], proto["version"])
+            if pkey not in protocols and pkey not in self._protocols:
+                protocols[pkey] = {
+                    "name": proto["name"], "version": proto["version"], "timer": proto.get("timer"),
+                    "warmup": proto.get("warmup"), "trials": proto.get("trials"),
+                    "statistic": proto.get("statistic") or "mean", "l2_flush": proto.get("l2_flush"),
+                }
+            src = data["source"]
+            if src["name"] not in sources and src["name"] not in self._sources:
+                sources[src["name"]] = {"name": src["name"], "url": src.get("url"), "licence": src.get("licence")}
+        await self._ensure(session, _table_of(Environment), self._environments, environments, ["fingerprint"], dry_run)
+        await self._ensure(session, _table_of(Implementation), self._implementations, implementations, ["slug"], dry_run)
+        await self._ensure(session, _table_of(Protocol), self._protocols, protocols, ["name", "version"], dry_run)
+        await self._ensure(session, _table_of(Source), self._sources, sources, ["name"], dry_run)
+        snapshots: dict[tuple[int, str], dict[str, Any]] = {}
+        for item in resolved:
+            src = item.record.data["source"]
+            skey = (self._sources[src["name"]], src.get("revision") or "")
+            if skey not in snapshots and skey not in self._snapshots:
+                revision_date = date.fromisoformat(src["revision_date"]) if src.get("revision_date") else None
+                snapshots[skey] = {"source_id": skey[0], "revision": skey[1], "revision_date": revision_date}
+        await self._ensure(session, _table_of(SourceSnapshot), self._snapshots, snapshots, ["source_id", "revision"], dry_run)
+        ids: list[DimensionIds] = []
+        for item, fingerprint in zip(resolved, fingerprints):
+            data = item.record.data
+            ids.append(DimensionIds(
+                self._environments[fingerprint],
+                self._implementations[data["implementation"]["slug"]],
+                self._protocols[(data["protocol"]["name"], data["protocol"]["version"])],
+                self._snapshots[(self._sources[data["source"]["name"]], data["source"].get("revision") or "")],
+            ))
+        return ids
+
+    async def _ensure(
+        self,
+        session: AsyncSession,
+        table: Table,
+        cache: dict[Any, int],
+        wanted: dict[Any, dict[str, Any]],
+        key_columns: Sequence[str],
+        dry_run: bool,
+    ) -> None:
+        """Make sure every wanted key (tuple or single value) has a row and its id is in cache: one
+        INSERT … ON CONFLICT DO NOTHING (executemany) and one SELECT per chunk of keys."""
+        missing = [k for k in wanted if k not in cache]
+        if not missing:
+            return
+        columns = [table.c[name] for name in key_columns]
+        single = len(columns) == 1
+        if not dry_run and len(missing) > STAGE_DIMENSIONS_FROM:
+            await _insert_staged(session, table, [wanted[k] for k in missing], key_columns)
+        elif not dry_run:
+            # executemany of one cached statement (a multi-row VALUES would be compiled anew each time).
+            await session.execute(
+                pg_insert(table).on_conflict_do_nothing(index_elements=list(key_columns)), [wanted[k] for k in missing]
+            )
+        for chunk in chunks(missing, KEYS_PER_LOOKUP):
+            condition = columns[0].in_(list(chunk)) if single else tuple_(*columns).in_(list(chunk))
+            for row in (await session.execute(select(table.c.id, *columns).where(condition))).all():
+                cache[row[1] if single else tuple(row[1:])] = row[0]
+        for k in missing:
+            if k not in cache:
+                if not dry_run:
+                    raise RuntimeError(f"{table.name}: the row for {k!r} was inserted but cannot be read back")
+                cache[k] = next(self._placeholders)
+
+
+async def _insert_staged(session: AsyncSession, table: Table, rows: list[dict[str, Any]], key_columns: Sequence[str]) -> None:
+    """Many new dimension rows (a file of a thousand machines) in one statement: COPYed into a
+    temporary table of the same shape, then INSERT … SELECT … ON CONFLICT DO NOTHING in the
+    order given. executemany would be a statement, and a firing of every trigger, per row."""
+    names = list(rows[0])
+    stage = f"stage_{table.name}"
+    await session.execute(text(
+        f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} AS SELECT {', '.join(names)}, 0 AS ord FROM {table.name} WITH NO DATA"
+    ))
+    await session.execute(text(f"TRUNCATE {stage}"))
+    as_json = {name for name in names if isinstance(table.c[name].type, JSONB)}
+    values = [
+        (*(json.dumps(row[n]) if n in as_json and row[n] is not None else row[n] for n in names), i)
+        for i, row in enumerate(rows)
+    ]
+    await copy_rows(session, stage, [*names, "ord"], values)
+    await session.execute(text(
+        f"INSERT INTO {table.name} ({', '.join(names)}) SELECT {', '.join(names)} FROM {stage} ORDER BY ord "
+        f"ON CONFLICT ({', '.join(key_columns)}) DO NOTHING"
+    ))

@@ -1,0 +1,168 @@
+"""Staging: a batch's runs, as typed rows, into a temporary table of the writer's connection by COPY.
+
+A batch's runs travel to PostgreSQL by COPY (binary) into `ingest_stage`, and kernelindex.ingest.merge
+merges them into `runs` with set-based statements. The natural keys an import has staged (to refuse a
+run stated twice, however far apart the lines) live in `ingest_keys`, and lines whose very bytes may
+be live runs already in `ingest_lines`: temporary tables of the one connection, so the writer's
+memory does not grow with the input.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kernelindex.db.copy import copy_rows, driver_connection
+from kernelindex.ingest.digests import configuration_key_memo, content_digest
+from kernelindex.ingest.resolve import DimensionIds, ResolvedRecord
+
+
+class StagedRun(NamedTuple):
+    """One run as staged: a row of `ingest_stage`, its fields in the table's column order (a
+    NamedTuple, so the row goes to COPY as it is). Every field but `ord` and `place` goes into `runs`."""
+
+    ord: int  # its position in the stage: the order of the batch's resolved records
+    place: str  # where the input stated it ("line 12"), to name the first statement of a repeated key
+    workload_id: int
+    workload_revision_id: int
+    bindings: str  # JSON text
+    dtype: str
+    configuration_key: str
+    implementation_id: int
+    environment_id: int
+    protocol_id: int
+    source_snapshot_id: int
+    status: str
+    failure_reason: str | None
+    mean_ms: float | None
+    std_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    median_ms: float | None
+    p5_ms: float | None
+    p95_ms: float | None
+    num_trials: int | None
+    samples_ms: list[float] | None
+    compile_time_ms: float | None
+    correctness: str | None  # JSON text
+    observed_at: datetime
+    evidence: str
+    content_sha256: str
+    line_sha: bytes | None
+    claimed_evidence: str | None
+    fleet_worker_id: int | None
+    fleet_machine_id: str | None
+
+
+# The SQL type of each StagedRun field, in its order.
+_STAGE_TYPES = {
+    "ord": "int", "place": "text", "workload_id": "int", "workload_revision_id": "int", "bindings": "jsonb", "dtype": "text",
+    "configuration_key": "text", "implementation_id": "int", "environment_id": "int", "protocol_id": "int",
+    "source_snapshot_id": "int", "status": "text", "failure_reason": "text", "mean_ms": "float8",
+    "std_ms": "float8", "min_ms": "float8", "max_ms": "float8", "median_ms": "float8", "p5_ms": "float8",
+    "p95_ms": "float8", "num_trials": "int", "samples_ms": "float8[]", "compile_time_ms": "float8",
+    "correctness": "jsonb", "observed_at": "timestamptz", "evidence": "text", "content_sha256": "text",
+    "line_sha": "bytea", "claimed_evidence": "text", "fleet_worker_id": "bigint", "fleet_machine_id": "text",
+}
+assert tuple(_STAGE_TYPES) == StagedRun._fields, "every staged field has its SQL type, in order"
+STAGE_NAMES = StagedRun._fields
+RUN_NAMES = STAGE_NAMES[2:]  # every staged column but the order and the place in the input goes into runs
+
+# A run's natural key, as its columns.
+KEY_COLUMNS = (
+    "workload_revision_id", "configuration_key", "implementation_id", "environment_id", "protocol_id", "source_snapshot_id",
+)
+KEYS = ", ".join(KEY_COLUMNS)
+
+_CREATE_STAGE = (
+    f"CREATE TEMPORARY TABLE IF NOT EXISTS ingest_stage ({', '.join(f'{n} {t}' for n, t in _STAGE_TYPES.items())})",
+    # The keys staged so far (by this batch, or by every batch of an import: track_keys) and where.
+    "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_keys (workload_revision_id int, configuration_key text, "
+    "implementation_id int, environment_id int, protocol_id int, source_snapshot_id int, ord int, place text, "
+    f"PRIMARY KEY ({KEYS}))",
+    # Lines whose very bytes may be a live run already (skip_known): their digest and the revision they name.
+    "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_lines (ord int, place text, line_sha bytea, workload_revision_id int)",
+)
+
+
+class KnownLineCandidate(NamedTuple):
+    """A line whose bytes may be a live run already: a row of `ingest_lines`."""
+
+    ord: int  # its index among the lines looked at
+    place: str
+    line_sha: bytes
+    workload_revision_id: int
+
+
+def _float(value: Any) -> float | None:
+    """A JSON number as the double its column holds (an integer-valued 5 arrives as an int)."""
+    return None if value is None else float(value)
+
+
+def staged_run(ord_: int, item: ResolvedRecord, ids: DimensionIds, fleet_worker: tuple[int, str] | None) -> StagedRun:
+    """The row a resolved record stages as; built here and nowhere else."""
+    rec = item.record
+    data = rec.data
+    config = data["configuration"]
+    stats = data.get("statistics") or {}
+    correctness = data.get("correctness")
+    samples = data.get("samples_ms")
+    # Where the route decides the stored evidence (trust-v2: rungs come from the fleet alone).
+    # Only a registered fleet worker stores its record's evidence as is; from any other route
+    # (submitRuns, ingest runs, seeds) the run is 'reported' and a "measured" is kept as the
+    # source's claim. The content digest keeps hashing the record as stated, so the same
+    # record ingested again is unchanged.
+    evidence, claim = data["evidence"], None
+    if fleet_worker is None and evidence != "reported":
+        evidence, claim = "reported", data["evidence"]
+    worker_id, machine_id = fleet_worker or (None, None)
+    return StagedRun(
+        ord_, rec.where, item.workload.id, item.revision_id, json.dumps(config["bindings"]), config["dtype"],
+        configuration_key_memo(config["bindings"], config["dtype"]), ids.implementation_id, ids.environment_id,
+        ids.protocol_id, ids.source_snapshot_id, data["status"], data.get("failure_reason"), _float(stats.get("mean")),
+        _float(stats.get("std")), _float(stats.get("min")), _float(stats.get("max")), _float(stats.get("median")),
+        _float(stats.get("p5")), _float(stats.get("p95")), stats.get("num_trials"),
+        None if samples is None else [float(v) for v in samples], _float(data.get("compile_time_ms")),
+        None if correctness is None else json.dumps(correctness), rec.observed_at, evidence,
+        content_digest(data), rec.line_sha, claim, worker_id, machine_id,
+    )
+
+
+class Stage:
+    """The temporary tables of one writer, on one connection."""
+
+    def __init__(self, *, track_keys: bool = False):
+        """track_keys: the natural keys staged are kept across batches (an import's), so a key an
+        earlier batch staged is refused as stated twice; without it, only within a batch."""
+        self.track_keys = track_keys
+        self._connection: Any = None
+
+    async def runs(self, session: AsyncSession, rows: list[StagedRun]) -> None:
+        """The batch's rows into a fresh stage, by COPY."""
+        connection = await driver_connection(session)
+        if self.track_keys and self._connection is not None and connection is not self._connection:
+            # The keys staged by earlier batches are in the old connection's temporary table.
+            raise RuntimeError("the import's database connection changed between batches: run it again (it is idempotent)")
+        self._connection = connection
+        await create_stage(session)
+        await session.execute(text("TRUNCATE ingest_stage"))
+        if not self.track_keys:
+            await session.execute(text("TRUNCATE ingest_keys"))
+        await copy_rows(session, "ingest_stage", STAGE_NAMES, rows)
+
+    async def lines(self, session: AsyncSession, candidates: list[KnownLineCandidate]) -> None:
+        """Lines that may be live runs already into a fresh `ingest_lines`, by COPY."""
+        await create_stage(session)
+        await session.execute(text("TRUNCATE ingest_lines"))
+        await copy_rows(session, "ingest_lines", KnownLineCandidate._fields, candidates)
+
+
+async def create_stage(session: AsyncSession) -> None:
+    # Every time: a stage made in a transaction that rolled back is gone with it.
+    for statement in _CREATE_STAGE:
+        await session.execute(text(statement))
+
