@@ -23,6 +23,7 @@ from kernelindex.rules import ranking, ties
 from kernelindex.rules import trust_ladder as ladder
 from kernelindex.rules.comparison_text import comparison_title, row_notes
 from kernelindex.rules.display import format_date, plural
+from kernelindex.rules.numbers import significant
 from kernelindex.rules.trust_context import comparison_context
 from kernelindex.services.evidence import load_evidence
 from kernelindex.services.facts import load_catalogue
@@ -128,10 +129,12 @@ def _row(row: ranking.RankedRun, tied: ties.TiedRow, baseline: ranking.RankedRun
     exact = run.configuration_key == canonical
     return {
         "rank": tied.rank, "rankDisplay": tied.rank_display, "position": row.rank,
-        "intervalMs": [tied.interval.low, tied.interval.high], "latencyMs": run.latency_ms, "vsFirst": row.vs_first,
-        "vsFirstDisplay": f"{row.vs_first:.2f}×",
-        "speedupVsBaseline": ranking.speedup_vs_baseline(run, baseline.run) if versus and baseline else None,
-        "speedupInterval": [verdict.interval.low, verdict.interval.high] if verdict and verdict.interval else None,
+        # Numbers as GraphQL writes every Float (numbers-v1: 12 significant figures).
+        "intervalMs": [significant(tied.interval.low), significant(tied.interval.high)], "latencyMs": significant(run.latency_ms),
+        "vsFirst": significant(row.vs_first), "vsFirstDisplay": f"{row.vs_first:.2f}×",
+        "speedupVsBaseline": significant(ranking.speedup_vs_baseline(run, baseline.run)) if versus and baseline else None,
+        "speedupInterval": ([significant(verdict.interval.low), significant(verdict.interval.high)]
+                            if verdict and verdict.interval else None),
         "verdict": verdict.page_sentence if verdict else None,
         "verdictWithInterval": verdict.sentence if verdict else None,
         "trustLevel": ladder.trust_level(run, context).name, "crossCheck": check.sentence if check else None,
