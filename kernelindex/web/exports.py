@@ -464,7 +464,9 @@ async def catalog_jsonl(request: Request) -> Response:
             select(SuiteSnapshotMember.workload_revision_id, SuiteSnapshot)
             .join(SuiteSnapshot, SuiteSnapshot.id == SuiteSnapshotMember.snapshot_id)
             .where(SuiteSnapshotMember.workload_revision_id.in_(
-                revisions_statement.with_only_columns(WorkloadRevision.id, maintain_column_froms=True).order_by(None)))
+                revisions_statement.with_only_columns(WorkloadRevision.id, maintain_column_froms=True).order_by(None)),
+                # A retracted snapshot decides nothing (kernelindex snapshot retract): a re-import must not revive it.
+                SuiteSnapshot.retracted_at.is_(None))
             .order_by(SuiteSnapshot.id)
         ):
             snapshots_of.setdefault(revision_id, []).append(snapshot)

@@ -9,6 +9,7 @@ every page reads as in a database where only the right import happened."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import pytest
@@ -101,6 +102,25 @@ def _comparable(pages: dict) -> dict:
     return out
 
 
+def _catalogue_snapshots(db_url: str) -> dict:
+    """The upstream snapshots catalog.jsonl lists for each workload revision (what a re-import would rebuild)."""
+    import httpx
+
+    from kernelindex.settings import Settings
+    from kernelindex.web.app import create_app
+
+    async def read():
+        app = create_app(Settings(), database_url=db_url, clock=lambda: FIXED_NOW)
+        async with app.router.lifespan_context(app):
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+                text = (await client.get("/exports/catalog.jsonl")).text
+        lines = [json.loads(line) for line in text.splitlines()]
+        return {(line["slug"], line["source_sha256"]): sorted(s["upstream_revision"] for s in line["snapshots"])
+                for line in lines if line["format"] == "kernelindex.workload/1"}
+
+    return asyncio.run(read())
+
+
 def test_retracting_the_wrong_import_leaves_the_pages_of_the_right_one(
         cli, db_url, right_only_url, checkout, monkeypatch, capsys):
     _timings(checkout)
@@ -128,6 +148,7 @@ def test_retracting_the_wrong_import_leaves_the_pages_of_the_right_one(
 
     after = _pages(db_url)
     assert _comparable(after) == _comparable(expected)
+    assert _catalogue_snapshots(db_url) == _catalogue_snapshots(right_only_url)  # the export does not revive it
     relu = after["kernelbench-l1-p2-relu"]["page"]
     assert relu["eligibleRunCount"] == 2 and relu["lastObserved"] == "2026-06-01"
     assert [r["rank"] for r in relu["comparison"]["rows"]] == [1, 2]
