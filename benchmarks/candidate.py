@@ -40,6 +40,7 @@ The processes, and why (the threat model is in README.md, "Measuring a submitted
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import secrets
@@ -52,6 +53,7 @@ from typing import Any
 
 import torch
 
+from . import channel as channel_module
 from . import problems as problems_module
 from . import runners, stats, timing
 from .channel import Channel, ChannelClosed, Child, ProtocolViolation, fork_role, make_undumpable
@@ -102,6 +104,10 @@ CLOCK_SLACK_MS = 0.02
 # is read in clock ticks): max(absolute, relative x the CPU time it used answering).
 BACKGROUND_CPU_MS = 50.0
 BACKGROUND_CPU_FRACTION = 0.1
+# CPU time the executor may spend making a block's inputs (before the calls; the noise offsets are not yet
+# known then): READY_FACTOR x what it cost before the candidate was loaded, + READY_SLACK_MS.
+READY_FACTOR = 3.0
+READY_SLACK_MS = 20.0
 # CUDA: the median untimed tail above the tail of a call that does nothing, beyond which work was left on
 # another stream: max(absolute, relative x median sample).
 SIDE_STREAM_TAIL_MS = 0.05
@@ -291,7 +297,8 @@ _LIBRARY_SNAPSHOT: dict[str, tuple[Any, dict[str, Any]]] = {}
 def _record_library() -> None:
     own = sys.modules[__name__]
     harness: list[tuple[str, Any]] = [("benchmarks.candidate", own)]
-    harness += [(f"benchmarks.candidate.{cls.__name__}", cls) for cls in (Integrity, _Context, _Executor, _Remote)]
+    harness += [(f"benchmarks.candidate.{cls.__name__}", cls) for cls in (Integrity, _Context, _Executor, _Remote, TrialInputs)]
+    harness += [("benchmarks.channel", channel_module), ("benchmarks.channel.Channel", Channel)]
     harness += [(f"benchmarks.timing.{cls.__name__}", cls)
                 for cls in (timing.AdaptiveTimer, timing.CpuAdaptiveTimer, timing.CudaAdaptiveTimer)]
     for label, owner in [*_library_owners(), *harness]:
@@ -574,23 +581,29 @@ class TrialInputs:
         sample = _seeded_inputs(self.module, SEED, self.fresh, torch.device("cpu"))
         return all(t.is_floating_point() for t in _tensors(sample))
 
-    def make(self, seed: int, offset: int | None) -> list[Any]:
+    def prepare(self, seed: int) -> None:
+        """The block's base set (the workload's generator) and the factor pools, before any timed call."""
         if seed != self.base_seed:
             self.base = []
             self.base = _seeded_inputs(self.module, seed, self.fresh, self.device)
             self.base_seed = seed
+        for position, value in enumerate(self.base):
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
+                pool = self.pools.get(position)
+                if pool is None or pool.numel() < value.numel() + TRIAL_OFFSETS or pool.dtype != value.dtype:
+                    generator = torch.Generator().manual_seed(NOISE_POOL_SEED + position)
+                    noise = torch.randn(value.numel() + TRIAL_OFFSETS, generator=generator).clamp_(-5, 5)
+                    self.pools[position] = (noise * TRIAL_NOISE + 1).to(device=self.device, dtype=value.dtype)
+
+    def make(self, seed: int, offset: int | None) -> list[Any]:
+        """One trial's inputs: one multiplication per floating tensor (as cheap as the copy it replaces)."""
+        self.prepare(seed)
         if offset is None:
             return detach_output(self.base)
         made = []
         for position, value in enumerate(self.base):
             if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
-                pool = self.pools.get(position)
-                if pool is None or pool.numel() < value.numel() + TRIAL_OFFSETS:
-                    generator = torch.Generator().manual_seed(NOISE_POOL_SEED + position)
-                    pool = torch.randn(value.numel() + TRIAL_OFFSETS, generator=generator).clamp_(-5, 5)
-                    self.pools[position] = pool = pool.to(self.device)
-                noise = pool[offset: offset + value.numel()].view(value.shape).to(value.dtype)
-                made.append(value * (noise * TRIAL_NOISE + 1))
+                made.append(value * self.pools[position][offset: offset + value.numel()].view(value.shape))
             else:
                 made.append(detach_output(value))
         return made
@@ -962,8 +975,7 @@ class _Executor:
                 if op == "check":
                     self.check(int(message["seed"]), str(message["phase"]))
                 elif op == "block":
-                    self.block([int(seed) for seed in message["seeds"]], [int(o) for o in message["offsets"]],
-                               str(message["mode"]), str(message["phase"]))
+                    self.block([int(seed) for seed in message["seeds"]], str(message["mode"]), str(message["phase"]))
                 elif op == "ship":
                     self.ship(int(message["index"]), str(message["phase"]))
                 elif op == "load":
@@ -1043,7 +1055,7 @@ class _Executor:
         self.integrity.check()
         self.send_output(output, inputs, phase)
 
-    def block(self, seeds: list[int], offsets: list[int], mode: str, phase: str) -> None:
+    def block(self, seeds: list[int], mode: str, phase: str) -> None:
         """Timed trials back to back, one per seed (fresh inputs each, made outside the timed region): their
         samples and tails are the answer; a timed block's outputs are kept until the next request, for the
         coordinator to ask for the ones it picks."""
@@ -1057,17 +1069,41 @@ class _Executor:
         # Every trial's inputs first, then the calls: the coordinator's second clock times the calls alone (and a
         # copy of each set made just before its call), not the workload's generator, whose cost is large and as
         # variable as the machine's load.
-        prepared = [self.trial_inputs.make(seed, offset) for seed, offset in zip(seeds, offsets)]
+        # The secret noise offsets arrive only with "go": while it makes the base set, nothing here knows
+        # what any trial's inputs will be.
+        shared = len(set(seeds)) == 1
+        prepared: list[list[Any]] = []
+        if shared:
+            self.trial_inputs.prepare(seeds[0])
+        else:
+            prepared = [self.trial_inputs.make(seed, None) for seed in seeds]
         _synchronize(self.device)
-        self.channel.send({"ready": len(prepared)})
+        self.channel.send({"ready": len(seeds)})
         go, _ = self.channel.receive()
         if go.get("op") != "go":
             return
-        for index, made in enumerate(prepared):
-            # A private copy made just before the call, as every trial's inputs always were: fresh memory,
-            # warm in the cache (sets made ahead would not be), outside the timed region.
-            inputs = detach_output(made)
-            prepared[index] = made = []
+        offsets = [None if o is None else int(o) for o in go["offsets"]]
+        # No collection mid-block (as timeit): a candidate that keeps many objects would otherwise make the
+        # harness's untimed moments slow, and its honest samples look short beside the second clock.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self.timed_calls(offsets, seeds, shared, prepared, call, samples, tails, mode, phase)
+        finally:
+            if collecting:
+                gc.enable()
+        self.channel.send({"samples": samples, "tails": tails})
+
+    def timed_calls(self, offsets: list[int | None], seeds: list[int], shared: bool, prepared: list[list[Any]],
+                    call: Callable[[Any], Any], samples: list[float], tails: list[float | None], mode: str, phase: str) -> None:
+        for index, offset in enumerate(offsets):
+            # Made just before the call (one multiplication, or a copy of a set made ahead), as every trial's
+            # inputs always were: fresh memory, warm in the cache, outside the timed region.
+            if shared:
+                inputs = self.trial_inputs.make(seeds[0], offset)
+            else:
+                inputs = detach_output(prepared[index])
+                prepared[index] = []
             try:
                 with torch.no_grad():
                     sample, tail, output = self.timer._trial(call, inputs)
@@ -1084,7 +1120,6 @@ class _Executor:
             if mode == "time":
                 self.kept.append((output, inputs))
             del output, inputs
-        self.channel.send({"samples": samples, "tails": tails})
 
     def ship(self, index: int, phase: str) -> None:
         if not 0 <= index < len(self.kept):
@@ -1182,6 +1217,8 @@ class _Calibration:
     fixed: float
     per_trial: float
     tail: float | None
+    ready_fixed: float = 0.0  # the same for making a block's inputs, before its calls
+    ready_per_trial: float = 0.0
 
 
 def block_size(sample_ms: float, output_bytes: int) -> int:
@@ -1283,6 +1320,7 @@ class _Remote:
         self.step = "starting"
         self.cpu = _CpuAccount(executor.pid)
         self.observed_cpu_ms = 0.0  # the executor's main-thread CPU time while it answered requests
+        self.last_ready_cpu_ms = 0.0  # of the last block, while it made its inputs
 
     # -- messages --
 
@@ -1301,23 +1339,27 @@ class _Remote:
                                     f"where the harness waited for {answer!r}")
         return reply, data
 
-    def seeds_and_offsets(self, count: int) -> tuple[list[int], list[int]]:
-        """A block's inputs: one fresh seed for it (or one per trial when an input cannot take noise) and a
-        secret noise offset per trial."""
-        seeds = [_fresh_seed()] * count if self.noisable else [_fresh_seed() for _ in range(count)]
-        return seeds, secrets.SystemRandom().sample(range(TRIAL_OFFSETS), count)  # distinct within the block
+    def seeds_and_offsets(self, count: int) -> tuple[list[int], list[int | None]]:
+        """A block's inputs: one fresh seed for it and a secret noise offset per trial (distinct within the
+        block), or, when an input cannot take noise, a fresh seed per trial."""
+        if not self.noisable:
+            return [_fresh_seed() for _ in range(count)], [None] * count
+        return [_fresh_seed()] * count, list(secrets.SystemRandom().sample(range(TRIAL_OFFSETS), count))
 
-    def block(self, seeds: list[int], offsets: list[int], mode: str, phase: str) -> tuple[list[float], list[float | None], float, float | None]:
+    def block(self, seeds: list[int], offsets: list[int | None], mode: str,
+              phase: str) -> tuple[list[float], list[float | None], float, float | None]:
         """Timed (or calibration, or warm-up) trials, one per seed, in one request: (samples ms, tails ms,
         this process's interval ms from the request sent to the answer read, the executor's main-thread
         CPU ms meanwhile or None)."""
         channel = self.executor.channel
-        ready, _ = self.ask({"op": "block", "seeds": seeds, "offsets": offsets, "mode": mode, "phase": phase}, "ready")
+        observed = self.observed_cpu_ms
+        ready, _ = self.ask({"op": "block", "seeds": seeds, "mode": mode, "phase": phase}, "ready")
+        self.last_ready_cpu_ms = self.observed_cpu_ms - observed
         if ready["ready"] != len(seeds):
             raise ProtocolViolation(f"inputs for {ready['ready']!r} trials where {len(seeds)} were asked ({phase})")
         cpu_before = self.cpu.thread_ms()
         started = _monotonic_ns()
-        channel.send({"op": "go"})
+        channel.send({"op": "go", "offsets": offsets})
         reply, _ = channel.receive()
         interval = (_monotonic_ns() - started) / 1e6
         cpu_after = self.cpu.thread_ms()
@@ -1430,15 +1472,20 @@ class _Remote:
         singles: list[float] = []
         blocks: list[float] = []
         tails: list[float] = []
+        ready: dict[int, list[float]] = {1: [], CALIBRATION_BLOCK: []}
         self.block(*self.seeds_and_offsets(1), "noop", "calibration")  # its first answer also waited for the set-up
         for _ in range(CALIBRATION_ROUNDS):
             for size, gaps in ((1, singles), (CALIBRATION_BLOCK, blocks)):
                 samples, block_tails, interval, cpu = self.block(*self.seeds_and_offsets(size), "noop", "calibration")
                 gaps.append((cpu if by_cpu and cpu is not None else interval) - sum(samples))
                 tails += [t for t in block_tails if t is not None]
+                ready[size].append(self.last_ready_cpu_ms)
         one, many = _median(singles) or 0.0, _median(blocks) or 0.0
         per_trial = max(0.0, (many - one) / (CALIBRATION_BLOCK - 1))
-        return _Calibration(by_cpu, max(0.0, one - per_trial), per_trial, statistics.median(tails) if tails else None)
+        ready_one, ready_many = _median(ready[1]) or 0.0, _median(ready[CALIBRATION_BLOCK]) or 0.0
+        ready_per_trial = max(0.0, (ready_many - ready_one) / (CALIBRATION_BLOCK - 1))
+        return _Calibration(by_cpu, max(0.0, one - per_trial), per_trial, statistics.median(tails) if tails else None,
+                            max(0.0, ready_one - ready_per_trial), ready_per_trial)
 
     def time(self, calibration: _Calibration) -> list[float]:
         settings = self.job.timing
@@ -1451,7 +1498,7 @@ class _Remote:
         raw_samples: list[float] = []
         tails: list[float] = []
         unexplained_per_trial: list[float] = []
-        seeds_used: set[tuple[int, int]] = set()
+        seeds_used: set[tuple[int, int | None]] = set()
         timed_ms = 0.0
         count, mean, m2 = 0, 0.0, 0.0  # Welford, for the interval after every block
         half_width: float | None = None
@@ -1468,6 +1515,13 @@ class _Remote:
             phase = f"timed trials {trial}-{trial + want - 1}"
             block_samples, block_tails, interval, cpu = self.block(seeds, offsets, "time", phase)
             blocks += 1
+            allowed = READY_FACTOR * (calibration.ready_fixed + calibration.ready_per_trial * want) + READY_SLACK_MS
+            if self.cpu.fd is not None and self.last_ready_cpu_ms > allowed:
+                raise CandidateFailure(
+                    f"the implementation's process spent {self.last_ready_cpu_ms:.1f} ms of CPU time making the inputs of "
+                    f"{phase}, more than the {allowed:.1f} ms allowed ({READY_FACTOR:g}x what the harness's own making of "
+                    f"them costs, + {READY_SLACK_MS:g} ms): work outside the timed region"
+                )
             clock = cpu if calibration.by_cpu and cpu is not None else interval
             expected_gap = calibration.fixed + calibration.per_trial * want
             unexplained_per_trial.append((clock - sum(block_samples) - expected_gap) / want)

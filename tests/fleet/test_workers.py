@@ -61,7 +61,8 @@ async def test_two_workers_drain_one_queue_and_every_job_ends_with_its_reason(
     logs = _finish(first) + _finish(second)
 
     found = await _jobs(db_url)
-    assert {found[ids[n]]["state"] for n in ("honest", "honest_too", "once")} == {"passed"}, logs
+    assert {found[ids[n]]["state"] for n in ("honest", "honest_too", "once")} == {"passed"}, (
+        [found[ids[n]]["reason"] for n in ("honest", "honest_too", "once")], logs)
     assert found[ids["wrong"]]["state"] == "failed" and "incorrect output" in found[ids["wrong"]]["reason"]
     assert found[ids["hang"]]["state"] == "failed" and "timed out" in found[ids["hang"]]["reason"]
     assert found[ids["crash"]]["state"] == "failed" and "SIGSEGV" in found[ids["crash"]]["reason"]
