@@ -13,6 +13,7 @@ name whose value is exactly an int), never by a guess:
   running code;
 - a constant assigned inside a top-level ``if``/``for``/``while``/``with``/``try`` has a value that depends
   on code: the configuration cannot be read, and the importer says so instead of picking one branch;
+- a file that defines no module-level ``get_inputs`` is not a problem whose configuration can be read;
 - the bindings are every constant read (without running the problem its axes cannot be told apart from
   its other constants, so all of them describe the configuration), and the dtype is torch's default
   (fp32, what the tracer also records when no input is floating point) unless module-level code or
@@ -151,6 +152,10 @@ def static_configuration(source: str) -> StaticConfiguration:
             constants.pop(name, None)  # rebound: the last assignment is what the module holds
             if number is not None and not name.startswith("_"):
                 constants[name] = number
+    # A problem file defines get_inputs (the contract of KernelBench's format): without it there are no inputs
+    # whose configuration the constants could state.
+    if not any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "get_inputs" for node in tree.body):
+        raise UnreadableConfiguration("it defines no get_inputs() at module level")
     # Module-level code and get_inputs, as syntax (a comment saying "double the channels" is not a dtype).
     named = next((found for node in tree.body
                   if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))

@@ -17,18 +17,21 @@ from tests.conftest import SHARED_KERNELBENCH
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench_checkout" / "KernelBench"
 
 
+GET_INPUTS = "\ndef get_inputs():\n    return []\n"
+
+
 def test_arithmetic_over_literals_and_earlier_constants():
-    source = "a = 4\nb = a * 2 + 1\nc: int = b // 3\nd = -a ** 2\ne, f = 1 << 4, 7 % 4\nname = 'x'\nflag = True\n_private = 9\n"
+    source = "a = 4\nb = a * 2 + 1\nc: int = b // 3\nd = -a ** 2\ne, f = 1 << 4, 7 % 4\nname = 'x'\nflag = True\n_private = 9\n" + GET_INPUTS
     assert static_configuration(source) == StaticConfiguration({"a": 4, "b": 9, "c": 3, "d": -16, "e": 16, "f": 3}, "fp32")
 
 
 def test_what_is_not_an_int_constant_is_left_out():
-    source = "import os\nconfig = load()\nvocab = config.vocab_size\nx = vocab * 2\nsize = 3.5\nn = int('4')\nk = 8\n"
+    source = "import os\nconfig = load()\nvocab = config.vocab_size\nx = vocab * 2\nsize = 3.5\nn = int('4')\nk = 8\n" + GET_INPUTS
     assert static_configuration(source).bindings == {"k": 8}
 
 
 def test_rebinding_keeps_the_last_value_and_a_non_int_rebinding_drops_it():
-    assert static_configuration("a = 1\na = 2\nb = 3\nb = 'x'\na += 5\n").bindings == {"a": 7}
+    assert static_configuration("a = 1\na = 2\nb = 3\nb = 'x'\na += 5\n" + GET_INPUTS).bindings == {"a": 7}
 
 
 @pytest.mark.parametrize(
@@ -37,7 +40,9 @@ def test_rebinding_keeps_the_last_value_and_a_non_int_rebinding_drops_it():
         ("import sys\nif sys.argv:\n    batch_size = 4\nelse:\n    batch_size = 8\n", "batch_size is assigned under a line-2 if statement"),
         ("for i in range(3):\n    dim = i\n", "dim, i are assigned under a line-1 for statement"),
         ("def get_inputs():\n    return [torch.randn(4, dtype=torch.float16)]\n", "dtype="),
-        ("import torch\ntorch.set_default_dtype(torch.float64)\nn = 4\n", "set_default_dtype"),
+        ("import torch\ntorch.set_default_dtype(torch.float64)\nn = 4\n" + GET_INPUTS, "set_default_dtype"),
+        ("n = 4\nwhile True:\n    pass\n", "defines no get_inputs()"),
+        ("raise RuntimeError('no')\nbatch_size = 2\n", "defines no get_inputs()"),
         ("def get_inputs():\n    return [torch.randn(4).half()]\n", "'half'"),
         ("def broken(:\n", "does not parse"),
     ],
@@ -62,7 +67,7 @@ def test_comments_and_strings_name_no_dtype():
 
 
 def test_huge_values_are_not_sizes():
-    assert static_configuration("a = 2 ** 10000\nb = 10 ** 70\nc = 1 << 99\nd = 5\n").bindings == {"d": 5}
+    assert static_configuration("a = 2 ** 10000\nb = 10 ** 70\nc = 1 << 99\nd = 5\n" + GET_INPUTS).bindings == {"d": 5}
 
 
 def _agrees_with_the_loader(path: Path) -> None:

@@ -7,6 +7,7 @@ for, problems missing from the checkout, problems whose trace failed or timed ou
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -78,8 +79,10 @@ def test_levels_not_asked_for_are_counted_not_warned(cli, db_url, checkout, caps
 
 
 def test_failed_trace_stores_no_runs_at_a_guessed_configuration(cli, db_url, checkout, capsys):
-    """A problem whose trace fails (or times out) has no known configuration: its entries are skipped,
-    nothing is stored at a guess, and importing again adds nothing."""
+    """A problem whose trace fails (or times out) and whose configuration its source does not state either (no
+    get_inputs: these two never get past their import) has no known configuration: its entries are skipped,
+    nothing is stored at a guess, and importing again adds nothing. (A failed trace of a problem that does state
+    its configuration keeps its timings: tests/ingest/test_untraced_problems.py.)"""
     level2 = checkout / "KernelBench" / "level2"
     shutil.copy(FIXTURES / "kernelbench_bad" / "raises_on_import.py", level2 / "7_RaisesOnImport.py")
     shutil.copy(FIXTURES / "kernelbench_bad" / "hangs.py", level2 / "8_Hangs.py")
@@ -92,7 +95,8 @@ def test_failed_trace_stores_no_runs_at_a_guessed_configuration(cli, db_url, che
         captured = capsys.readouterr()
         rows = table(captured.out)
         assert rows["timing entries"] == 3 == accounted(rows)
-        assert rows["problem without semantics (its trace failed); traced again on the next import"] == 2
+        assert rows["problem whose configuration is unknown (its trace failed and its constants cannot be read without "
+                    "running it)"] == 2
         assert "level2/8_Hangs.py" in captured.err
         assert runs_of(db_url, "kernelbench-l2-p7-raisesonimport") == []
         assert runs_of(db_url, "kernelbench-l2-p8-hangs") == []
@@ -111,8 +115,9 @@ def test_malformed_entries_are_rejected_with_their_place(cli, db_url, checkout, 
 
 
 def test_a_timed_out_trace_is_retried_on_the_next_import(cli, db_url, checkout, capsys):
-    """A trace cut short by the timeout (a loaded machine) leaves the problem without semantics and without
-    runs; the next import, given the time, traces the same file and stores its runs at the traced configuration."""
+    """A trace cut short by the timeout (a loaded machine) leaves the problem without semantics, its run stored
+    at the configuration its constants state; the next import, given the time (a timeout is never kept as the
+    file's outcome), traces the same file, and the run is the one at the traced configuration."""
     relu = (checkout / "KernelBench" / "level1" / "2_ReLU.py").read_text()
     slow = checkout / "KernelBench" / "level1" / "3_SlowReLU.py"
     slow.write_text("import time\ntime.sleep(4)  # a trace that takes longer than --timeout\n" + relu)
@@ -120,9 +125,11 @@ def test_a_timed_out_trace_is_retried_on_the_next_import(cli, db_url, checkout, 
     assert cli("ingest", "kernelbench", str(checkout), *ARGS, "--timeout", "1") == 0
     captured = capsys.readouterr()
     assert "imported without semantics: level1/3_SlowReLU.py" in captured.err
-    assert runs_of(db_url, "kernelbench-l1-p3-slowrelu") == []
+    (untraced,) = runs_of(db_url, "kernelbench-l1-p3-slowrelu")
     revisions = [r for r in snapshot(db_url)["workload_revisions"] if r["source_filename"] == "3_SlowReLU.py"]
-    assert len(revisions) == 1 and revisions[0]["semantics"] is None and revisions[0]["canonical_bindings"] == "{}"
+    assert len(revisions) == 1 and revisions[0]["semantics"] is None
+    assert json.loads(revisions[0]["canonical_bindings"]) == {"batch_size": 16, "dim": 128}  # as its constants state
+    assert untraced["configuration_key"] == revisions[0]["canonical_configuration_key"]
 
     assert cli("ingest", "kernelbench", str(checkout), *ARGS, "--timeout", "60") == 0
     capsys.readouterr()
@@ -132,6 +139,7 @@ def test_a_timed_out_trace_is_retried_on_the_next_import(cli, db_url, checkout, 
     assert run["workload_revision_id"] == revisions[0]["id"]
     assert run["configuration_key"] == revisions[0]["canonical_configuration_key"]
     assert run["bindings"] == revisions[0]["canonical_bindings"]
+    assert run["id"] == untraced["id"]  # the traced configuration is the one its constants stated: the same run
 
 
 # --- hostile checkouts: problem files and timing files ----------------------------------------------------
