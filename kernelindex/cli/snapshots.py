@@ -1,5 +1,5 @@
 """`kernelindex snapshot list|retract`: the imported snapshots of every suite and source, and
-retracting one that should not count (kernelindex.services.snapshots says what that does).
+retracting one that should not count (kernelindex.ingest.snapshots says what that does).
 
 `list` prints two tables on stdout (suite snapshots, then source snapshots), retracted ones marked
 with when and why. `retract SUITE REVISION --reason …` exits 0 when it retracted the snapshot or
@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from kernelindex.cli.common import CommandError, database_url, say, write_stdout
 from kernelindex.db.engine import in_own_transaction
-from kernelindex.services import snapshots
+from kernelindex.ingest import snapshots
 
 
 def _when(value: datetime | None) -> str:

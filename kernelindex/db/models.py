@@ -199,7 +199,7 @@ class SuiteSnapshot(Base):
     upstream_revision: Mapped[str] = mapped_column(Text)
     revision_date: Mapped[date | None] = mapped_column(Date)
     complete: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
-    # Retracted (kernelindex.services.snapshots, migration 0015): it decides nothing; kept, with why.
+    # Retracted (kernelindex.ingest.snapshots, migration 0015): it decides nothing; kept, with why.
     retracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     retraction_reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created_at()

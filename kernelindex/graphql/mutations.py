@@ -24,9 +24,9 @@ from kernelindex.graphql.context import Context
 from kernelindex.graphql.enums import ReviewDecision, ReviewState, of_rules
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import decimal_id, from_global_id, to_global_id
+from kernelindex.ingest import snapshots
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record
 from kernelindex.ingest.writer import RunWriter
-from kernelindex.services import snapshots
 from kernelindex.services.records import refresh_cohorts_of_runs
 from kernelindex.services.tokens import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE
 

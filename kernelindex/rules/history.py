@@ -36,7 +36,7 @@ REVISIONS_VERSION = "revisions-v1"
 NEW_RECORD = "new_record"
 RESTORED = "restored"
 REVISION_CHANGED = "revision_changed"
-# A snapshot holding some of the workload's runs was retracted (kernelindex.services.snapshots): its
+# A snapshot holding some of the workload's runs was retracted (kernelindex.ingest.snapshots): its
 # runs stop counting; the event names no run and keeps the retraction's reason.
 SNAPSHOT_RETRACTED = "snapshot_retracted"
 

@@ -77,5 +77,5 @@ def not_held_clause() -> ColumnElement[bool]:
 def eligible_run_clause() -> ColumnElement[bool]:
     """rules.eligibility's rule for a row of `runs`: passed, live, of its workload's current revision
     at the canonical configuration, and not held for review. A run of a retracted snapshot is a
-    retracted run (services.snapshots retracts each), so `live` covers it."""
+    retracted run (ingest.snapshots retracts each), so `live` covers it."""
     return and_(*live_passed_clauses(), current_canonical_clause(), not_held_clause())

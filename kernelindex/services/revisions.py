@@ -49,7 +49,7 @@ async def _facts(session: AsyncSession, condition) -> list[RevisionFacts]:
         members = await session.execute(
             select(SuiteSnapshotMember.workload_revision_id, SuiteSnapshot)
             .join(SuiteSnapshot, SuiteSnapshot.id == SuiteSnapshotMember.snapshot_id)
-            # A retracted snapshot (services.snapshots) is as if never imported.
+            # A retracted snapshot (ingest.snapshots) is as if never imported.
             .where(SuiteSnapshotMember.workload_revision_id.in_(ids), SuiteSnapshot.retracted_at.is_(None))
         )
         for revision_id, s in members:
