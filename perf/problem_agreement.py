@@ -3,7 +3,8 @@
 For each ``…/levelN/NN_Name.py``, the configuration the runner records for a canonical run
 (benchmarks.problems.problem_bindings, what ``instantiate`` records) is compared with the canonical
 configuration the importer stores (the tracer's bindings, traced in isolated workers as
-``ingest kernelbench`` does). Needs torch (the CPU build is enough).
+``ingest kernelbench`` does; for a problem that cannot be traced, the configuration its constants state,
+benchmarks.problem_constants). Needs torch (the CPU build is enough).
 
     python -m perf.problem_agreement PATH [--workers N] [--timeout S]
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.naming import problem_name
+from benchmarks.problem_constants import UnreadableConfiguration, static_configuration
 from benchmarks.problems import problem_bindings
 
 
@@ -68,9 +70,15 @@ def compare_checkout(root: Path, workers: int = 4, timeout_s: float = 120) -> Re
     for path, source, trace in zip(paths, sources, traces):
         name = problem_name(path)
         assert name is not None
-        importer: dict[str, int] | str = (
-            f"untraced ({trace.stage}: {trace.message})" if isinstance(trace, ProblemTraceError) else dict(trace.bindings)
-        )
+        importer: dict[str, int] | str
+        if isinstance(trace, ProblemTraceError):
+            # What the importer stores for a problem it cannot trace: the configuration its constants state.
+            try:
+                importer = dict(static_configuration(source).bindings)
+            except UnreadableConfiguration as exc:
+                importer = f"untraced ({trace.stage}: {trace.message}) and unreadable ({exc})"
+        else:
+            importer = dict(trace.bindings)
         try:
             runner: dict[str, int] | str = problem_bindings(source, path.name)
         except (Exception, SystemExit) as exc:
