@@ -82,7 +82,7 @@ MIN_TIMED_CHECK_PROBABILITY = 0.02
 INTEGRITY_CHECK_PROBABILITY = 0.2  # of a full integrity walk after a block (the clocks: after every trial)
 # Trials run per request: about BLOCK_TARGET_MS of calls, at most MAX_BLOCK, and their outputs (kept for
 # the coordinator to pick from) within KEPT_OUTPUT_BYTES.
-BLOCK_TARGET_MS = 10.0
+BLOCK_TARGET_MS = 50.0
 MAX_BLOCK = 128
 KEPT_OUTPUT_BYTES = 256 * 1024**2
 # Do-nothing blocks of 1 and of CALIBRATION_BLOCK trials, CALIBRATION_ROUNDS of each, timed through the same

@@ -500,8 +500,8 @@ def test_samples_are_checked_against_the_second_clock():
 
 def test_block_sizes_follow_the_call_time_and_the_memory_kept():
     assert candidate.block_size(0.01, 1000) == candidate.MAX_BLOCK
-    assert candidate.block_size(2.0, 1000) == 5
-    assert candidate.block_size(50.0, 1000) == 1
+    assert candidate.block_size(2.0, 1000) == 25  # 50 ms of calls
+    assert candidate.block_size(80.0, 1000) == 1
     assert candidate.block_size(0.01, candidate.KEPT_OUTPUT_BYTES // 3) == 3
 
 
