@@ -13,6 +13,7 @@ from benchmarks.naming import problem_name, slug_for_path
 from benchmarks.problems import Problem, find_axes, instantiate, load_module, problem_bindings
 from kernelindex.ingest.problem_trace import trace_problem
 from kernelindex.ingest.workloads import workload_slug
+from tests.conftest import SHARED_KERNELBENCH
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = REPO_ROOT / "tests" / "fixtures" / "kernelbench_checkout" / "KernelBench"
@@ -224,16 +225,22 @@ def test_slugs_come_from_the_level_folder_and_the_file_name():
 
 
 def test_every_problem_of_a_real_checkout_agrees():
-    """Opt-in: KERNELBENCH_CHECKOUT=/path/to/KernelBench (the repository root) checks every problem."""
-    root = os.environ.get("KERNELBENCH_CHECKOUT")
+    """The real tree (../shared/kernelbench, upstream 423217d) whenever it is there, or KERNELBENCH_CHECKOUT=/path
+    to another checkout: the runner and the importer agree on every problem the runner can load. Where the runner
+    cannot (a module it imports is not installed here: transformers, einops), the importer still stores the
+    configuration the file's constants state, and the runner's failure must be exactly that missing module."""
+    root = os.environ.get("KERNELBENCH_CHECKOUT") or (str(SHARED_KERNELBENCH) if SHARED_KERNELBENCH.is_dir() else None)
     if not root:
-        pytest.skip("set KERNELBENCH_CHECKOUT to a KernelBench checkout to compare the runner and the importer on it")
+        pytest.skip("no ../shared/kernelbench and no KERNELBENCH_CHECKOUT: nothing to compare the runner and the importer on")
     if not Path(root).is_dir():
         pytest.skip(f"KERNELBENCH_CHECKOUT={root} is not a directory")
     from perf.problem_agreement import compare_checkout
 
-    report = compare_checkout(Path(root))
+    report = compare_checkout(Path(root), workers=2)
     if not report.results:
         pytest.skip(f"no levelN/NN_Name.py problems under {root}")
     print(f"\n{report.summary()}")
-    assert not report.disagreements, report.text()
+    missing = [r for r in report.disagreements
+               if isinstance(r.runner, str) and r.runner.startswith("failed (ModuleNotFoundError: No module named")
+               and isinstance(r.importer, dict)]
+    assert [r for r in report.disagreements if r not in missing] == [], report.text()
