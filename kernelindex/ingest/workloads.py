@@ -26,9 +26,9 @@ name as workload.source_sha256 in its run records), `changes` (`SuiteChange`s: k
 snapshot; `SuiteChange.words` says each in a line) and `workload_ids` to pass to
 kernelindex.services.records.refresh_workloads. Run records then attach to the snapshot's revision
 by their source revision (or by workload.source_sha256), not to whatever is current. For the
-record history, write all the timing batches with one `RunWriter(session, defer_events=True)` and
-call `await writer.record_events(session)` once after the last batch (in a transaction), so batch
-boundaries never make record events.
+record history, write all the timing batches with one `RunWriter(defer_events=True)` (each batch's
+session passed to `write`) and call `await writer.record_events(session)` once after the last batch
+(in a transaction), so batch boundaries never make record events.
 """
 
 from __future__ import annotations
