@@ -494,8 +494,8 @@ def test_samples_are_checked_against_the_second_clock():
     assert candidate.clock_disagreement([6.0, 6.2, 5.9], 10.0)[2] is not None
     # blocks slowed by a loaded machine move the lower quartile not at all; a shortfall in every block does
     assert candidate.clock_disagreement([0.001, 0.002, 500.0, 400.0], 1.0)[2] is None
-    assert candidate.clock_disagreement([0.3, 0.31, 0.29, 0.35], 1.0, harness_ms_per_trial=0.1)[2] is not None
-    assert candidate.clock_disagreement([0.3, 0.31, 0.29, 0.35], 1.0, harness_ms_per_trial=0.4)[2] is None
+    assert candidate.clock_disagreement([0.6, 0.61, 0.59, 0.65], 1.0, harness_ms_per_trial=0.1)[2] is not None
+    assert candidate.clock_disagreement([0.6, 0.61, 0.59, 0.65], 1.0, harness_ms_per_trial=0.7)[2] is None
 
 
 def test_block_sizes_follow_the_call_time_and_the_memory_kept():
