@@ -76,6 +76,8 @@ _monotonic_ns = timing._monotonic_ns  # bound at timing's import, before any can
 DEFAULT_CORRECTNESS_SETS = 5  # as KernelBench
 MAX_CORRECTNESS_SETS = 100
 # Timed trials whose outputs are checked at random, besides the first and the last: each with chance
+# The time budget ends the timing only once this many trials are kept (the first of all is discarded).
+MIN_KEPT_TRIALS = 2
 # max(TIMED_OUTPUT_SAMPLES / max_trials, MIN_TIMED_CHECK_PROBABILITY), at most twice TIMED_OUTPUT_SAMPLES.
 TIMED_OUTPUT_SAMPLES = 6
 MIN_TIMED_CHECK_PROBABILITY = 0.02
@@ -1572,7 +1574,9 @@ class _Remote:
                 stop_reason = "converged"
             elif count >= settings.max_trials:
                 stop_reason = "max_trials"
-            elif _monotonic_ns() - started >= budget_ns:
+            elif count >= MIN_KEPT_TRIALS and _monotonic_ns() - started >= budget_ns:
+                # Never before two kept trials: a slow call (a block of one, its trial discarded) that used the
+                # whole budget would otherwise end a passed run with no sample at all, or none to judge it by.
                 stop_reason = "budget"
             if stop_reason and len(block_samples) - 1 not in picks:
                 picks.append(len(block_samples) - 1)  # the last trial's output, always

@@ -294,6 +294,22 @@ def test_no_reference_output_exists_while_the_candidate_runs():
     assert record["status"] == "passed", record["failure_reason"]
 
 
+def test_a_slow_candidate_that_spends_the_budget_still_keeps_trials():
+    # Calls slower than the whole budget (blocks of one, the first timed trial discarded): the budget ends the
+    # timing only after two kept trials, never with a passed run and no sample (seen in a full test run, where
+    # the gc scan above made each call slower than FAST_TIMING's 0.3 s budget).
+    source = (
+        "import time, torch\nimport torch.nn as nn\n"
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, A, B):\n"
+        "        time.sleep(0.35)\n"
+        "        return torch.relu(A @ B)\n"
+    )
+    record = only_record(measure_job(payload(source=source, timing={**FAST_TIMING, "warmup": 1, "max_trials": 5})))
+    assert record["status"] == "passed", record["failure_reason"]
+    assert len(record["samples_ms"]) >= 2 and min(record["samples_ms"]) >= 350
+
+
 def test_a_tensor_subclass_output_is_rejected():
     source = (
         "import torch\nimport torch.nn as nn\n"
