@@ -128,6 +128,10 @@ class CandidateFailure(Exception):
     """A check failed; the message is the record's failure_reason."""
 
 
+class ClockDisagreement(CandidateFailure):
+    """The timed samples left more of the trials unexplained than the second clock allows."""
+
+
 # ---------------------------------------------------------------- integrity of what the harness relies on
 
 _TORCH_ROOT = os.path.dirname(os.path.abspath(torch.__file__))
@@ -1423,7 +1427,14 @@ class _Remote:
                 if index == 0:
                     compile_time_ms = (_monotonic_ns() - started) / 1e6
             self.step = "timing"
-            samples = self.time(noop)
+            try:
+                samples = self.time(noop)
+            except ClockDisagreement as first:
+                # A cheat's shortfall is in every timing loop; a loaded machine's hiccup (another process taking
+                # the core for a stretch) seldom lands in two: time once more, with the calibration taken before
+                # any candidate code ran, and fail only if the samples disagree again.
+                self.checks["clock_retry"] = {"first": str(first), "timing": self.checks.get("timing")}
+                samples = self.time(noop)
             held_out = secrets.randbits(31) + 1_000_000
             self.checks["held_out_seed"] = held_out
             self.step = "the held-out set"
@@ -1606,7 +1617,7 @@ class _Remote:
             "timed_outputs_checked": len(self.checks["timed_outputs"]),
         }
         if disagreement:
-            raise CandidateFailure(disagreement)
+            raise ClockDisagreement(disagreement)
         if background is not None and background > max(BACKGROUND_CPU_MS, BACKGROUND_CPU_FRACTION * observed):
             raise CandidateFailure(
                 f"the implementation's process used {background:.0f} ms of CPU time during the timed loop while it was "
