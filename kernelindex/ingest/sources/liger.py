@@ -358,7 +358,7 @@ def _parse(values: dict[str, str], where: Where, raw: tuple[str, ...], observed:
         observed_at=_timestamp(values["timestamp"].strip(), observed), version=version,
         workload=f"{kernel}-{mode}", configuration=case_key(x_name, x_value, config),
         implementation=implementation_key(provider, kernel, version),
-        upstream_key=(kernel, provider, mode, metric, x_name, str(x_value), canonical_json(config), gpu),
+        upstream_key=(kernel, provider, mode, values["metric_name"], x_name, str(x_value), canonical_json(config), gpu),
     )
 
 
