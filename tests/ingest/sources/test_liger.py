@@ -329,6 +329,14 @@ def test_the_same_point_on_another_gpu_or_for_another_provider_is_another_run(tm
     assert len(result.runs) == 4 and not result.summary.refused
 
 
+def test_two_kernel_and_mode_pairs_that_would_share_one_workload_key_are_not_merged(tmp_path):
+    result = read(write(tmp_path, [row(kernel_name="rms-norm", kernel_operation_mode="forward"),
+                                   row(kernel_name="rms", kernel_operation_mode="norm-forward")]))
+    assert [w.key for w in result.workloads] == ["rms-norm-forward"] and len(result.runs) == 1
+    (refusal,) = result.summary.refused
+    assert refusal.where.line == 3 and refusal.key == "kernel_operation_mode"
+
+
 def test_the_catalogue_names_are_read_from_the_seed(tmp_path):
     names = catalogue_gpu_names()
     assert "nvidia h100 80gb hbm3" in names and "nvidia geforce rtx 3090" in names
