@@ -74,11 +74,13 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Axis:
-    """An axis of a definition: constant (with its value) or variable (bound by each configuration)."""
+    """An axis of a definition: constant (with its value), variable (bound by each configuration), or
+    derived from other axes by an expression the source states ("k // 128")."""
 
     name: str
-    role: Literal["constant", "variable"]
+    role: Literal["constant", "variable", "derived"]
     value: int | None = None
+    expression: str | None = None  # a derived axis's expression, as the source writes it
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,11 @@ class WorkloadPart:
 
 @dataclass(frozen=True)
 class ConfigurationPart:
-    """A configuration of a workload: its axes bound (and its dtype), under the source's own case id."""
+    """A configuration of a workload: its axes bound (and its dtype), under the source's own case id.
+
+    A source may measure a suite of cases as one figure (GPU MODE's leaderboard score, a geometric mean
+    over its cases; SOL-ExecBench's suite mean): such a configuration binds no axes itself and lists
+    each case's bindings in `cases`, in the source's order."""
 
     suite: str
     workload: str  # WorkloadPart.key
@@ -130,6 +136,7 @@ class ConfigurationPart:
     dtype: str | None
     title: str | None
     where: Where
+    cases: tuple[dict[str, int], ...] = ()  # a suite's cases, each with its bindings; () for one case
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,7 @@ class ImplementationPart:
     artifact_bytes: int | None
     version: str | None  # the implementation's own revision or package version, where given
     where: Where
+    workload: str | None = None  # WorkloadPart.key of the operation it states it implements, where stated
 
 
 @dataclass(frozen=True)
@@ -168,6 +176,8 @@ class ProtocolPart:
     comparator: str | None
     family: str | None  # the comparability family, as the source names it
     notes: str | None
+    reference: str | None = None  # what correctness is checked against, in the source's words
+    digest: str | None = None  # the source's own digest of the protocol, where it gives one
 
 
 @dataclass(frozen=True)
@@ -212,6 +222,9 @@ class RunPart:
     upstream_id: str | None  # the source's own id of the run
     source_speedup: float | None  # a speedup the source itself states (FlashInfer's speedup_factor)
     where: Where
+    # every figure the source itself states for the run, under its own names (SOL-ExecBench's sol_score,
+    # GPU MODE's leaderboard_score_s): the source's, shown as such, never compared as ours
+    source_metrics: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
