@@ -16,7 +16,6 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from benchmarks.bindings import parse_binding  # torch-free
 from benchmarks.naming import slug_for_path  # torch-free
 from benchmarks.records import cpu_hardware_line  # torch-free
 from kernelindex.cli.common import CommandError, database_url, say
@@ -145,33 +144,3 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if failed:
         say(f"{failed} run(s) failed; they are recorded as failed runs with their reason")
     return status
-
-
-def add_bench_command(sub) -> None:
-    bench = sub.add_parser("bench", help="measure workloads (eager, torch.compile) and write or ingest run records")
-    bench.add_argument("--workload", action="append", default=[], metavar="SLUG", help="workload slug (repeatable)")
-    bench.add_argument("--all", action="store_true", help="every workload (narrow with --level)")
-    bench.add_argument("--level", type=int, metavar="N", help="with --all: only this level (default: every level)")
-    bench.add_argument("--file", action="append", default=[], metavar="PATH", help="a KernelBench-format problem file")
-    bench.add_argument("--slug", help="workload slug for --file (default: the importer's slug for a …/levelN/NN_Name.py path, "
-                       "else from the file name)")
-    bench.add_argument("--impl", action="append", default=[], metavar="SLUG",
-                       help="implementation (repeatable; default torch_eager and torch_compile_inductor)")
-    bench.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
-                       help="where to measure; auto: cuda when available, else cpu")
-    bench.add_argument("--trials", type=int, default=100, metavar="N", help="timed trials per implementation")
-    bench.add_argument("--warmup", type=int, default=3, metavar="N",
-                       help="untimed calls before the trials, to absorb compilation and cold caches")
-    bench.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding, metavar="NAME=INT",
-                       help="measure at another configuration, e.g. batch_size=8 (recorded as that configuration)")
-    bench.add_argument("--out", metavar="PATH", help="write run records here (JSON Lines; default stdout)")
-    bench.add_argument("--ingest", action="store_true", help="also write the runs to the database")
-    bench.add_argument("--provider", help="provider name recorded with the environment (default: none)")
-    bench.add_argument("--label", help="machine or pool label recorded with the environment (default: none)")
-    bench.add_argument("--enqueue", action="store_true",
-                       help="queue the measurements for the fleet's workers instead of measuring here")
-    bench.add_argument("--hardware", action="append", default=[], metavar="NAME",
-                       help="with --enqueue: the hardware to queue for, 'cpu' or a GPU of the catalogue (repeatable)")
-    bench.add_argument("--replicas", type=int, default=1, metavar="N",
-                       help="with --enqueue: measure each on N distinct machines of that hardware")
-    bench.set_defaults(func=cmd_bench)

@@ -1,76 +1,35 @@
-"""What every command shares: how it speaks, how it fails, and where the database is.
+"""What every command shares once it runs: how it speaks, how it fails, and where the database is.
 
 Progress and errors go to stderr as `kernelindex: …` lines; an operational error (no database, a
 full disk, a file that cannot be read or written) is one `error:` line, never a traceback (`--debug`
-or KERNELINDEX_TRACEBACK=1 shows it). Exit status:
+or KERNELINDEX_TRACEBACK=1 shows it). The exit statuses are kernelindex.cli.exits' (named here too).
 
-- 0 everything landed;
-- 1 some input was rejected (the rest landed; with --strict nothing did);
-- 2 a fatal error: bad arguments, no such file, the database unavailable (unreachable, its disk full,
-  out of memory, too many connections), a full disk here, an internal error;
-- 130 interrupted (SIGINT, Ctrl+C), 143 terminated (SIGTERM), 141 the reader of stdout went away;
-  `serve` stopped by SIGINT or SIGTERM after it started serving exits 0 (a normal stop).
+Loaded when a command runs, never for `--help`: it brings the database's errors (SQLAlchemy, asyncpg),
+the settings (pydantic) and rich's console.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
-import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
 
+from kernelindex.cli.exits import EXIT_BROKEN_PIPE as EXIT_BROKEN_PIPE
+from kernelindex.cli.exits import EXIT_FATAL as EXIT_FATAL
+from kernelindex.cli.exits import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from kernelindex.cli.exits import EXIT_NOTHING_WRITTEN as EXIT_NOTHING_WRITTEN
+from kernelindex.cli.exits import EXIT_OK as EXIT_OK
+from kernelindex.cli.exits import EXIT_SOME_REJECTED as EXIT_SOME_REJECTED
+from kernelindex.cli.exits import EXIT_TERMINATED as EXIT_TERMINATED
+from kernelindex.cli.exits import CommandError as CommandError
+from kernelindex.cli.exits import Terminated, tracebacks_wanted
 from kernelindex.db.embedded import resolve_database_url
-from kernelindex.db.errors import first_line, shortage
-from kernelindex.db.migrate import upgrade
+from kernelindex.db.errors import describe_failure, first_line, shortage
 from kernelindex.db.urls import DatabaseUrlError, redact, to_async_url
+from kernelindex.ingest.errors import IngestAborted, IngestFatal
 from kernelindex.ingest.progress import say  # the one voice of every command
 from kernelindex.settings import get_settings
-
-EXIT_OK = 0
-EXIT_SOME_REJECTED = 1
-EXIT_FATAL = 2
-# --strict found a problem: nothing was written (not "some lines rejected, the rest landed").
-EXIT_NOTHING_WRITTEN = 3
-EXIT_INTERRUPTED = 128 + signal.SIGINT
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
-EXIT_TERMINATED = 128 + signal.SIGTERM
-
-TRACEBACK_VARIABLE = "KERNELINDEX_TRACEBACK"
-
-
-class CommandError(Exception):
-    """An error to report in one line, without a traceback (exit status 2)."""
-
-
-class Terminated(BaseException):
-    """SIGTERM (how systemd and docker stop a process), raised in the main thread like SIGINT's
-    KeyboardInterrupt, so that the way out runs: finally blocks stop what the command started (the
-    embedded PostgreSQL above all) and the command exits 143 instead of dying where it stood."""
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    # Once: a second SIGTERM while the first one's way out runs must not cut that way out short.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Terminated()
-
-
-@contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """While the block runs, SIGTERM raises Terminated; the handler before is put back after (the
-    commands also run in-process, in the tests). Signal handlers belong to the main thread: from
-    another thread this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
 
 
 def write_stdout(text: str) -> None:
@@ -83,10 +42,6 @@ def write_stdout(text: str) -> None:
         raise
     except OSError as exc:
         raise CommandError(f"cannot write standard output: {shortage(exc) or exc.strerror or exc}") from exc
-
-
-def tracebacks_wanted() -> bool:
-    return os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0")
 
 
 def database_url() -> str:
@@ -109,9 +64,72 @@ def database_url() -> str:
 
 
 def run_migrations(url: str) -> None:
+    # Alembic (a few hundred ms to import) only for the commands that migrate, not every database command.
+    from kernelindex.db.migrate import upgrade
+
     say("applying migrations")
     try:
         upgrade(url)
     except OSError as exc:
         raise CommandError(f"cannot reach PostgreSQL to migrate: {exc}") from exc
     say("database schema is up to date")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """The command parsed into `args`, with every way it can fail turned into one line on stderr and an exit status."""
+    try:
+        status = args.func(args)
+        sys.stdout.flush()  # here, not at exit: a full disk or a closed pipe is reported like any error
+        return status
+    except (CommandError, IngestFatal) as exc:
+        say(f"error: {exc}")
+        return EXIT_FATAL
+    except IngestAborted as exc:
+        for problem in exc.problems[:50]:
+            say(f"error: {problem}")
+        if len(exc.problems) > 50:
+            say(f"… and {len(exc.problems) - 50} more")
+        say(f"error: {exc}")
+        # --strict refused the input whole; without it, an import refused before it began (a checkout
+        # that is not one) is input rejected, as before.
+        return EXIT_NOTHING_WRITTEN if getattr(args, "strict", False) else EXIT_SOME_REJECTED
+    except KeyboardInterrupt:
+        say("interrupted")
+        return EXIT_INTERRUPTED
+    except Terminated:
+        say("terminated (SIGTERM)")
+        return EXIT_TERMINATED
+    except BrokenPipeError:
+        # The reader of stdout went away (`| head`): nothing to say to it, and nothing more to write.
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    except Exception as exc:
+        if tracebacks_wanted():
+            raise
+        if isinstance(exc, OSError) and _stdout_broken():
+            say(f"error: cannot write standard output: {shortage(exc) or exc.strerror or describe_failure(exc)}")
+        else:
+            say(f"error: {describe_failure(exc)}")
+        return EXIT_FATAL
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's flush at exit does not fail again and
+    print an "Exception ignored" message of its own."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (a test's capture): nothing will be flushed at exit
+
+
+def _stdout_broken() -> bool:
+    """After an error: whether it was stdout that failed (a full disk under `> file`). Then what is
+    still buffered can never be written, and is discarded."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _discard_stdout()
+        return True
+    return False

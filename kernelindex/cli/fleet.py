@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bindings import parse_binding  # torch-free
 from kernelindex.cli.common import EXIT_OK, EXIT_SOME_REJECTED, CommandError, database_url, say, write_stdout
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.models import FLEET_JOB_STATES, FleetJob
@@ -176,60 +175,3 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in FLEET_JOB_STATES)
     say(f"{total} job(s): {summary}; {finished}/{total} finished" if total else "no jobs")
     return EXIT_OK
-
-
-def add_fleet_commands(sub) -> None:
-    submit = sub.add_parser(
-        "submit", help="submit an implementation (a KernelBench ModelNew module) to be measured by the fleet",
-        description="Record a KernelBench-format candidate (a module defining ModelNew with the reference Model's "
-        "constructor arguments) for a workload's current revision, and queue its measurement on the hardware named. "
-        "The same file for the same workload, hardware and configuration is the same job.")
-    submit.add_argument("--workload", required=True, metavar="SLUG", help="the workload it implements")
-    submit.add_argument("--file", required=True, metavar="PATH", help="the candidate module (Python source)")
-    submit.add_argument("--hardware", required=True, metavar="NAME",
-                        help="where to measure: 'cpu', or a GPU of the catalogue by SKU, short name or product name "
-                        "(e.g. 'NVIDIA H200')")
-    submit.add_argument("--title", help="what it is, in a few words (default: the file name)")
-    submit.add_argument("--licence", metavar="SPDX", help="its licence, e.g. MIT (default: none stated)")
-    submit.add_argument("--source-url", metavar="URL", help="where its source lives (default: none)")
-    submit.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding, metavar="NAME=INT",
-                        help="measure at another configuration, e.g. batch_size=8")
-    submit.add_argument("--max-attempts", type=int, default=fleet_jobs.DEFAULT_MAX_ATTEMPTS, metavar="N",
-                        help="times a worker may start it before it is failed")
-    submit.add_argument("--replicas", type=int, default=1, metavar="N",
-                        help="measure it on N distinct machines of that hardware (two that agree: Replicated)")
-    submit.add_argument("--json", action="store_true", help="print the job(s) as JSON on stdout, one a line")
-    submit.set_defaults(func=cmd_submit)
-
-    worker = sub.add_parser(
-        "worker", help="measure queued jobs for this machine's hardware",
-        description="Take the jobs queued for this machine's hardware (its GPU's catalogue SKU, detected; or 'cpu' "
-        "with --device cpu), measure each in the sandbox, and store the runs. Needs only the database "
-        "(KERNELINDEX_DATABASE_URL). Stops on SIGINT/SIGTERM, or with --until-idle when the queue is empty.")
-    worker.add_argument("--device", default="cuda", help="cpu, cuda or cuda:N")
-    worker.add_argument("--until-idle", action="store_true",
-                        help="drain the queue and exit (waits for jobs running elsewhere, and recovers stalled ones)")
-    worker.add_argument("--name", help="worker name in jobs and logs (default: host:pid)")
-    worker.add_argument("--provider", help="provider recorded with the environment (default: $KERNELINDEX_PROVIDER)")
-    worker.add_argument("--label", help="machine or pool label recorded with the environment (default: $KERNELINDEX_LABEL)")
-    worker.add_argument("--job-timeout", type=float, default=600.0, metavar="S", help="wall-clock limit of one job")
-    worker.add_argument("--memory-gib", type=float, default=16.0, metavar="GIB",
-                        help="address-space limit of a CPU job (0: none; CUDA jobs are not limited this way)")
-    worker.add_argument("--timing-budget", type=float, default=10.0, metavar="S",
-                        help="seconds of timed trials per implementation before the adaptive count stops")
-    worker.add_argument("--heartbeat", type=float, default=10.0, metavar="S", help="seconds between heartbeats")
-    worker.add_argument("--stalled-after", type=float, default=30.0, metavar="S",
-                        help="a worker silent this long is dead: its running job is queued again")
-    worker.add_argument("--poll", type=float, default=2.0, metavar="S", help="seconds between polls of the queue")
-    worker.set_defaults(func=cmd_worker)
-
-    listing = sub.add_parser("jobs", help="list fleet jobs, newest first, with state and reason")
-    listing.add_argument("--state", action="append", choices=FLEET_JOB_STATES, help="only these states (repeatable)")
-    listing.add_argument("--hardware", metavar="NAME", help="only jobs for this hardware")
-    listing.add_argument("--workload", metavar="SLUG", help="only jobs of this workload")
-    listing.add_argument("--limit", type=int, default=50, metavar="N", help="at most this many")
-    listing.add_argument("--json", action="store_true", help="one JSON object per job on stdout")
-    listing.add_argument("--follow", action="store_true",
-                         help="show progress (jobs finished, rate, ETA) until nothing is queued or running")
-    listing.add_argument("--every", type=float, default=2.0, metavar="S", help="with --follow: seconds between looks")
-    listing.set_defaults(func=cmd_jobs)

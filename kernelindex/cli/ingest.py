@@ -31,13 +31,6 @@ from kernelindex.settings import get_settings
 MAX_PRINTED_PROBLEMS = 100
 
 
-def add_ingest_commands(sub: argparse._SubParsersAction) -> None:
-    ingest = sub.add_parser("ingest", help="ingest run records or a KernelBench checkout")
-    kinds = ingest.add_subparsers(dest="ingest_kind", required=True)
-    configure_runs(kinds.add_parser("runs", help="ingest run records (JSON Lines; '-' for stdin)"))
-    configure_kernelbench(kinds.add_parser("kernelbench", help="import a KernelBench checkout: problems and timing files"))
-
-
 @contextmanager
 def readable_copy(path: str) -> Iterator[Path]:
     """A path that can be read twice: stdin is spooled to a temporary file."""
@@ -138,31 +131,6 @@ def cmd_ingest_runs(args: argparse.Namespace) -> int:
             say("batches committed before the error stay; run the same input again to finish (ingest is idempotent)")
         return EXIT_FATAL
     return report(summary, dry_run=args.dry_run)
-
-
-def configure_runs(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="JSON Lines file of run records (schemas/run-record.schema.json), or - for stdin")
-    _common_options(parser)
-    parser.set_defaults(func=cmd_ingest_runs)
-
-
-def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--strict", action="store_true", help="any problem aborts with nothing written (exit status 3)")
-    parser.add_argument("--dry-run", action="store_true", help="print what would be inserted, superseded and skipped; write nothing")
-    parser.add_argument("--batch-size", type=int, default=5000, metavar="N", help="runs per transaction")
-
-
-def configure_kernelbench(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", help="a checkout of the KernelBench repository")
-    parser.add_argument("--revision", metavar="SHA",
-                        help="the checkout's upstream revision (default: PATH's git HEAD; required when PATH is not a git checkout)")
-    parser.add_argument("--observed", metavar="DATE",
-                        help="when the timings were observed, YYYY-MM-DD (default: the date of PATH's git HEAD; required "
-                             "when PATH is not a git checkout)")
-    parser.add_argument("--levels", default="1,2,3,4", metavar="LIST", help="levels to import, comma-separated")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="seconds allowed to trace one problem")
-    _common_options(parser)
-    parser.set_defaults(func=cmd_ingest_kernelbench)
 
 
 def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:

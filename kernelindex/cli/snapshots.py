@@ -77,22 +77,3 @@ def cmd_snapshot_retract(args: argparse.Namespace) -> int:
         f"recomputed; {done.record_events:,} record events appended"
     )
     return 0
-
-
-def add_snapshot_commands(sub) -> None:
-    snapshot = sub.add_parser("snapshot", help="imported snapshots of suites and sources (list, retract)")
-    snapshot_sub = snapshot.add_subparsers(dest="snapshot_command", required=True)
-
-    listing = snapshot_sub.add_parser("list", help="list every suite and source snapshot, retracted ones marked")
-    listing.set_defaults(func=cmd_snapshot_list)
-
-    retract = snapshot_sub.add_parser(
-        "retract", help="retract a suite snapshot, its source snapshots and their runs",
-        description="The runs stay stored and queryable but count for nothing; the snapshot no longer decides "
-        "current revisions; each workload touched gets a record event with the reason, and its records are "
-        "recomputed. An import under a retracted revision is refused.",
-    )
-    retract.add_argument("suite", help="the suite, e.g. kernelbench (see `kernelindex snapshot list`)")
-    retract.add_argument("revision", help="the snapshot's revision; a git hash may be abbreviated (7+ digits)")
-    retract.add_argument("--reason", required=True, help="why it should not count, e.g. 'imported under the wrong revision'")
-    retract.set_defaults(func=cmd_snapshot_retract)

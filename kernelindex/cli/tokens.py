@@ -85,36 +85,3 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
     else:
         say(f"token {args.id} ({prefix}…) was already revoked at {_when(revoked_at)}")
     return 0
-
-
-def _token_id(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a token id: {text!r} (see `kernelindex token list`)") from None
-    if not 1 <= value <= 2**31 - 1:
-        raise argparse.ArgumentTypeError(f"not a token id: {text!r} (see `kernelindex token list`)")
-    return value
-
-
-def add_token_commands(sub) -> None:
-    scopes_help = "; ".join(f"{name}: {what}" for name, what in auth.KNOWN_SCOPES.items())
-    token = sub.add_parser("token", help="API tokens for writes (create, list, revoke)")
-    token_sub = token.add_subparsers(dest="token_command", required=True)
-
-    create = token_sub.add_parser(
-        "create", help="create a token and print it once", description=f"Scopes: {scopes_help}."
-    )
-    create.add_argument(
-        "--scope", action="append", required=True, metavar="SCOPE",
-        help=f"a scope the token grants; repeat for several ({', '.join(auth.KNOWN_SCOPES)})",
-    )
-    create.add_argument("--name", default="", help="what the token is for, e.g. 'ci-benchmarks' (default: no name)")
-    create.set_defaults(func=cmd_token_create)
-
-    listing = token_sub.add_parser("list", help="list tokens (never the tokens themselves)")
-    listing.set_defaults(func=cmd_token_list)
-
-    revoke = token_sub.add_parser("revoke", help="revoke a token by id")
-    revoke.add_argument("id", type=_token_id, help="the token's id (see `kernelindex token list`)")
-    revoke.set_defaults(func=cmd_token_revoke)

@@ -48,6 +48,16 @@ LAZY = {
     "kernelindex.web.bounded_http": "uvicorn's HTTP protocol, bounded; only `serve` needs it",
     "kernelindex.graphql.schema": "builds the whole schema; only `serve` and `export-schema` need it",
     "kernelindex.fleet.worker": "procrastinate's worker and the sandbox; only `worker` needs them",
+    "kernelindex.db.migrate": "Alembic; only `migrate` and `--migrate` apply migrations",
+    # Each command's module, imported by its handler in kernelindex.cli.parser when the command runs, so that
+    # building the parser (`--help`) loads none of them.
+    "kernelindex.cli.common": "the database's errors, the settings and rich: once a command runs, never for --help",
+    "kernelindex.cli.server": "`serve`, `migrate`, `seed`, `export-schema`: the database (the web stack inside `serve`)",
+    "kernelindex.cli.ingest": "the ingest pipelines; only `ingest runs|kernelbench` need them",
+    "kernelindex.cli.bench": "`bench`: the database, and torch's sweep when it measures",
+    "kernelindex.cli.fleet": "`submit`, `worker`, `jobs`: the fleet's jobs and the database",
+    "kernelindex.cli.tokens": "`token create|list|revoke`: the database",
+    "kernelindex.cli.snapshots": "`snapshot list|retract`: the database",
 }
 
 BENCHMARKS_MAY_IMPORT = {"torch", "numpy", "benchmarks"}
