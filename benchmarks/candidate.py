@@ -55,7 +55,7 @@ import torch
 
 from . import channel as channel_module
 from . import problems as problems_module
-from . import runners, stats, timing
+from . import runners, timing
 from .channel import Channel, ChannelClosed, Child, ProtocolViolation, fork_role, make_undumpable
 from .environment import capture_environment
 from .problems import SEED, Instance, Problem, ProblemError
@@ -1533,7 +1533,7 @@ class _Remote:
         unexplained_per_trial: list[float] = []
         seeds_used: set[tuple[int, int | None]] = set()
         timed_ms = 0.0
-        count, mean, m2 = 0, 0.0, 0.0  # Welford, for the interval after every block
+        running = timing.RunningStats()  # for the interval after every block
         half_width: float | None = None
         stop_reason = ""
         extra_checks = blocks = 0
@@ -1542,7 +1542,7 @@ class _Remote:
         started = _monotonic_ns()
         process_before, observed_before = self.cpu.process_ms(), self.observed_cpu_ms
         while not stop_reason:
-            want = min(size, settings.max_trials - count + (1 if trial == 0 else 0))
+            want = min(size, settings.max_trials - running.count + (1 if trial == 0 else 0))
             seeds, offsets = self.seeds_and_offsets(want)
             seeds_used.update(zip(seeds, offsets))
             phase = f"timed trials {trial}-{trial + want - 1}"
@@ -1569,23 +1569,19 @@ class _Remote:
                     raw_samples.append(raw)
                     if tail is not None:
                         tails.append(tail)
-                    count += 1
-                    delta = sample - mean
-                    mean += delta / count
-                    m2 += delta * (sample - mean)
+                    running.add(sample)
                     # Which outputs are checked is decided here, after the trials ran, from randomness no process
                     # a candidate runs in holds: it cannot skip work on the trials it guesses go unchecked.
                     if trial == 1 or (extra_checks < 2 * TIMED_OUTPUT_SAMPLES and _secret_chance(check_chance)):
                         extra_checks += trial != 1
                         picks.append(index)
                 trial += 1
-            if count >= 2 and mean > 0:
-                half_width = stats.t_95(count - 1) * math.sqrt(m2 / (count - 1)) / math.sqrt(count) / mean
-            if count >= settings.min_trials and half_width is not None and half_width < settings.target_half_width:
+            half_width = running.relative_half_width()
+            if running.count >= settings.min_trials and half_width is not None and half_width < settings.target_half_width:
                 stop_reason = "converged"
-            elif count >= settings.max_trials:
+            elif running.count >= settings.max_trials:
                 stop_reason = "max_trials"
-            elif count >= MIN_KEPT_TRIALS and _monotonic_ns() - started >= budget_ns:
+            elif running.count >= MIN_KEPT_TRIALS and _monotonic_ns() - started >= budget_ns:
                 # Never before two kept trials: a slow call (a block of one, its trial discarded) that used the
                 # whole budget would otherwise end a passed run with no sample at all, or none to judge it by.
                 stop_reason = "budget"

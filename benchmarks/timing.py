@@ -264,6 +264,29 @@ class AdaptiveResult:
     noop_trial_wall_ms: float = 0.0
 
 
+class RunningStats:
+    """The mean and variance of samples as they come (Welford's update: no sum of squares to cancel), for the
+    stopping rule's 95% interval after every trial or block."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.mean = 0.0
+        self._m2 = 0.0  # the sum of squared deviations from the current mean
+
+    def add(self, sample: float) -> None:
+        self.count += 1
+        delta = sample - self.mean
+        self.mean += delta / self.count
+        self._m2 += delta * (sample - self.mean)
+
+    def relative_half_width(self) -> float | None:
+        """The 95% interval's half-width (Student t, n-1 df) over the mean; None below two samples or at a
+        mean that is not positive."""
+        if self.count < 2 or not self.mean > 0:
+            return None
+        return stats.t_95(self.count - 1) * math.sqrt(self._m2 / (self.count - 1)) / math.sqrt(self.count) / self.mean
+
+
 # What every candidate protocol's description says of its inputs and of the second clock.
 FRESH_INPUTS = ("fresh inputs every trial, made outside the timed region (get_inputs under a seed the harness "
                 "draws from the OS's randomness in another process, once per block of trials, each floating input "
@@ -324,7 +347,7 @@ class AdaptiveTimer:
         tails: list[float] = []
         trial_walls: list[float] = []
         timed_ms = 0.0
-        count, mean, m2 = 0, 0.0, 0.0  # Welford, for the interval after every trial
+        running = RunningStats()  # for the interval after every trial
         half_width: float | None = None
         stop_reason = ""
         trial = 0
@@ -344,15 +367,11 @@ class AdaptiveTimer:
                 trial_walls.append(trial_wall)
                 if tail is not None:
                     tails.append(tail)
-                count += 1
-                delta = sample - mean
-                mean += delta / count
-                m2 += delta * (sample - mean)
-                if count >= 2 and mean > 0:
-                    half_width = stats.t_95(count - 1) * math.sqrt(m2 / (count - 1)) / math.sqrt(count) / mean
-                if count >= settings.min_trials and half_width is not None and half_width < settings.target_half_width:
+                running.add(sample)
+                half_width = running.relative_half_width()
+                if running.count >= settings.min_trials and half_width is not None and half_width < settings.target_half_width:
                     stop_reason = "converged"
-                elif count >= settings.max_trials:
+                elif running.count >= settings.max_trials:
                     stop_reason = "max_trials"
                 elif _monotonic_ns() - started >= budget_ns:
                     stop_reason = "budget"

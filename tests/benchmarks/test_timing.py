@@ -67,3 +67,26 @@ def test_cuda_timer_flushes_twice_the_l2_and_times_with_events():
     a = torch.randn(1 << 20, device="cuda")
     samples = timer.measure(lambda: a * 2, warmup=2, trials=5)
     assert len(samples) == 5 and all(sample > 0 for sample in samples)
+
+
+def test_running_stats_match_the_whole_sample_at_every_step():
+    import statistics
+
+    from benchmarks.stats import relative_half_width
+    from benchmarks.timing import RunningStats
+
+    running = RunningStats()
+    assert running.relative_half_width() is None
+    samples = [1.25, 0.75, 1.5, 1.0, 1.125, 0.875]
+    for count, sample in enumerate(samples, start=1):
+        running.add(sample)
+        seen = samples[:count]
+        assert running.count == count and running.mean == pytest.approx(statistics.fmean(seen))
+        if count == 1:
+            assert running.relative_half_width() is None
+        else:
+            assert running.relative_half_width() == pytest.approx(relative_half_width(seen))
+    zeros = RunningStats()
+    zeros.add(0.0)
+    zeros.add(0.0)
+    assert zeros.relative_half_width() is None  # no interval around a mean of zero
