@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks import candidate, timing
+from benchmarks import candidate, problems, timing
 from benchmarks.candidate import PayloadError, measure_job
 from benchmarks.records import FORMAT
 from benchmarks.sandbox import GiB, Limits, Outcome, Sandbox, describe_sandbox_failure
@@ -139,6 +139,7 @@ CHEATS = {
     "patch_clock": ["the candidate replaced time.perf_counter_ns", "torch.cuda.Event.elapsed_time"],
     "memory_reader": ["decoy", "read the harness's memory"],
     "stale_when_timed": ["while timed", "timed trial", "stale or cached"],
+    "pointer_cache": ["while timed", "timed trial", "stale or cached"],
     "init_raises": ["ModelNew.__init__ failed", "RuntimeError: kernel build failed", "init_raises.py:7"],
     "forward_raises": ["ModelNew.forward on correctness set 0 failed", "ValueError: unsupported shape"],
     "no_modelnew": ["defines no ModelNew class"],
@@ -533,6 +534,35 @@ def test_samples_are_checked_against_the_second_clock():
     assert candidate.clock_disagreement([0.001, 0.002, 500.0, 400.0], 1.0)[2] is None
     assert candidate.clock_disagreement([0.6, 0.61, 0.59, 0.65], 1.0, harness_ms_per_trial=0.1)[2] is not None
     assert candidate.clock_disagreement([0.6, 0.61, 0.59, 0.65], 1.0, harness_ms_per_trial=0.7)[2] is None
+
+
+def test_timed_inputs_are_fresh_values_in_memory_reused_from_trial_to_trial():
+    # The executor writes each trial's inputs into buffers made once (a block keeps its outputs, so inputs
+    # allocated per trial would land in memory out of the cache): the values are make()'s, as the reference
+    # process makes them, and each trial gets a tensor object of its own over the same memory.
+    module = problems.load_module(REFERENCE, "problem_matmul_relu.py")
+    made = candidate.TrialInputs(module, [], torch.device("cpu"))
+    buffers = candidate.InputBuffers()
+    write = made.writer(buffers, 11)
+    first = write(3)
+    addresses = [t.data_ptr() for t in first]
+    values = [t.clone() for t in first]
+    assert all(torch.equal(a, b) for a, b in zip(first, made.make(11, 3)))
+    second = write(65_535)  # the last offset the coordinator draws
+    assert [t.data_ptr() for t in second] == addresses and second[0] is not first[0]
+    assert all(torch.equal(a, b) for a, b in zip(second, made.make(11, 65_535)))
+    assert not any(torch.equal(a, b) for a, b in zip(second, values))
+    # what candidate code does to its tensor objects, or to their memory, never reaches the next block
+    second[0].set_(torch.zeros(1))
+    first[1].untyped_storage().resize_(0)
+    third = made.writer(buffers, 12)(5)
+    assert third[0].data_ptr() == addresses[0] and third[1].untyped_storage().nbytes() == third[1].numel() * 4
+    assert all(torch.equal(a, b) for a, b in zip(third, made.make(12, 5)))
+    # sets made ahead (inputs that cannot take noise) are copied in the same way
+    ahead = made.make(13, None)
+    filled = buffers.fill(ahead)
+    assert [t.data_ptr() for t in filled][0] == addresses[0]
+    assert all(torch.equal(a, b) for a, b in zip(filled, ahead))
 
 
 def test_block_sizes_follow_the_call_time_and_the_memory_kept():
