@@ -121,11 +121,11 @@ async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
                 """
                 INSERT INTO runs (workload_id, workload_revision_id, bindings, dtype, configuration_key, implementation_id,
                   environment_id, protocol_id, source_snapshot_id, status, mean_ms, std_ms, min_ms, max_ms, num_trials,
-                  observed_at, evidence, content_sha256)
+                  observed_at, evidence, content_sha256, figure)
                 SELECT $1, $2, c.bindings, 'fp32', c.key, i.id, e.id, $4, s.id, 'passed',
                        m.mean, m.mean * 0.02, m.mean * 0.97, m.mean * 1.05, 100,
                        timestamptz '2026-06-01' + (random() * interval '150 days'),
-                       CASE WHEN random() < 0.2 THEN 'measured' ELSE 'reported' END, md5(random()::text)
+                       CASE WHEN random() < 0.2 THEN 'measured' ELSE 'reported' END, md5(random()::text), m.mean
                 FROM (SELECT id FROM implementations ORDER BY id LIMIT 8) i
                 CROSS JOIN (SELECT id FROM environments WHERE fingerprint LIKE 'synthetic-env-%' AND (id + $1) % 10 = 0 ORDER BY id) e
                 CROSS JOIN (SELECT id, row_number() OVER (ORDER BY id) AS n FROM source_snapshots WHERE revision LIKE 'r%' ORDER BY id LIMIT $5) s

@@ -66,10 +66,10 @@ async def grow(url: str, sizes: list[int]) -> dict[int, str]:
                 """
                 INSERT INTO runs (workload_id, workload_revision_id, bindings, dtype, configuration_key, implementation_id,
                   environment_id, protocol_id, source_snapshot_id, status, mean_ms, std_ms, min_ms, max_ms,
-                  num_trials, observed_at, evidence, content_sha256)
+                  num_trials, observed_at, evidence, content_sha256, figure)
                 SELECT $1, $2, '{"batch_size": 16}'::jsonb, 'fp32', $3, i.id, $4, $5, s.id, 'passed',
                        m.mean, m.mean * 0.02, m.mean * 0.97, m.mean * 1.05, 100,
-                       timestamptz '2026-06-01' + (random() * interval '150 days'), 'reported', md5(random()::text)
+                       timestamptz '2026-06-01' + (random() * interval '150 days'), 'reported', md5(random()::text), m.mean
                 FROM (SELECT id FROM implementations ORDER BY id LIMIT 8) i
                 CROSS JOIN (SELECT id FROM source_snapshots WHERE revision LIKE $6 || '%' ORDER BY id) s
                 CROSS JOIN LATERAL (SELECT 0.05 + random() * 5 + 0 * i.id * s.id AS mean) m

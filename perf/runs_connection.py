@@ -229,11 +229,11 @@ async def _grow(url: str, n_runs: int) -> None:
             await conn.execute("""
                 INSERT INTO runs (workload_id, workload_revision_id, bindings, dtype, configuration_key, implementation_id,
                   environment_id, protocol_id, source_snapshot_id, status, mean_ms, std_ms, min_ms, max_ms, num_trials,
-                  observed_at, evidence, content_sha256)
+                  observed_at, evidence, content_sha256, figure)
                 SELECT workload_id, workload_revision_id, jsonb_build_object('batch_size', b.size), dtype,
                        '{"bindings":{"batch_size":' || b.size || '},"dtype":"fp32"}', implementation_id, environment_id,
                        protocol_id, source_snapshot_id, status, mean_ms, std_ms, min_ms, max_ms, num_trials, observed_at,
-                       evidence, md5(random()::text)
+                       evidence, md5(random()::text), figure
                 FROM runs CROSS JOIN LATERAL (SELECT 100000 * $3 + (bindings->>'batch_size')::int AS size) b
                 WHERE workload_id = $1 AND configuration_key <> $2 AND (bindings->>'batch_size')::int < 100000
                 ORDER BY id LIMIT $4""", workload["id"], workload["key"], copy, n_runs - have)

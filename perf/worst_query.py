@@ -83,12 +83,13 @@ async def make_hostile(url: str, source_bytes: int, big_runs: int) -> None:
             """
             INSERT INTO runs (workload_id, workload_revision_id, bindings, dtype, configuration_key, implementation_id,
               environment_id, protocol_id, source_snapshot_id, status, failure_reason, mean_ms, std_ms, min_ms, max_ms,
-              num_trials, observed_at, evidence, content_sha256)
+              num_trials, observed_at, evidence, content_sha256, figure)
             SELECT $1, $2, '{"batch_size": 16}'::jsonb, 'fp32', $3, i.id, e.id, $4, s.id,
                    CASE WHEN f.failed THEN 'failed' ELSE 'passed' END, CASE WHEN f.failed THEN $6 END,
                    CASE WHEN f.failed THEN NULL ELSE m.mean END, CASE WHEN f.failed THEN NULL ELSE m.mean * 0.02 END,
                    CASE WHEN f.failed THEN NULL ELSE m.mean * 0.97 END, CASE WHEN f.failed THEN NULL ELSE m.mean * 1.05 END,
-                   100, timestamptz '2026-06-01' + (random() * interval '150 days'), 'reported', md5(random()::text)
+                   100, timestamptz '2026-06-01' + (random() * interval '150 days'), 'reported', md5(random()::text),
+                   CASE WHEN f.failed THEN NULL ELSE m.mean END
             FROM (SELECT id FROM implementations ORDER BY id LIMIT 8) i
             CROSS JOIN (SELECT id FROM environments WHERE fingerprint LIKE 'synthetic-env-%' AND (id + $1) % 10 = 0 ORDER BY id) e
             CROSS JOIN (SELECT id FROM source_snapshots WHERE revision LIKE 'big-%' ORDER BY id) s

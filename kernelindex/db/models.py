@@ -42,6 +42,7 @@ NAMING_CONVENTION = {
 # must also say "below infinity" to exclude NaN and +Infinity.
 FINITE_POSITIVE = "({col} > 0 AND {col} < 'Infinity'::float8)"
 FINITE_NON_NEGATIVE = "({col} >= 0 AND {col} < 'Infinity'::float8)"
+FINITE_POSITIVE_OR_NULL = "{col} IS NULL OR " + FINITE_POSITIVE
 
 
 class Base(DeclarativeBase):
@@ -113,10 +114,14 @@ class Workload(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     slug: Mapped[str] = mapped_column(Text, unique=True)
     suite: Mapped[str] = mapped_column(Text)
-    level: Mapped[int] = mapped_column(Integer)
-    problem_number: Mapped[int] = mapped_column(Integer)
+    # KernelBench's identity (migration 0016: other suites name a workload by their own `suite_key`).
+    level: Mapped[int | None] = mapped_column(Integer)
+    problem_number: Mapped[int | None] = mapped_column(Integer)
+    suite_key: Mapped[str | None] = mapped_column(Text)
     name: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(Text)
+    family: Mapped[str | None] = mapped_column(Text)  # the operation family the suite states
+    reference: Mapped[str | None] = mapped_column(Text)  # what its reference is, in the source's words
     description: Mapped[str | None] = mapped_column(Text)
     # Derived (kernelindex.ingest.workloads.recompute_current): the revision this workload holds in the
     # latest upstream snapshot that names it, by the snapshot's revision date — never the one written last.
@@ -137,6 +142,8 @@ class Workload(Base):
         # suite + level + number + name (its slug).
         Index("ix_workloads_suite_level_problem", "suite", "level", "problem_number"),
         CheckConstraint("kind IN ('model', 'operator', 'fusion')", name="kind_known"),
+        CheckConstraint("(level IS NOT NULL AND problem_number IS NOT NULL) OR suite_key IS NOT NULL", name="identified_in_suite"),
+        Index("ux_workloads_suite_key", "suite", "suite_key", unique=True, postgresql_where=text("suite_key IS NOT NULL")),
         Index("ix_workloads_name_lower", text("lower(name)")),
     )
 
@@ -237,6 +244,13 @@ class Implementation(Base):
     source_availability: Mapped[str] = mapped_column(Text)
     source_url: Mapped[str | None] = mapped_column(Text)
     install_recipe: Mapped[str | None] = mapped_column(Text)
+    # As a source states them (migration 0016).
+    authors: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
+    project: Mapped[str | None] = mapped_column(Text)
+    target_architectures: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
+    artifact_sha256: Mapped[str | None] = mapped_column(Text)  # the source artifact's digest ("sha256:…")
+    artifact_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    version: Mapped[str | None] = mapped_column(Text)  # its own revision or package version
     created_at: Mapped[datetime] = _created_at()
 
     __table_args__ = (
@@ -256,11 +270,24 @@ class Protocol(Base):
     trials: Mapped[int | None] = mapped_column(Integer)
     statistic: Mapped[str] = mapped_column(Text, server_default=text("'mean'"))
     l2_flush: Mapped[bool | None] = mapped_column(Boolean)
+    # What its figures are, and the unit they are stored in (migration 0016): figures of two metrics
+    # never compare, and a protocol is part of every cohort.
+    metric: Mapped[str] = mapped_column(Text, server_default=text("'latency'"))
+    unit: Mapped[str] = mapped_column(Text, server_default=text("'ms'"))
+    harness: Mapped[str | None] = mapped_column(Text)
+    comparator: Mapped[str | None] = mapped_column(Text)  # the correctness comparator, as the source names it
+    family: Mapped[str | None] = mapped_column(Text)  # the comparability family, as the source names it
+    notes: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created_at()
 
     __table_args__ = (
         UniqueConstraint("name", "version"),
-        CheckConstraint("statistic IN ('mean', 'median', 'min')", name="statistic_known"),
+        CheckConstraint("statistic IN ('mean', 'median', 'min', 'geomean', 'unspecified')", name="statistic_known"),
+        CheckConstraint("metric IN ('latency', 'memory', 'score')", name="metric_known"),
+        CheckConstraint(
+            "(metric = 'latency' AND unit = 'ms') OR (metric = 'memory' AND unit = 'MB') OR (metric = 'score' AND unit = 's')",
+            name="unit_of_metric",
+        ),
     )
 
 
@@ -271,7 +298,13 @@ class Source(Base):
     name: Mapped[str] = mapped_column(Text, unique=True)
     url: Mapped[str | None] = mapped_column(Text)
     licence: Mapped[str | None] = mapped_column(Text)
+    key: Mapped[str | None] = mapped_column(Text)  # the source's own slug ("gpumode-kernelbot")
+    kind: Mapped[str | None] = mapped_column(Text)
+    terms: Mapped[str | None] = mapped_column(Text)
+    attribution: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (Index("ux_sources_key", "key", unique=True, postgresql_where=text("key IS NOT NULL")),)
 
 
 class SourceSnapshot(Base):
@@ -283,6 +316,11 @@ class SourceSnapshot(Base):
     source_id: Mapped[int] = mapped_column(ForeignKey("sources.id"), index=True)
     revision: Mapped[str] = mapped_column(Text, server_default=text("''"))
     revision_date: Mapped[date | None] = mapped_column(Date)
+    route: Mapped[str | None] = mapped_column(Text)  # the file it came through (an export's name), beside the source
+    # The source's entire catalogue at its date: a run it no longer holds counts for nothing. outdated
+    # (derived, kernelindex.ingest.source_import): a newer whole snapshot of the source exists.
+    whole: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    outdated: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     # Retracted with its suite snapshot (migration 0015): each of its runs is retracted too.
     retracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     retraction_reason: Mapped[str | None] = mapped_column(Text)
@@ -323,6 +361,19 @@ class Run(Base):
     compile_time_ms: Mapped[float | None] = mapped_column(Double)
     correctness: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     observed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # The headline figure in its protocol's metric, statistic and unit (migration 0016): a KernelBench
+    # run's mean latency, Liger's median, GPU MODE's score; with the spread the source states, at the
+    # quantiles it names (Liger's 20th and 80th percentiles are never stored as p5/p95).
+    figure: Mapped[float | None] = mapped_column(Double)
+    figure_low: Mapped[float | None] = mapped_column(Double)
+    figure_high: Mapped[float | None] = mapped_column(Double)
+    low_quantile: Mapped[float | None] = mapped_column(Double)
+    high_quantile: Mapped[float | None] = mapped_column(Double)
+    source_speedup: Mapped[float | None] = mapped_column(Double)  # a speedup the source itself states
+    # The source's own id of the run, part of its natural key: a source that names its runs may state two
+    # of one implementation on one case and machine (FlashInfer-Bench's retries), each its own run. ''
+    # for a run record (kernelindex.run/1 names none).
+    upstream_id: Mapped[str] = mapped_column(Text, server_default=text("''"))
     # 'measured' only for a run a fleet worker stored under its registered identity (fleet_worker_id,
     # migration 0013); everything from outside (submitRuns, ingest runs, seeds) is 'reported'.
     evidence: Mapped[str] = mapped_column(Text)
@@ -361,8 +412,15 @@ class Run(Base):
         ForeignKeyConstraint(
             ["fleet_worker_id", "fleet_machine_id"], ["fleet_workers.id", "fleet_workers.machine_id"],
         ),
-        CheckConstraint("status = 'failed' OR (mean_ms IS NOT NULL AND num_trials IS NOT NULL)", name="passed_has_stats"),
         CheckConstraint("status = 'passed' OR failure_reason IS NOT NULL", name="failed_has_reason"),
+        CheckConstraint("status = 'failed' OR figure IS NOT NULL", name="passed_has_figure"),
+        *(CheckConstraint(FINITE_POSITIVE_OR_NULL.format(col=c), name=f"{c}_finite_positive")
+          for c in ("figure", "figure_low", "figure_high")),
+        CheckConstraint("source_speedup IS NULL OR " + FINITE_NON_NEGATIVE.format(col="source_speedup"), name="source_speedup_finite"),
+        CheckConstraint(
+            "(low_quantile IS NULL AND high_quantile IS NULL) OR "
+            "(0 <= low_quantile AND low_quantile < high_quantile AND high_quantile <= 1)", name="quantiles_in_order",
+        ),
         CheckConstraint("mean_ms IS NULL OR " + FINITE_POSITIVE.format(col="mean_ms"), name="mean_finite_positive"),
         CheckConstraint("min_ms IS NULL OR " + FINITE_POSITIVE.format(col="min_ms"), name="min_finite_positive"),
         CheckConstraint("max_ms IS NULL OR " + FINITE_POSITIVE.format(col="max_ms"), name="max_finite_positive"),
@@ -389,6 +447,7 @@ class Run(Base):
             "environment_id",
             "protocol_id",
             "source_snapshot_id",
+            "upstream_id",
             unique=True,
             postgresql_where=text("superseded_at IS NULL"),
         ),
@@ -406,13 +465,13 @@ class Run(Base):
             postgresql_where=text("superseded_at IS NULL AND retracted_at IS NULL"),
         ),
         Index("ix_runs_line_sha_live", "line_sha", postgresql_where=text("superseded_at IS NULL AND line_sha IS NOT NULL")),
-        Index("ix_runs_fastest", "workload_revision_id", "configuration_key", text("coalesce(mean_ms, 'Infinity'::float8)"), "id", postgresql_where=text("superseded_at IS NULL AND retracted_at IS NULL AND status = 'passed'")),
+        Index("ix_runs_fastest", "workload_revision_id", "configuration_key", text("coalesce(figure, 'Infinity'::float8)"), "id", postgresql_where=text("superseded_at IS NULL AND retracted_at IS NULL AND status = 'passed'")),
         # A cohort's live passed runs in ranking order, and its measured ones latest first per
         # implementation (migration 0010; services.pages.load_cohort_tops). The expression is written
         # as PostgreSQL prints it back, so Alembic's comparison sees the same text.
         Index(
             "ix_runs_cohort_top", "workload_revision_id", "configuration_key", "protocol_id", "environment_id",
-            text("least(greatest(mean_ms, '1e-06'::double precision), '86400000'::double precision)"), "observed_at", "id",
+            text("least(greatest(figure, '1e-06'::double precision), '86400000'::double precision)"), "observed_at", "id",
             postgresql_where=text("superseded_at IS NULL AND retracted_at IS NULL AND status = 'passed'"),
         ),
         Index(
@@ -519,7 +578,7 @@ class CohortBest(Base):
     workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"))
     hardware_id: Mapped[int] = mapped_column(ForeignKey("hardware.id"))
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    mean_ms: Mapped[float] = mapped_column(Double)
+    figure: Mapped[float] = mapped_column(Double)  # the best run's headline figure (runs.figure)
     observed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     run_count: Mapped[int] = mapped_column(Integer)
     last_observed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -70,7 +70,7 @@ class WorkloadOrder(Enum):
 @strawberry.enum(description="Order of a run list.")
 class RunOrder(Enum):
     NEWEST = strawberry.enum_value("newest", description="Most recently stored first.")
-    FASTEST = strawberry.enum_value("fastest", description="Lowest mean latency first; runs without one last.")
+    FASTEST = strawberry.enum_value("fastest", description="Lowest headline figure first (a KernelBench run's mean latency; another source's stated statistic of its metric); runs without one last. Figures of different metrics are not alike: compare within one protocol.")
     RECENTLY_OBSERVED = strawberry.enum_value("recently_observed", description="Most recently observed first.")
 
 
@@ -121,6 +121,21 @@ class ReviewDecision(Enum):
 class AxisBehaviour(Enum):
     VARIABLE = strawberry.enum_value("variable", description="A configuration may bind it to another value.")
     CONSTANT = strawberry.enum_value("constant", description="Fixed by the reference; `value` holds it.")
+    DERIVED = strawberry.enum_value("derived", description="Computed from other axes by `expression`, as the source states it.")
+
+
+@strawberry.enum(description="What a figure is: figures of two metrics never compare.")
+class Metric(Enum):
+    LATENCY = strawberry.enum_value("latency", description="Time per call; the only metric records hold.")
+    MEMORY = strawberry.enum_value("memory", description="Peak memory.")
+    SCORE = strawberry.enum_value("score", description="A source's own score (GPU MODE's leaderboard score: a geometric mean over its cases).")
+
+
+@strawberry.enum(description="The unit a metric's figures are stored in.")
+class FigureUnit(Enum):
+    MS = strawberry.enum_value("ms", description="Milliseconds (latency).")
+    MB = strawberry.enum_value("MB", description="Megabytes of 2**20 bytes (memory, as Liger-Kernel states it).")
+    S = strawberry.enum_value("s", description="Seconds (a source's score).")
 
 
 @strawberry.enum(description="Whether the computation gives the same output for the same input.")

@@ -163,12 +163,13 @@ def overlay_catalog(
             hardware.add(hardware_id, data["sku"], names)
             continue
         spec = _spec(data)
-        slug, triple = spec.resolved_slug, (spec.suite, spec.level, spec.problem_number)
+        slug = spec.resolved_slug
         ref = by_slug.get(slug)
         if ref is None:
             ref = WorkloadRef(next(placeholders), slug, None)
             by_slug[slug] = ref
-            by_triple.setdefault(triple, ref)
+            if spec.level is not None and spec.problem_number is not None:  # catalogue lines are KernelBench's
+                by_triple.setdefault((spec.suite, spec.level, spec.problem_number), ref)
         revision_id = ref.revisions.get(spec.digest)
         if revision_id is None:
             revision_id = ref.revisions[spec.digest] = next(placeholders)

@@ -14,17 +14,17 @@ in the same transaction, so readers see a batch's runs and its records together.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.locks import hold_index_writes
 from kernelindex.ingest.errors import InputProblem
-from kernelindex.ingest.resolve import ResolvedRecord, chunks
+from kernelindex.ingest.resolve import chunks
 from kernelindex.ingest.stage import KEY_COLUMNS, KEYS, RUN_NAMES
 from kernelindex.ingest.summary import Refused
 from kernelindex.services.records import CohortKey, RefreshSummary, refresh_cohorts
@@ -41,6 +41,7 @@ class RunKey(NamedTuple):
     environment_id: int
     protocol_id: int
     source_snapshot_id: int
+    upstream_id: str
 
     @property
     def cohort(self) -> CohortKey:
@@ -101,14 +102,33 @@ _COUNT_MERGE = text(
 )
 
 
-def _stated_twice(item: ResolvedRecord, first: str | None) -> Refused:
+class _Stated(Protocol):
+    """Where a staged run was stated: its file and place ("line 12")."""
+
+    @property
+    def file(self) -> str: ...
+    @property
+    def where(self) -> str: ...
+
+
+class Placed(Protocol):
+    """A staged run's origin: its index in its batch and where it was stated (a ResolvedRecord, or a
+    source adapter's run: kernelindex.ingest.source_import)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def record(self) -> _Stated: ...
+
+
+def _stated_twice(item: Placed, first: str | None) -> Refused:
     return Refused(item.index, InputProblem(
         item.record.file, item.record.where, f"the same run as {first or 'an earlier one'} (same natural key)",
     ))
 
 
 async def merge_stage(
-    session: AsyncSession, staged: list[ResolvedRecord], *, now: datetime, fleet_worker: bool, dry_run: bool,
+    session: AsyncSession, staged: Sequence[Placed], *, now: datetime, fleet_worker: bool, dry_run: bool,
 ) -> MergeResult:
     """Merge the stage, whose row `ord` is the record staged[ord]: refuse the runs already stated
     (in this batch, or earlier in the import), then insert, supersede or count each as unchanged."""

@@ -56,6 +56,14 @@ class StagedRun(NamedTuple):
     claimed_evidence: str | None
     fleet_worker_id: int | None
     fleet_machine_id: str | None
+    figure: float | None  # the headline figure: a run record's is its mean latency (kernelindex.run/1)
+    # What only a source adapter's runs state (kernelindex.ingest.source_import): None for a run record.
+    figure_low: float | None = None
+    figure_high: float | None = None
+    low_quantile: float | None = None
+    high_quantile: float | None = None
+    source_speedup: float | None = None
+    upstream_id: str = ""  # part of the natural key: '' for a run record (it names none)
 
 
 # The SQL type of each StagedRun field, in its order.
@@ -67,6 +75,8 @@ _STAGE_TYPES = {
     "p95_ms": "float8", "num_trials": "int", "samples_ms": "float8[]", "compile_time_ms": "float8",
     "correctness": "jsonb", "observed_at": "timestamptz", "evidence": "text", "content_sha256": "text",
     "line_sha": "bytea", "claimed_evidence": "text", "fleet_worker_id": "bigint", "fleet_machine_id": "text",
+    "figure": "float8", "figure_low": "float8", "figure_high": "float8", "low_quantile": "float8",
+    "high_quantile": "float8", "source_speedup": "float8", "upstream_id": "text",
 }
 assert tuple(_STAGE_TYPES) == StagedRun._fields, "every staged field has its SQL type, in order"
 STAGE_NAMES = StagedRun._fields
@@ -75,6 +85,7 @@ RUN_NAMES = STAGE_NAMES[2:]  # every staged column but the order and the place i
 # A run's natural key, as its columns.
 KEY_COLUMNS = (
     "workload_revision_id", "configuration_key", "implementation_id", "environment_id", "protocol_id", "source_snapshot_id",
+    "upstream_id",
 )
 KEYS = ", ".join(KEY_COLUMNS)
 
@@ -82,7 +93,7 @@ _CREATE_STAGE = (
     f"CREATE TEMPORARY TABLE IF NOT EXISTS ingest_stage ({', '.join(f'{n} {t}' for n, t in _STAGE_TYPES.items())})",
     # The keys staged so far (by this batch, or by every batch of an import: track_keys) and where.
     "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_keys (workload_revision_id int, configuration_key text, "
-    "implementation_id int, environment_id int, protocol_id int, source_snapshot_id int, ord int, place text, "
+    "implementation_id int, environment_id int, protocol_id int, source_snapshot_id int, upstream_id text, ord int, place text, "
     f"PRIMARY KEY ({KEYS}))",
     # Lines whose very bytes may be a live run already (skip_known): their digest and the revision they name.
     "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_lines (ord int, place text, line_sha bytea, workload_revision_id int)",
@@ -128,7 +139,7 @@ def staged_run(ord_: int, item: ResolvedRecord, ids: DimensionIds, fleet_worker:
         _float(stats.get("p5")), _float(stats.get("p95")), stats.get("num_trials"),
         None if samples is None else [float(v) for v in samples], _float(data.get("compile_time_ms")),
         None if correctness is None else json.dumps(correctness), rec.observed_at, evidence,
-        content_digest(data), rec.line_sha, claim, worker_id, machine_id,
+        content_digest(data), rec.line_sha, claim, worker_id, machine_id, _float(stats.get("mean")),
     )
 
 

@@ -68,12 +68,15 @@ def workload_slug(suite: str, level: int, problem: int, name: str) -> str:
 @dataclass
 class WorkloadSpec:
     suite: str
-    level: int
-    problem_number: int
+    level: int | None  # KernelBench's; None for a suite that names workloads by suite_key
+    problem_number: int | None
     name: str
     reference_source: str
     kind: str | None = None
     slug: str | None = None
+    suite_key: str | None = None  # the suite's own name for it (a suite without levels)
+    family: str | None = None
+    reference: str | None = None  # what its reference is, in the source's words
     description: str | None = DEFAULT_DESCRIPTION
     source_filename: str | None = None
     upstream_revision: str | None = None
@@ -91,11 +94,17 @@ class WorkloadSpec:
 
     @property
     def resolved_slug(self) -> str:
-        return self.slug or workload_slug(self.suite, self.level, self.problem_number, self.name)
+        if self.slug:
+            return self.slug
+        if self.level is None or self.problem_number is None:
+            raise ValueError(f"{self.suite} workload {self.suite_key or self.name!r}: a workload without a level needs its slug")
+        return workload_slug(self.suite, self.level, self.problem_number, self.name)
 
     @property
     def resolved_kind(self) -> str:
-        return self.kind or KIND_BY_LEVEL.get(self.level, "model")
+        if self.kind:
+            return self.kind
+        return KIND_BY_LEVEL.get(self.level, "model") if self.level is not None else "operator"
 
     @property
     def digest(self) -> str:
@@ -172,6 +181,7 @@ async def _store(session: AsyncSession, spec: WorkloadSpec) -> _Stored:
             pg_insert(Workload)
             .values(
                 slug=slug, suite=spec.suite, level=spec.level, problem_number=spec.problem_number,
+                suite_key=spec.suite_key, family=spec.family, reference=spec.reference,
                 name=spec.name, kind=spec.resolved_kind, description=spec.description,
             )
             .on_conflict_do_nothing(index_elements=["slug"])
@@ -451,7 +461,8 @@ async def _members(session: AsyncSession, snapshot_id: int) -> dict[tuple[int, i
     ).all()
     out: dict[tuple[int, int], list[tuple[str, str]]] = {}
     for level, number, slug, sha in rows:
-        out.setdefault((level, number), []).append((slug, sha))
+        if level is not None and number is not None:  # KernelBench's members: a suite named by level and number
+            out.setdefault((level, number), []).append((slug, sha))
     return out
 
 

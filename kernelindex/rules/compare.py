@@ -139,7 +139,7 @@ def compare_runs(runs: Sequence[RunFacts]) -> Comparison:
     tied: tuple[int, ...] = ()
     because = None
     if comparable:
-        timed = [r for r in runs if r.status == "passed" and r.mean_ms is not None]
+        timed = [r for r in runs if r.status == "passed" and r.figure is not None]
         if timed:
             winner = min(timed, key=order_key)
             rows = tied_ranks(timed)

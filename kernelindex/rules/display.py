@@ -55,6 +55,16 @@ def format_latency(ms: float) -> str:
     return f"{format_ms(ms)} ms"
 
 
+def format_figure(value: float, unit: str) -> str:
+    """A headline figure in its unit: a latency as format_latency writes it ('0.0123 ms'); peak memory
+    ('1,234.5 MB') and a score ('1.005e-05 s') to four significant figures."""
+    if unit == "ms":
+        return format_latency(value)
+    if unit == "MB":
+        return f"{value:,.1f} MB" if value >= 100 else f"{value:.4g} MB"
+    return f"{value:.4g} {unit}"
+
+
 def format_plus_minus(half_width_ms: float | None, like_ms: float) -> str | None:
     """'± 0.02', written to as many decimals as the latency it qualifies."""
     if half_width_ms is None:

@@ -44,6 +44,20 @@ class ImplementationFacts:
     source_availability: str = "none"
     source_url: str | None = None
     install_recipe: str | None = None
+    # As a source states them (kernelindex.com exports: authors, project, artifact; Liger: the version).
+    authors: tuple[str, ...] = ()
+    project: str | None = None
+    target_architectures: tuple[str, ...] = ()
+    artifact_sha256: str | None = None
+    artifact_bytes: int | None = None
+    version: str | None = None
+
+    def __post_init__(self) -> None:
+        # Rows give arrays as lists; the facts are frozen and shared, so they hold tuples.
+        for name in ("authors", "target_architectures"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value or ()))
 
     @property
     def is_baseline(self) -> bool:
@@ -74,6 +88,9 @@ class ProtocolFacts:
     warmup: int | None = None
     trials: int | None = None
     l2_flush: bool | None = None
+    # What its figures are and their unit: latency in ms, memory in MB, a source's own score in s.
+    metric: str = "latency"
+    unit: str = "ms"
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,11 @@ class SourceFacts:
     url: str | None = None
     revision: str | None = None
     revision_date: date | None = None
+    route: str | None = None  # the file the snapshot came through (an export's name), beside the source
+    # A whole snapshot of its source (an export, a results file) with a newer one: its runs count for nothing.
+    outdated: bool = False
+    terms: str | None = None
+    attribution: str | None = None
 
 
 @dataclass(frozen=True)
@@ -122,13 +144,29 @@ class RunFacts:
     fleet_machine_id: str | None = None
     # "measured" where a record from outside said so: the source's claim, kept; the run is "reported".
     claimed_evidence: str | None = None
+    # The headline figure: the protocol's statistic of its metric, in its unit (a KernelBench run's
+    # mean latency; Liger's median; GPU MODE's score). Runs rank by it, only within a cohort (one
+    # protocol, so one metric, statistic and unit). The spread the source states, at its quantiles.
+    figure: float | None = None
+    figure_low: float | None = None
+    figure_high: float | None = None
+    low_quantile: float | None = None
+    high_quantile: float | None = None
+    source_speedup: float | None = None  # a speedup the source itself states, shown as the source's
+
+    def __post_init__(self) -> None:
+        # A mean-latency protocol's headline figure is the mean (kernelindex.run/1 states no other): facts
+        # made without a figure (a stored row always has one) take it.
+        if self.figure is None and self.mean_ms is not None and self.protocol.metric == "latency" and self.protocol.statistic == "mean":
+            object.__setattr__(self, "figure", self.mean_ms)
 
     @property
     def latency_ms(self) -> float:
-        """mean_ms of a run that must have one: every passed run does (the runs table's passed_has_stats check)."""
-        if self.mean_ms is None:
-            raise ValueError(f"run {self.id} has no mean latency")
-        return self.mean_ms
+        """The headline figure of a latency run that must have one (every passed run has a figure: the
+        runs table's passed_has_figure check); records hold latency runs only (eligibility-v2)."""
+        if self.figure is None or self.protocol.metric != "latency":
+            raise ValueError(f"run {self.id} has no latency figure")
+        return self.figure
 
     @property
     def cohort_key(self) -> tuple[int, str, int, int]:

@@ -20,7 +20,7 @@ def record_headroom_v1(
     """headroom-v1 for the family of the overall record's hardware, against that record's latency;
     without a record there is no family to bound."""
     family = overall_record.run.environment.hardware.family if overall_record else None
-    record_ms = overall_record.run.mean_ms if overall_record else None
+    record_ms = overall_record.run.figure if overall_record else None  # records are latency runs (eligibility-v2)
     return headroom_v1(semantics, dict(bindings), family, catalogue, record_ms)
 
 
@@ -29,10 +29,10 @@ def best_latency_by_hardware(records: Iterable[CohortRecord]) -> dict[int, float
     best: dict[int, float] = {}
     for record in records:
         hardware_id = record.run.environment.hardware.id
-        mean_ms = record.run.mean_ms
-        if mean_ms is None:
+        latency = record.run.figure
+        if latency is None:
             continue
-        best[hardware_id] = min(best.get(hardware_id, mean_ms), mean_ms)
+        best[hardware_id] = min(best.get(hardware_id, latency), latency)
     return best
 
 
@@ -42,7 +42,7 @@ def best_record_by_hardware(records: Iterable[CohortRecord]) -> dict[int, RunFac
     best: dict[int, RunFacts] = {}
     for record in records:
         run = record.run
-        if run.mean_ms is None:
+        if run.figure is None:
             continue
         hardware_id = run.environment.hardware.id
         if hardware_id not in best or order_key(run) < order_key(best[hardware_id]):

@@ -115,12 +115,12 @@ def next_events(
     ``eligible_runs_sorted`` should already be in ranking-v1 order; the fastest is taken by that order
     either way. At most one event is returned: the state is compared, not the path to it.
     """
-    eligible = [r for r in eligible_runs_sorted if r.mean_ms is not None]
+    eligible = [r for r in eligible_runs_sorted if r.figure is not None]
     top = min(eligible, key=order_key) if eligible else None
     if current_holder_id is None:
         if top is None:
             return []
-        return [EventDraft(NEW_RECORD, top.id, None, None, top.mean_ms, None)]
+        return [EventDraft(NEW_RECORD, top.id, None, None, top.figure, None)]
 
     holder_present = any(r.id == current_holder_id for r in eligible)
     if top is None:
@@ -131,12 +131,12 @@ def next_events(
     # Without the standing time nothing can be said to beat it.
     beats = current_holder_mean is not None and top.latency_ms < current_holder_mean
     if beats:
-        return [EventDraft(NEW_RECORD, top.id, current_holder_id, improvement_percent(current_holder_mean, top.mean_ms),
-                           top.mean_ms, current_holder_mean)]
+        return [EventDraft(NEW_RECORD, top.id, current_holder_id, improvement_percent(current_holder_mean, top.figure),
+                           top.figure, current_holder_mean)]
     if holder_present:
         return []  # an equal (or, out of order, slower) top run does not take the record
-    return [EventDraft(RESTORED, top.id, current_holder_id, improvement_percent(current_holder_mean, top.mean_ms),
-                       top.mean_ms, current_holder_mean)]
+    return [EventDraft(RESTORED, top.id, current_holder_id, improvement_percent(current_holder_mean, top.figure),
+                       top.figure, current_holder_mean)]
 
 
 def events_for(
@@ -153,20 +153,20 @@ def events_for(
     """
     eligible = list(eligible_runs)
     arrivals = sorted(
-        (r for r in eligible if r.id in arrived_ids and r.mean_ms is not None),
+        (r for r in eligible if r.id in arrived_ids and r.figure is not None),
         key=lambda r: (r.observed_at, order_key(r)),
     )
     drafts: list[EventDraft] = []
     holder_id, holder_mean = current_holder_id, current_holder_mean
     for run in arrivals:
         if holder_id is None:
-            drafts.append(EventDraft(NEW_RECORD, run.id, None, None, run.mean_ms, None))
+            drafts.append(EventDraft(NEW_RECORD, run.id, None, None, run.figure, None))
         elif holder_mean is not None and run.latency_ms < holder_mean:
-            drafts.append(EventDraft(NEW_RECORD, run.id, holder_id, improvement_percent(holder_mean, run.mean_ms),
-                                     run.mean_ms, holder_mean))
+            drafts.append(EventDraft(NEW_RECORD, run.id, holder_id, improvement_percent(holder_mean, run.figure),
+                                     run.figure, holder_mean))
         else:
             # Not faster (or nothing to beat): no event. A holder superseded in this very write is
             # settled by the state comparison below, once every arrival has been seen.
             continue
-        holder_id, holder_mean = run.id, run.mean_ms
+        holder_id, holder_mean = run.id, run.figure
     return drafts + next_events(holder_id, holder_mean, sorted(eligible, key=order_key))

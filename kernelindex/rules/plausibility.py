@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from kernelindex.rules.display import format_duration_ns, format_latency, format_ratio, plural
+from kernelindex.rules.display import format_duration_ns, format_figure, format_ratio, plural
 from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.headroom_v2 import ROOFLINE_VERSION
 
@@ -113,10 +113,12 @@ def flags_for(run: RunFacts, cohort_baseline: RunFacts | None, floor_ns: float |
     """The reasons to doubt a run, in the order below_floor, implausible_speedup; empty when none,
     and always empty for the source's designated baseline."""
     flags: list[Flag] = []
-    if run.mean_ms is None or run.implementation.is_baseline:
+    if run.figure is None or run.implementation.is_baseline:
         return flags
-    run_ns = run.mean_ms * 1e6
-    if floor_ns is not None and floor_ns > 0 and run_ns < floor_ns and holds_for_floor(run):
+    run_ns = run.figure * 1e6
+    # A floor is a latency: only a latency figure can beat it.
+    latency = run.protocol.metric == "latency"
+    if latency and floor_ns is not None and floor_ns > 0 and run_ns < floor_ns and holds_for_floor(run):
         flags.append(Flag(
             run.id, BELOW_FLOOR, FLAG_WORDS[BELOW_FLOOR],
             f"{format_duration_ns(run_ns)} is below the estimated floor of {format_duration_ns(floor_ns)}",
@@ -124,15 +126,15 @@ def flags_for(run: RunFacts, cohort_baseline: RunFacts | None, floor_ns: float |
     if (
         cohort_baseline is not None
         and cohort_baseline.id != run.id
-        and cohort_baseline.mean_ms is not None
-        and run.mean_ms > 0
+        and cohort_baseline.figure is not None
+        and run.figure > 0
     ):
-        speedup = cohort_baseline.mean_ms / run.mean_ms
+        speedup = cohort_baseline.figure / run.figure
         if speedup > MAX_PLAUSIBLE_SPEEDUP:
             flags.append(Flag(
                 run.id, IMPLAUSIBLE_SPEEDUP, FLAG_WORDS[IMPLAUSIBLE_SPEEDUP],
-                f"{format_latency(run.mean_ms)} is {format_ratio(speedup)} faster than the baseline's "
-                f"{format_latency(cohort_baseline.mean_ms)}",
+                f"{format_figure(run.figure, run.protocol.unit)} is {format_ratio(speedup)} "
+                f"{'faster' if latency else 'better'} than the baseline's {format_figure(cohort_baseline.figure, run.protocol.unit)}",
             ))
     return flags
 

@@ -31,7 +31,9 @@ CohortKey = tuple[int, str, int, int]  # RunFacts.cohort_key
 
 
 def order_key(run: RunFacts) -> tuple[float | None, datetime, int]:
-    return (run.mean_ms, run.observed_at, run.id)
+    """By the headline figure (lower is better for every metric: latency, memory, a score in seconds),
+    only ever among runs of one cohort, so of one metric, statistic and unit."""
+    return (run.figure, run.observed_at, run.id)
 
 
 @dataclass(frozen=True)

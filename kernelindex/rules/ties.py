@@ -148,9 +148,9 @@ def baseline_verdict(run: RunFacts, baseline: RunFacts) -> BaselineVerdict:
     """The verdict of a run against its cohort's baseline, with the interval of the speedup."""
     base = run_summary(baseline)
     this = run_summary(run)
-    # The point estimate uses the stored means, as ranking-v1 does, so the page sentence is unchanged.
-    speedup = (baseline.mean_ms if baseline.mean_ms is not None else base[0]) / (
-        run.mean_ms if run.mean_ms is not None else this[0]
+    # The point estimate uses the stored headline figures, as ranking-v1 does, so the page sentence is unchanged.
+    speedup = (baseline.figure if baseline.figure is not None else base[0]) / (
+        run.figure if run.figure is not None else this[0]
     )
     run_reason, base_reason = no_interval_reason(this[1], this[2]), no_interval_reason(base[1], base[2])
     if run_reason is not None or base_reason is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlalchemy import and_, func, literal_column, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from kernelindex.db.models import Implementation, Run, RunFlag, RunReview, Workload, WorkloadRevision
+from kernelindex.db.models import Implementation, Protocol, Run, RunFlag, RunReview, SourceSnapshot, Workload, WorkloadRevision
 from kernelindex.rules.plausibility import APPROVED, BELOW_FLOOR, STALE_FLOOR_VERSIONS
 
 
@@ -36,6 +36,26 @@ def current_canonical_clause() -> ColumnElement[bool]:
             WorkloadRevision.id == Run.workload_revision_id,
             WorkloadRevision.canonical_configuration_key == Run.configuration_key,
         )
+        .correlate(Run)
+        .exists()
+    )
+
+
+def newest_snapshot_clause() -> ColumnElement[bool]:
+    """Not of a whole snapshot of its source that a newer one replaced."""
+    return (
+        select(SourceSnapshot.id)
+        .where(SourceSnapshot.id == Run.source_snapshot_id, SourceSnapshot.outdated.is_(False))
+        .correlate(Run)
+        .exists()
+    )
+
+
+def latency_clause() -> ColumnElement[bool]:
+    """Its protocol's figures are latencies (memory and scores are kept apart from records)."""
+    return (
+        select(Protocol.id)
+        .where(Protocol.id == Run.protocol_id, Protocol.metric == literal_column("'latency'"))
         .correlate(Run)
         .exists()
     )
@@ -76,6 +96,6 @@ def not_held_clause() -> ColumnElement[bool]:
 
 def eligible_run_clause() -> ColumnElement[bool]:
     """rules.eligibility's rule for a row of `runs`: passed, live, of its workload's current revision
-    at the canonical configuration, and not held for review. A run of a retracted snapshot is a
-    retracted run (ingest.snapshots retracts each), so `live` covers it."""
-    return and_(*live_passed_clauses(), current_canonical_clause(), not_held_clause())
+    at the canonical configuration, a latency, and not held for review. A run of a retracted snapshot
+    is a retracted run (ingest.snapshots retracts each), so `live` covers it."""
+    return and_(*live_passed_clauses(), newest_snapshot_clause(), current_canonical_clause(), latency_clause(), not_held_clause())

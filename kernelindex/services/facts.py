@@ -64,7 +64,7 @@ def environment_facts(env: Environment, hardware: HardwareFacts) -> EnvironmentF
 def protocol_facts(p: Protocol) -> ProtocolFacts:
     return ProtocolFacts(
         id=p.id, name=p.name, version=p.version, statistic=p.statistic, timer=p.timer, warmup=p.warmup,
-        trials=p.trials, l2_flush=p.l2_flush,
+        trials=p.trials, l2_flush=p.l2_flush, metric=p.metric, unit=p.unit,
     )
 
 
@@ -72,14 +72,17 @@ def implementation_facts(i: Implementation) -> ImplementationFacts:
     return ImplementationFacts(
         id=i.id, slug=i.slug, title=i.title, framework=i.framework, language=i.language,
         runtime_id=i.runtime_id, role=i.role, licence=i.licence, source_availability=i.source_availability,
-        source_url=i.source_url, install_recipe=i.install_recipe,
+        source_url=i.source_url, install_recipe=i.install_recipe, authors=tuple(i.authors or ()), project=i.project,
+        target_architectures=tuple(i.target_architectures or ()), artifact_sha256=i.artifact_sha256,
+        artifact_bytes=i.artifact_bytes, version=i.version,
     )
 
 
 def source_facts(snapshot: SourceSnapshot, source: Source) -> SourceFacts:
     return SourceFacts(
         id=snapshot.id, name=source.name, licence=source.licence, url=source.url,
-        revision=snapshot.revision or None, revision_date=snapshot.revision_date,
+        revision=snapshot.revision or None, revision_date=snapshot.revision_date, route=snapshot.route, outdated=snapshot.outdated,
+        terms=source.terms, attribution=source.attribution,
     )
 
 
@@ -107,7 +110,9 @@ def run_facts(
         median_ms=readable(run.median_ms), p5_ms=readable(run.p5_ms), p95_ms=readable(run.p95_ms),
         compile_time_ms=readable(run.compile_time_ms, 0.0, MAX_COMPILE_TIME_MS),
         failure_reason=run.failure_reason, workload_id=run.workload_id, fleet_machine_id=run.fleet_machine_id,
-        claimed_evidence=run.claimed_evidence,
+        claimed_evidence=run.claimed_evidence, figure=readable(run.figure), figure_low=readable(run.figure_low),
+        figure_high=readable(run.figure_high), low_quantile=run.low_quantile, high_quantile=run.high_quantile,
+        source_speedup=run.source_speedup,
     )
 
 
@@ -143,15 +148,15 @@ _RUN_READ = (
     "id", "workload_id", "workload_revision_id", "bindings", "dtype", "configuration_key", "status", "failure_reason",
     "mean_ms", "std_ms", "min_ms", "max_ms", "median_ms", "p5_ms", "p95_ms", "num_trials", "samples_ms",
     "compile_time_ms", "correctness", "observed_at", "evidence", "superseded_at", "retracted_at", "fleet_machine_id",
-    "claimed_evidence",
+    "claimed_evidence", "figure", "figure_low", "figure_high", "low_quantile", "high_quantile", "source_speedup",
 )  # what run_facts reads
 _RunColumns = namedtuple("_RunColumns", _RUN_READ)  # type: ignore[misc]  # the names are data, as intended
 _IMPLEMENTATION_READ = tuple(f.name for f in fields(ImplementationFacts))
 _ENVIRONMENT_READ = tuple(f.name for f in fields(EnvironmentFacts) if f.name != "hardware")
 _HARDWARE_READ = tuple(f.name for f in fields(HardwareFacts))
 _PROTOCOL_READ = tuple(f.name for f in fields(ProtocolFacts))
-_SNAPSHOT_READ = ("id", "revision", "revision_date")
-_SOURCE_READ = ("name", "licence", "url")
+_SNAPSHOT_READ = ("id", "revision", "revision_date", "route", "outdated")
+_SOURCE_READ = ("name", "licence", "url", "terms", "attribution")
 
 
 def _labelled(model: Any, names: tuple[str, ...], prefix: str) -> list[Any]:
@@ -198,7 +203,11 @@ def workload_facts(workload: Workload, revision: WorkloadRevision | None) -> Wor
     dtype = revision.canonical_dtype if revision else "fp32"
     return WorkloadFacts(
         id=workload.id, slug=workload.slug, current_revision_id=workload.current_revision_id,
-        canonical_bindings=bindings, canonical_dtype=dtype, canonical_configuration_key=configuration_key(bindings, dtype),
+        canonical_bindings=bindings, canonical_dtype=dtype,
+        # As stored: a suite's case that is a suite of cases (or differs only in a stated parameter) has
+        # the source's case key in its configuration key (kernelindex.ingest.source_import).
+        canonical_configuration_key=(revision.canonical_configuration_key if revision and revision.canonical_configuration_key
+                                     else configuration_key(bindings, dtype)),
     )
 
 
@@ -244,10 +253,11 @@ class FactsBuilder:
             self._protocol[protocol.id] = protocol
         source = self._source.get(row[_SNAPSHOT_AT])
         if source is None:
-            snapshot_id, revision, revision_date = row[_SNAPSHOT_AT:_SOURCE_AT]
-            name, licence, url = row[_SOURCE_AT:_END]
+            snapshot_id, revision, revision_date, route, outdated = row[_SNAPSHOT_AT:_SOURCE_AT]
+            name, licence, url, terms, attribution = row[_SOURCE_AT:_END]
             source = SourceFacts(id=snapshot_id, name=name, licence=licence, url=url, revision=revision or None,
-                                 revision_date=revision_date)
+                                 revision_date=revision_date, route=route, terms=terms, attribution=attribution,
+                                 outdated=outdated)
             self._source[snapshot_id] = source
         # A named tuple of the run's columns: run_facts reads them by name, and a Row's attribute
         # look-up costs about twenty times a tuple field's (half of this method's time).

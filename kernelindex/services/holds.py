@@ -163,4 +163,4 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
 def _faster_than(run: RunFacts, record: RunFacts | None) -> bool:
     if record is None:
         return True
-    return run.mean_ms is not None and record.mean_ms is not None and run.mean_ms < record.mean_ms
+    return run.figure is not None and record.figure is not None and run.figure < record.figure

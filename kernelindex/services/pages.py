@@ -56,7 +56,7 @@ from kernelindex.db.models import (
 from kernelindex.rules import ranking
 from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts
 from kernelindex.rules.measurements import MAX_LATENCY_MS, MIN_LATENCY_MS
-from kernelindex.services.eligibility import not_held_clause
+from kernelindex.services.eligibility import newest_snapshot_clause, not_held_clause
 from kernelindex.services.facts import CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
 from kernelindex.services.holds import with_holds
 from kernelindex.services.sql import id_array
@@ -78,12 +78,12 @@ Subject = tuple[int, str, int, int]
 
 
 class _BestKey:
-    """A cohort best row seen by ranking.order_key (mean, then earlier observation, then run id)."""
+    """A cohort best row seen by ranking.order_key (figure, then earlier observation, then run id)."""
 
-    __slots__ = ("mean_ms", "observed_at", "id")
+    __slots__ = ("figure", "observed_at", "id")
 
     def __init__(self, row: BestRow):
-        self.mean_ms, self.observed_at, self.id = row.mean_ms, row.observed_at, row.run_id
+        self.figure, self.observed_at, self.id = row.figure, row.observed_at, row.run_id
 
 
 def _order(row: BestRow) -> tuple[Any, ...]:
@@ -334,7 +334,7 @@ def _ranking_order() -> tuple[Any, ...]:
     The expression of ix_runs_cohort_top (migration 0010), with its bounds as constants in the text:
     a bound parameter in ORDER BY never matches an index expression under a prepared statement's
     generic plan, and the cohort's rows would be read in full and sorted again."""
-    mean = func.least(func.greatest(Run.mean_ms, _float8(MIN_LATENCY_MS)), _float8(MAX_LATENCY_MS))
+    mean = func.least(func.greatest(Run.figure, _float8(MIN_LATENCY_MS)), _float8(MAX_LATENCY_MS))
     return (mean, Run.observed_at, Run.id)
 
 
@@ -381,12 +381,13 @@ async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) 
         & (Run.protocol_id == wanted.c.proto) & (Run.environment_id == wanted.c.env)
     )
     top = (
-        select(Run.id.label("id")).where(in_cohort, *_live_passed(), not_held_clause())
+        # A whole snapshot a newer one replaced (an older export) is stored but ranks nowhere (eligibility-v2).
+        select(Run.id.label("id")).where(in_cohort, *_live_passed(), newest_snapshot_clause(), not_held_clause())
         .order_by(*_ranking_order()).limit(wanted.c.lim + 1).lateral("top")
     )
     checks = (
         select(Run.id.label("id"))
-        .where(in_cohort, *_live_passed(), not_held_clause(), Run.evidence == literal_column("'measured'"),
+        .where(in_cohort, *_live_passed(), newest_snapshot_clause(), not_held_clause(), Run.evidence == literal_column("'measured'"),
                Run.correctness["passed"].is_distinct_from(literal_column("'false'::jsonb")))
         .ext(distinct_on(Run.implementation_id))
         .order_by(Run.implementation_id, Run.observed_at.desc(), Run.id.desc())
@@ -400,7 +401,7 @@ async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) 
             CohortBest.protocol_id == wanted.c.proto, CohortBest.environment_id == wanted.c.env,
             Implementation.role == "baseline",
         )
-        .order_by(CohortBest.mean_ms, CohortBest.observed_at, CohortBest.run_id)
+        .order_by(CohortBest.figure, CohortBest.observed_at, CohortBest.run_id)
         .limit(1)
         .lateral("baseline")
     )

@@ -303,7 +303,7 @@ _CREATE_REFRESH_BESTS = (
 # The columns the refresh writes by COPY (one statement, its triggers fired once, however many rows).
 BEST_COLUMNS = (
     "workload_revision_id", "configuration_key", "protocol_id", "environment_id", "implementation_id", "workload_id",
-    "hardware_id", "run_id", "mean_ms", "observed_at", "run_count", "last_observed_at", "evidence_kinds",
+    "hardware_id", "run_id", "figure", "observed_at", "run_count", "last_observed_at", "evidence_kinds",
     "source_snapshot_ids",
 )
 _UPSERT_BESTS = text(
@@ -336,7 +336,7 @@ def _append_bests(out: list[dict], key: CohortKey, workload_id: int, eligible: l
         out.append({
             "workload_revision_id": key[0], "configuration_key": key[1], "protocol_id": key[2],
             "environment_id": key[3], "implementation_id": impl_id, "workload_id": workload_id,
-            "hardware_id": best.environment.hardware.id, "run_id": best.id, "mean_ms": best.mean_ms,
+            "hardware_id": best.environment.hardware.id, "run_id": best.id, "figure": best.figure,
             "observed_at": best.observed_at, "run_count": len(runs),
             "last_observed_at": max(r.observed_at for r in runs),
             "evidence_kinds": sorted({r.evidence for r in runs}),
@@ -356,5 +356,5 @@ async def _latest_events(session: AsyncSession, keys: list[CohortKey]) -> dict[C
                   RecordEvent.environment_id, RecordEvent.id.desc())
         .subquery()
     )
-    rows = (await session.execute(select(latest, Run.mean_ms).outerjoin(Run, Run.id == latest.c.run_id))).all()
+    rows = (await session.execute(select(latest, Run.figure).outerjoin(Run, Run.id == latest.c.run_id))).all()
     return {(r[0], r[1], r[2], r[3]): (r[4], r[5]) for r in rows}

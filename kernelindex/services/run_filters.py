@@ -15,7 +15,13 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from kernelindex.db.models import Environment, Hardware, Implementation, Run, Workload, WorkloadRevision
 from kernelindex.rules.trust_labels import STALE_AFTER_DAYS
-from kernelindex.services.eligibility import eligible_run_clause, live_passed_clauses, not_held_clause
+from kernelindex.services.eligibility import (
+    eligible_run_clause,
+    latency_clause,
+    live_passed_clauses,
+    newest_snapshot_clause,
+    not_held_clause,
+)
 
 
 class FilterError(ValueError):
@@ -152,7 +158,7 @@ class RunFilters:
 
 def eligible_of_workload(slug: str) -> list[ColumnElement[bool]]:
     """Where the eligible runs of one workload are: on its current revision, at that revision's
-    canonical configuration, passed, live and not held for review (rules.eligibility). It takes the place of eligible_run_clause() for a
+    canonical configuration, passed, live, of its source's newest snapshot, a latency, and not held for review (rules.eligibility). It takes the place of eligible_run_clause() for a
     workload's runs: every run it keeps that clause keeps (the run's revision is a workload's current
     one and its key that revision's canonical key), and it leaves out no run that clause keeps whose
     revision is its own workload's (ingest never stores another; rules.ranking.ineligibility_reason
@@ -173,5 +179,7 @@ def eligible_of_workload(slug: str) -> list[ColumnElement[bool]]:
         Run.workload_revision_id == current,
         Run.configuration_key == canonical,
         *live_passed_clauses(),
+        newest_snapshot_clause(),
+        latency_clause(),
         not_held_clause(),
     ]

@@ -134,6 +134,34 @@ async def _new_vgg_revision(url: str) -> None:
     await in_own_transaction(url, work)
 
 
+_RUN_COPY = ("workload_id, workload_revision_id, bindings, dtype, configuration_key, implementation_id, environment_id, "
+             "protocol_id, source_snapshot_id, status, mean_ms, std_ms, min_ms, max_ms, num_trials, observed_at, evidence, "
+             "content_sha256, figure, fleet_worker_id, fleet_machine_id")
+
+
+async def _kept_apart(url: str, run_id: int) -> None:
+    """Two copies of an eligible run that the rule counts for nothing (eligibility-v2): one a peak-memory
+    figure (another protocol's metric), one from a whole snapshot of a source that a newer one replaced."""
+    async def work(session):
+        memory = (await session.execute(text(
+            "INSERT INTO protocols (name, version, statistic, metric, unit) VALUES ('peak memory', '1', 'median', 'memory', 'MB') "
+            "RETURNING id"))).scalar_one()
+        source = (await session.execute(text("INSERT INTO sources (name, key) VALUES ('A whole source', 'whole') RETURNING id"))).scalar_one()
+        older = (await session.execute(text(
+            "INSERT INTO source_snapshots (source_id, revision, revision_date, whole, outdated) "
+            "VALUES (:s, 'older', '2026-01-01', true, true) RETURNING id"), {"s": source})).scalar_one()
+        await session.execute(text("INSERT INTO source_snapshots (source_id, revision, revision_date, whole) VALUES (:s, 'newer', '2026-02-01', true)"),
+                              {"s": source})
+        for column, value in (("protocol_id", memory), ("source_snapshot_id", older)):
+            columns = _RUN_COPY.replace(column, f":v AS {column}")
+            await session.execute(text(f"INSERT INTO runs ({_RUN_COPY}) SELECT {columns} FROM runs WHERE id = :id"),
+                                  {"v": value, "id": run_id})
+        workload = (await session.execute(text("SELECT workload_id FROM runs WHERE id = :id"), {"id": run_id})).scalar_one()
+        await refresh_workloads(session, [workload])
+
+    await in_own_transaction(url, work)
+
+
 async def test_every_route_gives_the_rule_on_hostile_fixtures(db_url, graphql, client):
     held = seed_record(0)  # the PCIe cohort, where eager is 1.39 ms: 13.9× faster is held (implausible speedup)
     held["implementation"] = {"slug": "too_good_kernel"}
@@ -157,6 +185,7 @@ async def test_every_route_gives_the_rule_on_hostile_fixtures(db_url, graphql, c
                                                            Run.bindings["batch_size"].as_integer() == 2)
                                       .order_by(Run.id.desc()).limit(1))).one()
     await _retract_one(db_url, await in_own_transaction(db_url, newest_live))
+    await _kept_apart(db_url, await in_own_transaction(db_url, newest_live))
     await _new_vgg_revision(db_url)
 
     python, reasons = await python_rule(db_url)

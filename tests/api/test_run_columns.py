@@ -17,7 +17,7 @@ RESNET = "kernelbench-l3-p9-resnet18"
 async def test_columns_and_entities_give_the_same_facts(db_url, session):
     await write_records(db_url, synthetic_records(12) + synthetic_records(4, RESNET, batch=4, start=100))
     # Values the seed has few of: a failed run with its reason, samples, correctness, a retraction.
-    await session.execute(text("UPDATE runs SET status = 'failed', failure_reason = 'mismatch', mean_ms = NULL, std_ms = NULL,"
+    await session.execute(text("UPDATE runs SET status = 'failed', failure_reason = 'mismatch', mean_ms = NULL, figure = NULL, std_ms = NULL,"
                                " min_ms = NULL, max_ms = NULL WHERE id % 7 = 2"))
     await session.execute(text("UPDATE runs SET retracted_at = now() WHERE id % 11 = 3"))
     await session.execute(text("UPDATE runs SET samples_ms = ARRAY[min_ms, max_ms], num_trials = 2 WHERE id % 5 = 1 AND min_ms IS NOT NULL"))

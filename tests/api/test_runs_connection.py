@@ -58,7 +58,7 @@ def _reference_conditions(args: dict, now) -> list:
 
 REFERENCE_ORDERS = {
     "NEWEST": lambda: (-Run.id,),
-    "FASTEST": lambda: (func.coalesce(Run.mean_ms, float("inf")), Run.id),
+    "FASTEST": lambda: (func.coalesce(Run.figure, float("inf")), Run.id),  # the headline figure (migration 0016)
     "RECENTLY_OBSERVED": lambda: (-extract("epoch", Run.observed_at), -Run.id),
 }
 
@@ -117,12 +117,12 @@ async def varied(db_url):
             "UPDATE environments SET hardware_id = (SELECT id FROM hardware WHERE sku = 'NVIDIA A100 SXM4 80GB')"
             " WHERE label LIKE 'pool-%' AND substr(label, 6)::int % 3 = 0",
             "UPDATE runs SET status = 'failed', failure_reason = 'mismatch', mean_ms = NULL, std_ms = NULL, min_ms = NULL,"
-            " max_ms = NULL WHERE id % 7 = 2",
+            " max_ms = NULL, figure = NULL WHERE id % 7 = 2",
             "UPDATE runs SET retracted_at = now(), retraction_reason = 'test' WHERE id % 11 = 3",
             "UPDATE runs SET superseded_at = now() WHERE id % 13 = 4",
             "UPDATE runs SET evidence = 'reported' WHERE id % 4 = 0",
             "UPDATE runs SET observed_at = timestamptz '2024-01-01' + (id * interval '9 days')",
-            "UPDATE runs SET mean_ms = 1.5, min_ms = 1.4, max_ms = 1.6 WHERE status = 'passed' AND id % 6 = 5",  # ties, broken by id
+            "UPDATE runs SET mean_ms = 1.5, figure = 1.5, min_ms = 1.4, max_ms = 1.6 WHERE status = 'passed' AND id % 6 = 5",  # ties, broken by id
         ):
             await session.execute(text(statement))
 
@@ -310,6 +310,6 @@ async def test_index_is_the_models_and_matches_the_order(session):
     again = (await session.execute(text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_runs_fastest_again'"))).scalar_one()
     assert again.replace("ix_runs_fastest_again", "ix_runs_fastest") == migrated
     order = str(ORDERS[RunOrder.FASTEST]()[0].compile(dialect=postgresql.dialect()))
-    assert order == "coalesce(runs.mean_ms, 'Infinity'::float8)"
-    assert "COALESCE(mean_ms, 'Infinity'::double precision), id)" in migrated
+    assert order == "coalesce(runs.figure, 'Infinity'::float8)"
+    assert "COALESCE(figure, 'Infinity'::double precision), id)" in migrated
     assert "status = 'passed'::text" in migrated

@@ -32,6 +32,7 @@ DISPLAY_TEXT_WITH_ENUM = {
     "Headline.label": "kind",
     "Implementation.availabilityDetail": "sourceAvailability",
     "Run.reviewStatus": "reviewState",
+    "Run.figureDisplay": "figureUnit",
     "ReviewRunResult.reviewStatus": "reviewState",
 }
 # A description listing alternatives: 'a' or 'b', 'a', 'b' or 'c', or 'a', 'b', 'c'.

@@ -35,9 +35,9 @@ async def _grow_record_cohort(url: str, cohort: tuple[int, str, int, int]) -> No
             """
             INSERT INTO runs (workload_id, workload_revision_id, bindings, dtype, configuration_key, implementation_id,
               environment_id, protocol_id, source_snapshot_id, status, mean_ms, std_ms, min_ms, max_ms,
-              num_trials, observed_at, evidence, content_sha256)
+              num_trials, observed_at, evidence, content_sha256, figure)
             SELECT r.workload_id, r.id, '{}'::jsonb, 'fp32', $2, (SELECT min(id) FROM implementations), $4, $3, s.id,
-                   'passed', 50 + s.id % 97, 0.1, 49, 200, 100, timestamptz '2026-06-01', 'reported', md5(s.id::text)
+                   'passed', 50 + s.id % 97, 0.1, 49, 200, 100, timestamptz '2026-06-01', 'reported', md5(s.id::text), 50 + s.id % 97
             FROM workload_revisions r, source_snapshots s WHERE r.id = $1 AND s.source_id = $5
             """,
             rev, cfg, proto, env, source,

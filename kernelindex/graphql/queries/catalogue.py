@@ -13,12 +13,22 @@ from kernelindex.db.models import Implementation as ImplementationRow
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.pagination import AfterArg, BeforeArg, Connection, FirstArg, LastArg, keyset_page
 from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
+from kernelindex.graphql.types.suites import SourceSummary, Suite
 from kernelindex.services.facts import FactsBuilder, environment_facts, implementation_facts
 from kernelindex.services.run_filters import hardware_matches
+from kernelindex.services.suites import source_overviews, suite_overviews
 
 
 @strawberry.type
 class CatalogueQueries:
+    @strawberry.field(description="Every suite the index holds workloads of, with its counts and latest snapshot (a few: not paginated).")
+    async def suites(self, info: strawberry.Info[Context, None]) -> list[Suite]:
+        return [Suite.of(o) for o in await suite_overviews(info.context.session)]
+
+    @strawberry.field(description="Every source of figures, with its licence, terms, attribution, run count and newest snapshot (a few: not paginated).")
+    async def sources(self, info: strawberry.Info[Context, None]) -> list[SourceSummary]:
+        return [SourceSummary.of(o) for o in await source_overviews(info.context.session)]
+
     @strawberry.field(description="Implementations, by slug.")
     async def implementations(
         self,

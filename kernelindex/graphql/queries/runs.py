@@ -41,12 +41,12 @@ from kernelindex.services.run_filters import FilterError, RunFilters, check_name
 NO_MEAN_LAST = literal_column("'Infinity'::float8", Double)
 ORDERS = {
     RunOrder.NEWEST: lambda: (-RunRow.id,),
-    RunOrder.FASTEST: lambda: (func.coalesce(RunRow.mean_ms, NO_MEAN_LAST), RunRow.id),
+    RunOrder.FASTEST: lambda: (func.coalesce(RunRow.figure, NO_MEAN_LAST), RunRow.id),
     RunOrder.RECENTLY_OBSERVED: lambda: (-extract("epoch", RunRow.observed_at), -RunRow.id),
 }
 KEYS = {
     RunOrder.NEWEST: lambda r: (-r.id,),
-    RunOrder.FASTEST: lambda r: (r.mean_ms if r.mean_ms is not None else float("inf"), r.id),
+    RunOrder.FASTEST: lambda r: (r.figure if r.figure is not None else float("inf"), r.id),
     RunOrder.RECENTLY_OBSERVED: lambda r: (-r.observed_at.timestamp(), -r.id),
 }
 

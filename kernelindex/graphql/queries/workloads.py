@@ -36,12 +36,15 @@ def measured_on_clause(name: str):
 
 
 ORDERS = {
-    WorkloadOrder.SUITE_LEVEL_PROBLEM: lambda: (WorkloadRow.suite, WorkloadRow.level, WorkloadRow.problem_number, WorkloadRow.id),
+    # A suite without levels (level and number null) sorts by id within its suite: keyset comparisons
+    # need values, never NULL.
+    WorkloadOrder.SUITE_LEVEL_PROBLEM: lambda: (WorkloadRow.suite, func.coalesce(WorkloadRow.level, 0),
+                                                func.coalesce(WorkloadRow.problem_number, 0), WorkloadRow.id),
     WorkloadOrder.NAME: lambda: (func.lower(WorkloadRow.name), WorkloadRow.id),
     WorkloadOrder.SLUG: lambda: (WorkloadRow.slug, WorkloadRow.id),
 }
 KEYS = {
-    WorkloadOrder.SUITE_LEVEL_PROBLEM: lambda w: (w.suite, w.level, w.problem_number, w.id),
+    WorkloadOrder.SUITE_LEVEL_PROBLEM: lambda w: (w.suite, w.level or 0, w.problem_number or 0, w.id),
     WorkloadOrder.NAME: lambda w: (w.name.lower(), w.id),
     WorkloadOrder.SLUG: lambda w: (w.slug, w.id),
 }
@@ -67,6 +70,7 @@ class WorkloadQueries:
         before: BeforeArg = None,
         suite: Annotated[str | None, strawberry.argument(description="Suite, e.g. 'kernelbench'.")] = None,
         level: Annotated[int | None, strawberry.argument(description="Level within the suite.")] = None,
+        family: Annotated[str | None, strawberry.argument(description="Operation family the suite states, e.g. 'gqa-paged-attention' (case-insensitive).")] = None,
         kind: Annotated[WorkloadKind | None, strawberry.argument(description="Model, operator or fusion.")] = None,
         name_contains: Annotated[str | None, strawberry.argument(description="Case-insensitive substring of the name or slug.")] = None,
         name_prefix: Annotated[str | None, strawberry.argument(description="Case-insensitive prefix of the name.")] = None,
@@ -79,6 +83,8 @@ class WorkloadQueries:
             conditions.append(WorkloadRow.suite == suite)
         if level is not None:
             conditions.append(WorkloadRow.level == level)
+        if family is not None:
+            conditions.append(func.lower(WorkloadRow.family) == family.lower())
         if kind is not None:
             conditions.append(WorkloadRow.kind == kind.value)
         if name_contains:

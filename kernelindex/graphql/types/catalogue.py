@@ -16,7 +16,14 @@ from datetime import date
 import strawberry
 
 from kernelindex.graphql.cost import cost_weight
-from kernelindex.graphql.enums import DeployabilityReasonCode, ImplementationRole, SourceAvailability, of_rules
+from kernelindex.graphql.enums import (
+    DeployabilityReasonCode,
+    FigureUnit,
+    ImplementationRole,
+    Metric,
+    SourceAvailability,
+    of_rules,
+)
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.text import SHORT_TEXT_KIB, short_text
 from kernelindex.rules import trust_labels as trust
@@ -129,6 +136,12 @@ class Implementation(Node):
         self.licence = facts.licence
         self.source_availability = of_rules(SourceAvailability, facts.source_availability)
         self.source_url = facts.source_url
+        self.authors = list(facts.authors)
+        self.project = facts.project
+        self.target_architectures = list(facts.target_architectures)
+        self.artifact_sha256 = facts.artifact_sha256
+        self.artifact_bytes = facts.artifact_bytes
+        self.version = facts.version
 
     id: strawberry.ID = strawberry.field(description="Opaque global ID.")
     database_id: int = strawberry.field(description="Database id (stable, for scripts).")
@@ -142,6 +155,12 @@ class Implementation(Node):
     licence: str | None = strawberry.field(description="SPDX licence identifier, when known.")
     source_availability: SourceAvailability = strawberry.field(description="Whether its source can be read, and where.")
     source_url: str | None = strawberry.field(description="Link to the source.")
+    authors: list[str] = strawberry.field(description="Its authors, as the source names them (empty when it names none).")
+    project: str | None = strawberry.field(description="The project it belongs to, as the source names it.")
+    target_architectures: list[str] = strawberry.field(description="The architectures it targets, e.g. ['sm_100'], as stated.")
+    artifact_sha256: str | None = strawberry.field(description="The source artifact's digest as the source states it ('sha256:…').")
+    artifact_bytes: int | None = strawberry.field(description="The source artifact's size in bytes.")
+    version: str | None = strawberry.field(description="Its own revision or package version (Liger-Kernel's version for its kernels).")
 
     def _install_recipe(self) -> str | None:
         return short_text(self.facts.install_recipe)
@@ -238,6 +257,8 @@ class Protocol(Node):
         self.trials = facts.trials
         self.statistic = facts.statistic
         self.l2_flush = facts.l2_flush
+        self.metric = of_rules(Metric, facts.metric)
+        self.unit = of_rules(FigureUnit, facts.unit)
 
     id: strawberry.ID = strawberry.field(description="Opaque global ID.")
     database_id: int = strawberry.field(description="Database id (stable, for scripts).")
@@ -246,8 +267,13 @@ class Protocol(Node):
     timer: str | None = strawberry.field(description="Timer, e.g. 'cuda_events'.")
     warmup: int | None = strawberry.field(description="Warm-up calls before timing.")
     trials: int | None = strawberry.field(description="Timed trials.")
-    statistic: str = strawberry.field(description="The statistic runs are ranked by: 'mean'.")
+    statistic: str = strawberry.field(
+        description="The statistic its figures are and runs are ranked by, as the source states it: the mean, the median, the "
+                    "minimum, a geometric mean over a set of cases (geomean), or none stated (unspecified).")
     l2_flush: bool | None = strawberry.field(description="Whether the L2 cache is flushed before each trial.")
+    metric: Metric = strawberry.field(
+        description="What its figures are. Figures of two metrics never compare, and only latency runs hold records.")
+    unit: FigureUnit = strawberry.field(description="The unit its figures are stored in.")
 
 
 @strawberry.type(description="Where a figure comes from: a source at one revision.")
@@ -265,9 +291,17 @@ class Source(Node):
         self.licence = facts.licence
         self.revision = facts.revision
         self.revision_date = facts.revision_date
+        self.route = facts.route
+        self.terms = facts.terms
+        self.attribution = facts.attribution
 
     id: strawberry.ID = strawberry.field(description="Opaque global ID.")
     database_id: int = strawberry.field(description="Database id of the source at this revision (stable, for scripts).")
+    route: str | None = strawberry.field(
+        description="The route the figure came through, when it is not the source itself: e.g. the kernelindex.com catalogue "
+                    "export's file it was read from.")
+    terms: str | None = strawberry.field(description="The source's terms of use, as it states them.")
+    attribution: str | None = strawberry.field(description="The attribution the source asks for.")
     name: str = strawberry.field(description="Source name, e.g. 'KernelBench baseline timings'.")
     url: str | None = strawberry.field(description="Link to the source.")
     licence: str | None = strawberry.field(description="Licence of the source's data.")

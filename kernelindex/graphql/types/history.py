@@ -77,8 +77,8 @@ class RecordEvent(Node):
             return f"{EventDraft(self.row.kind, None, None, None).words} {self.row.reason}"
         draft = EventDraft(
             self.row.kind, self.row.run_id, self.row.previous_run_id, self.row.improvement_percent,
-            self.run_facts.mean_ms if self.run_facts else None,
-            self.previous_facts.mean_ms if self.previous_facts else None,
+            self.run_facts.figure if self.run_facts else None,
+            self.previous_facts.figure if self.previous_facts else None,
         )
         return draft.words
 

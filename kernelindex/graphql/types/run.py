@@ -9,7 +9,7 @@ import strawberry
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.cost import cost_weight
-from kernelindex.graphql.enums import Evidence, ReviewState, RunStatus, TrustLevel, of_rules
+from kernelindex.graphql.enums import Evidence, FigureUnit, Metric, ReviewState, RunStatus, TrustLevel, of_rules
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.text import MAX_SAMPLES_SHOWN, SAMPLES_KIB, SHORT_TEXT_KIB, short_text
 from kernelindex.graphql.types.catalogue import Environment, Implementation, Protocol, Source
@@ -17,7 +17,7 @@ from kernelindex.graphql.types.holds import RunFlag
 from kernelindex.graphql.types.revision import WorkloadRevision
 from kernelindex.rules import plausibility, stats, trust_ladder
 from kernelindex.rules import trust_labels as trust
-from kernelindex.rules.display import format_date, format_latency, half_width_display, plus_minus_display
+from kernelindex.rules.display import format_date, format_figure, format_latency, half_width_display, plus_minus_display
 from kernelindex.rules.facts import RunFacts
 
 
@@ -84,6 +84,14 @@ class Run(Node):
         self.claimed_evidence = None if facts.claimed_evidence is None else of_rules(Evidence, facts.claimed_evidence)
         self.superseded = facts.superseded
         self.retracted = facts.retracted
+        self.metric = of_rules(Metric, facts.protocol.metric)
+        self.figure = facts.figure
+        self.figure_unit = of_rules(FigureUnit, facts.protocol.unit)
+        self.figure_low = facts.figure_low
+        self.figure_high = facts.figure_high
+        self.low_quantile = facts.low_quantile
+        self.high_quantile = facts.high_quantile
+        self.source_speedup = facts.source_speedup
 
     async def _workload_slug(self, info: strawberry.Info[Context, None]) -> str:
         workload = await info.context.loaders.workload_by_id.load(self.facts.workload_id)
@@ -102,13 +110,15 @@ class Run(Node):
         return (await self._workload_row(info)).suite
     suite: str = strawberry.field(resolver=_suite, description="The suite of the workload measured, e.g. 'kernelbench'.")
 
-    async def _level(self, info: strawberry.Info[Context, None]) -> int:
+    async def _level(self, info: strawberry.Info[Context, None]) -> int | None:
         return (await self._workload_row(info)).level
-    level: int = strawberry.field(resolver=_level, description="The level of the workload measured within its suite.")
+    level: int | None = strawberry.field(
+        resolver=_level, description="The level of the workload measured within its suite (KernelBench); null for a suite without levels.")
 
-    async def _problem_number(self, info: strawberry.Info[Context, None]) -> int:
+    async def _problem_number(self, info: strawberry.Info[Context, None]) -> int | None:
         return (await self._workload_row(info)).problem_number
-    problem_number: int = strawberry.field(resolver=_problem_number, description="The problem number of the workload measured within its level.")
+    problem_number: int | None = strawberry.field(
+        resolver=_problem_number, description="The problem number of the workload measured within its level (KernelBench); null for a suite without levels.")
 
     async def _workload_name(self, info: strawberry.Info[Context, None]) -> str:
         return (await self._workload_row(info)).name
@@ -140,6 +150,22 @@ class Run(Node):
         description="Why a failed run failed (at most 2 KiB; longer text is cut, with a marker).",
         metadata=cost_weight(SHORT_TEXT_KIB),
     )
+
+    metric: Metric = strawberry.field(description="What the figure is: latency, peak memory, or the source's own score.")
+    figure: float | None = strawberry.field(
+        description="The headline figure: the protocol's statistic of its metric, in figureUnit (a KernelBench run's mean "
+                    "latency; Liger-Kernel's median; GPU MODE's leaderboard score). Runs rank by it within one protocol.")
+    figure_unit: FigureUnit = strawberry.field(description="The unit of figure, figureLow and figureHigh.")
+    figure_low: float | None = strawberry.field(description="The lower quantile the source states (at lowQuantile), in figureUnit.")
+    figure_high: float | None = strawberry.field(description="The upper quantile the source states (at highQuantile), in figureUnit.")
+    low_quantile: float | None = strawberry.field(description="Which quantile figureLow is, e.g. 0.2 for Liger-Kernel's 20th percentile.")
+    high_quantile: float | None = strawberry.field(description="Which quantile figureHigh is, e.g. 0.8.")
+    source_speedup: float | None = strawberry.field(
+        description="A speedup the source itself states (FlashInfer-Bench's speedup_factor): the source's, not ours.")
+
+    def _figure_display(self) -> str | None:
+        return format_figure(self.facts.figure, self.facts.protocol.unit) if self.facts.figure else None
+    figure_display: str | None = strawberry.field(resolver=_figure_display, description="'1.39 ms', '2,048.0 MB', '1.005e-05 s'.")
 
     mean_ms: float | None = strawberry.field(description="Mean latency in milliseconds.")
     std_ms: float | None = strawberry.field(description="Standard deviation of the trials in milliseconds.")
@@ -188,9 +214,11 @@ class Run(Node):
 
     def _statistic_display(self) -> str | None:
         if self.facts.num_trials is None:
-            return None
+            # A source that states its statistic but not its trial count (a catalogue export, Liger-Kernel).
+            return self.facts.protocol.statistic if self.facts.figure is not None else None
         return f"{self.facts.protocol.statistic} of {self.facts.num_trials}"
-    statistic_display: str | None = strawberry.field(resolver=_statistic_display, description="'mean of 100'.")
+    statistic_display: str | None = strawberry.field(
+        resolver=_statistic_display, description="'mean of 100'; the statistic alone ('median') where the source states no trial count.")
 
     observed_at: datetime = strawberry.field(description="When it was measured.")
     observed_date: date = strawberry.field(description="The day it was measured.")

@@ -37,11 +37,11 @@ from kernelindex.rules.headroom_inputs import best_record_by_hardware, record_he
 from kernelindex.rules.headroom_v2 import floors_for_catalogue, roofline_floor
 from kernelindex.rules.identity import IDENTITY_VERSION, short_digest
 from kernelindex.rules.plausibility import held_summary
+from kernelindex.rules.suites import suite_title
 from kernelindex.rules.trust_context import implementation_context
 from kernelindex.services.run_filters import RunFilters
 from kernelindex.services.workload_page import WorkloadPage
 
-SUITE_TITLES = {"kernelbench": "KernelBench"}
 # The lists of a workload page are computed whole from its runs and capped by `first` (at most the
 # server's page size, 100): one per environment, implementation, catalogued SKU or source.
 FIRST_DOC = "How many, at most (1 to 100; default 100)."
@@ -63,6 +63,7 @@ class Axis:
     name: str = strawberry.field(description="Axis name.")
     behaviour: AxisBehaviour = strawberry.field(description="Whether a configuration may bind it.")
     value: int | None = strawberry.field(description="The value of a constant axis.")
+    expression: str | None = strawberry.field(description="How a derived axis is computed, as the source writes it ('k // 128').")
 
 
 @strawberry.type(description="What the computation takes and gives, and the promises it makes.")
@@ -81,7 +82,8 @@ class Semantics:
         return Semantics(
             inputs=tensors(data.get("inputs", [])),
             outputs=tensors(data.get("outputs", [])),
-            axes=[Axis(name=a["name"], behaviour=of_rules(AxisBehaviour, a["behaviour"]), value=a.get("value"))
+            axes=[Axis(name=a["name"], behaviour=of_rules(AxisBehaviour, a["behaviour"]), value=a.get("value"),
+                       expression=a.get("expression"))
                   for a in data.get("axes", [])],
             determinism=of_rules(Determinism, data.get("determinism", "unspecified")),
             constraints=list(data.get("constraints", [])),
@@ -112,9 +114,14 @@ class Workload(Node):
         self.suite = row.suite
         self.level = row.level
         self.problem_number = row.problem_number
+        self.suite_key = row.suite_key
+        self.family = row.family
+        self.reference = row.reference
         self.name = row.name
         self.kind = of_rules(WorkloadKind, row.kind)
-        self.title = f"{SUITE_TITLES.get(row.suite, row.suite)} level{row.level} problem {row.problem_number}: {row.name}."
+        suite = suite_title(row.suite)
+        self.title = (f"{suite} level{row.level} problem {row.problem_number}: {row.name}." if row.level is not None
+                      else f"{suite}: {row.name}.")
 
     async def _page(self, info: strawberry.Info[Context, None]) -> WorkloadPage:
         return await info.context.loaders.page_by_workload_id.load(self.row.id)
@@ -123,11 +130,18 @@ class Workload(Node):
     database_id: int = strawberry.field(description="Database id (stable, for scripts).")
     slug: str = strawberry.field(description="Stable slug, e.g. 'kernelbench-l3-p9-resnet18'.")
     suite: str = strawberry.field(description="Suite, e.g. 'kernelbench'.")
-    level: int = strawberry.field(description="Level within the suite.")
-    problem_number: int = strawberry.field(description="Problem number within the level.")
+    level: int | None = strawberry.field(description="Level within the suite (KernelBench); null for a suite without levels.")
+    problem_number: int | None = strawberry.field(description="Problem number within the level (KernelBench); null for a suite without levels.")
+    suite_key: str | None = strawberry.field(
+        description="The suite's own name for the workload, e.g. FlashInfer-Bench's operation name (null for KernelBench, "
+                    "named by level and problem number).")
+    family: str | None = strawberry.field(description="The operation family the suite states, e.g. 'gqa-paged-attention'.")
+    reference: str | None = strawberry.field(
+        description="What the workload's reference is, in its source's words; null for KernelBench, whose reference is the "
+                    "problem file's PyTorch module.")
     name: str = strawberry.field(description="Name, e.g. 'ResNet18'.")
     kind: WorkloadKind = strawberry.field(description="Model, operator or fusion.")
-    title: str = strawberry.field(description="'KernelBench level3 problem 9: ResNet18.'")
+    title: str = strawberry.field(description="'KernelBench level3 problem 9: ResNet18.'; for a suite without levels, 'Suite: name.'")
 
     @strawberry.field(description="What the computation is (at most 2 KiB; longer text is cut, with a marker).",
                       metadata=cost_weight(SHORT_TEXT_KIB))
@@ -282,7 +296,7 @@ class Workload(Node):
         record = page.overall_record
         if record is None or page.revision is None:
             return None
-        floor = roofline_floor(page.revision.analysis, record.run.environment.hardware, record.run.mean_ms)
+        floor = roofline_floor(page.revision.analysis, record.run.environment.hardware, record.run.figure)
         return RooflineFloor(floor=floor, record_run=record.run)
 
     @strawberry.field(description="headroom-v3 on every catalogued SKU, with the record on that SKU where there is one: what each GPU could at best do. A capped list: the first `first` of them (at most 100).")
@@ -294,7 +308,7 @@ class Workload(Node):
         out = []
         for f in floors:
             best = best_on.get(f.hardware.id)
-            out.append(RooflineFloor(floor=f.with_record(best.mean_ms if best else None), record_run=best))
+            out.append(RooflineFloor(floor=f.with_record(best.figure if best else None), record_run=best))
         return out
 
     @strawberry.field(description="Changes of record holder for this workload, newest first.")
