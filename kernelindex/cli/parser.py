@@ -113,6 +113,18 @@ def _ingest_kernelbench(args: argparse.Namespace) -> int:
     return ingest.cmd_ingest_kernelbench(args)
 
 
+def _ingest_kernelindex_export(args: argparse.Namespace) -> int:
+    from kernelindex.cli import sources
+
+    return sources.cmd_ingest_kernelindex_export(args)
+
+
+def _ingest_liger(args: argparse.Namespace) -> int:
+    from kernelindex.cli import sources
+
+    return sources.cmd_ingest_liger(args)
+
+
 def _bench(args: argparse.Namespace) -> int:
     from kernelindex.cli import bench
 
@@ -216,10 +228,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_ingest_commands(sub: argparse._SubParsersAction) -> None:
-    ingest = sub.add_parser("ingest", help="ingest run records or a KernelBench checkout")
+    ingest = sub.add_parser("ingest", help="ingest run records, a KernelBench checkout or another public source")
     kinds = ingest.add_subparsers(dest="ingest_kind", required=True)
     configure_runs(kinds.add_parser("runs", help="ingest run records (JSON Lines; '-' for stdin)"))
     configure_kernelbench(kinds.add_parser("kernelbench", help="import a KernelBench checkout: problems and timing files"))
+    export = kinds.add_parser("kernelindex-export", help="import a kernelindex.com catalogue export (.jsonl.zst or .jsonl)")
+    export.add_argument("path", help="catalog-YYYY-MM-DD-<revision>.jsonl.zst: a snapshot of the whole catalogue at that date")
+    _strict_dry_run(export)
+    export.set_defaults(func=_ingest_kernelindex_export)
+    liger = kinds.add_parser("liger", help="import Liger-Kernel's benchmark results (all_benchmark_data.csv)")
+    liger.add_argument("path", help="benchmark/data/all_benchmark_data.csv at one upstream revision")
+    liger.add_argument("--revision", required=True, metavar="SHA", help="the Liger-Kernel commit the file is from")
+    liger.add_argument("--observed", required=True, metavar="DATE", help="that commit's date, YYYY-MM-DD")
+    _strict_dry_run(liger)
+    liger.set_defaults(func=_ingest_liger)
 
 
 def configure_runs(parser: argparse.ArgumentParser) -> None:
@@ -228,9 +250,13 @@ def configure_runs(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=_ingest_runs)
 
 
-def _common_options(parser: argparse.ArgumentParser) -> None:
+def _strict_dry_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="any problem aborts with nothing written (exit status 3)")
     parser.add_argument("--dry-run", action="store_true", help="print what would be inserted, superseded and skipped; write nothing")
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    _strict_dry_run(parser)
     parser.add_argument("--batch-size", type=int, default=5000, metavar="N", help="runs per transaction")
 
 

@@ -58,6 +58,10 @@ LAZY = {
     "kernelindex.cli.fleet": "`submit`, `worker`, `jobs`: the fleet's jobs and the database",
     "kernelindex.cli.tokens": "`token create|list|revoke`: the database",
     "kernelindex.cli.snapshots": "`snapshot list|retract`: the database",
+    "kernelindex.cli.sources": "`ingest kernelindex-export|liger`: the source import and the database",
+    # Each source's adapter, imported by its own command only (cli.sources): zstandard, the CSV reader.
+    "kernelindex.ingest.sources.kernelindex_export": "`ingest kernelindex-export`: zstandard and the export's reader",
+    "kernelindex.ingest.sources.liger": "`ingest liger`: the Liger-Kernel CSV reader",
 }
 
 BENCHMARKS_MAY_IMPORT = {"torch", "numpy", "benchmarks"}

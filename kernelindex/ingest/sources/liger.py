@@ -542,6 +542,12 @@ def _configurations(rows: list[_Row]) -> tuple[list[ConfigurationPart], dict[tup
 
 
 def _implementations(rows: list[_Row]) -> list[ImplementationPart]:
+    # The baseline of each kernel: the first of SPEEDUP_BASELINES it was measured with (HuggingFace where
+    # it was, else torch); the other is a candidate like any provider, so a cohort has one baseline.
+    measured: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        measured[row.kernel].add(row.provider)
+    baseline = {kernel: next((p for p in SPEEDUP_BASELINES if p in providers), None) for kernel, providers in measured.items()}
     parts: dict[str, ImplementationPart] = {}
     for row in rows:
         key = row.implementation
@@ -552,7 +558,7 @@ def _implementations(rows: list[_Row]) -> list[ImplementationPart]:
             key=key,
             title=f"{row.kernel} ({row.provider}, Liger-Kernel {row.version})" if liger else f"{row.kernel} ({row.provider})",
             authors=(), project=row.provider, licence=LICENCE if liger else None, language=None, framework=None,
-            role="baseline" if row.provider in SPEEDUP_BASELINES else "candidate", target_architectures=(),
+            role="baseline" if row.provider == baseline[row.kernel] else "candidate", target_architectures=(),
             source_url=SOURCE_URL if liger else None, source_available=True if liger else None, artifact_digest=None,
             artifact_bytes=None, version=row.version if liger else None, where=row.where,
         )

@@ -106,18 +106,26 @@ class WorkloadPart:
     where: Where
 
     def semantics(self) -> dict[str, Any]:
-        """The definition in the index's semantics shape (inputs and outputs with name, dtype and shape;
-        axes with their role), marked as stated by the source, not traced."""
+        """The definition in the index's semantics shape (the shape a traced KernelBench problem has:
+        inputs and outputs with name, dtype and shape; axes with their behaviour and a constant's
+        value; determinism; constraints), marked as stated by the source, not traced."""
         def tensor(t: Tensor) -> dict[str, Any]:
-            return {"name": t.name, "dtype": t.dtype, "shape": list(t.shape) if t.shape is not None else None}
+            return {"name": t.name, "dtype": t.dtype or "unspecified", "shape": list(t.shape) if t.shape is not None else []}
 
+        constraints = []
+        if self.mutates:
+            constraints.append(f"Mutates {', '.join(self.mutates)} in place")
+        elif self.mutates is not None:
+            constraints.append("No mutation or aliasing")
+        determinism = {True: "deterministic", False: "nondeterministic"}.get(self.deterministic, "unspecified")  # type: ignore[arg-type]
         return {
             "stated": True,
             "inputs": [tensor(t) for t in self.inputs],
             "outputs": [tensor(t) for t in self.outputs],
-            "axes": [{"name": a.name, "role": a.role, **({"value": a.value} if a.value is not None else {})} for a in self.axes],
-            "mutates": list(self.mutates) if self.mutates is not None else None,
-            "deterministic": self.deterministic,
+            "axes": [{"name": a.name, "behaviour": a.role, **({"value": a.value} if a.value is not None else {}),
+                      **({"expression": a.expression} if a.expression is not None else {})} for a in self.axes],
+            "determinism": determinism,
+            "constraints": constraints,
         }
 
 

@@ -199,10 +199,18 @@ def test_an_implementation_per_provider_and_kernel_liger_versioned_and_the_basel
                            "liger_tiled/rms_norm@0.6.0", "liger/layer_norm@0.2.1", "liger/layer_norm@0.6.0"}
     assert by_key["liger/rms_norm@0.6.0"].version == "0.6.0" and by_key["liger/rms_norm@0.6.0"].licence == "BSD-2-Clause"
     assert by_key["huggingface/rms_norm"].version is None and by_key["huggingface/rms_norm"].licence is None
-    assert {k for k, i in by_key.items() if i.role == "baseline"} == {"huggingface/rms_norm", "torch/rms_norm"}
-    assert by_key["torch_compile/rms_norm"].role == "candidate"
+    # HuggingFace is the baseline where it was measured; torch, measured beside it, is then a candidate
+    assert {k for k, i in by_key.items() if i.role == "baseline"} == {"huggingface/rms_norm"}
+    assert by_key["torch_compile/rms_norm"].role == "candidate" and by_key["torch/rms_norm"].role == "candidate"
     assert by_key["huggingface/rms_norm"].project == "huggingface"
     assert [r.implementation for r in result.runs][:2] == ["liger/rms_norm@0.6.0", "huggingface/rms_norm"]
+
+
+def test_torch_is_the_baseline_of_a_kernel_huggingface_never_measured(tmp_path):
+    rows = [row(kernel_name="swiglu", kernel_provider=p) for p in ("liger", "torch", "torch_compile")]
+    rows += [row(kernel_provider=p) for p in ("liger", "huggingface", "torch")]
+    by_key = {i.key: i for i in read(write(tmp_path, rows)).implementations}
+    assert {k for k, i in by_key.items() if i.role == "baseline"} == {"torch/swiglu", "huggingface/rms_norm"}
     assert SPEEDUP_BASELINES == ("huggingface", "torch")  # HuggingFace where measured, else torch (issue 25)
 
 

@@ -1,0 +1,576 @@
+"""Importing what a source adapter read: its catalogue entries, then its runs through stage and merge.
+
+An adapter (kernelindex.ingest.sources.<name>) reads a file into typed parts and decides nothing; this
+module writes them, in the caller's transaction, with the same machinery as run records:
+
+    sources      → `sources` (key, licence, terms, attribution), newest snapshot's word kept
+    the file     → one whole source snapshot per upstream source (its revision, date and route)
+    workloads    → one complete suite snapshot per suite (kernelindex.ingest.workloads.record_snapshot):
+                   workloads named by the suite's own key, their semantics as stated, the current
+                   revision chosen by the snapshots' dates (revisions-v1)
+    implementations, environments (hardware resolved against the catalogue), protocols (with metric,
+                   statistic and unit) → their rows
+    runs         → StagedRun rows COPYed into the stage and merged (kernelindex.ingest.merge): unchanged,
+                   superseded or inserted by natural key and content digest
+    afterwards   → which whole snapshots are outdated (a newer one of the same source exists), and the
+                   records of every workload the file names refreshed.
+
+Order never matters: a snapshot's runs keep their own source snapshot (route), an older file imported
+after a newer one marks itself outdated, and the canonical configuration of a stated workload is set
+only from the newest snapshot of its suite. So two files in either order, with `seed` between, end in
+one state. A run whose part cannot be written (an unknown GPU, statistics no run can have) is refused
+with its file, line and field, and nothing else about the file changes.
+
+The canonical configuration of a workload a suite names (records are compared there: eligibility-v2)
+is the one most implementations passed a latency run at in the suite's newest snapshot; ties go to the
+smallest configuration key. KernelBench's stays the one its problem file declares.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any, Protocol
+
+import msgspec
+from sqlalchemy import bindparam, select, text, tuple_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.db.locks import hold_index_writes
+from kernelindex.db.models import Environment, Implementation, Source, SourceSnapshot
+from kernelindex.db.models import Protocol as ProtocolRow
+from kernelindex.ingest.digests import configuration_key_memo, environment_fingerprint_memo
+from kernelindex.ingest.errors import IngestAborted, InputProblem
+from kernelindex.ingest.merge import merge_stage
+from kernelindex.ingest.resolve import HardwareRefusal, load_hardware_index
+from kernelindex.ingest.sources.parts import (
+    ConfigurationPart,
+    ImplementationPart,
+    ReadSummary,
+    RunPart,
+    SourcePart,
+    WorkloadPart,
+)
+from kernelindex.ingest.stage import Stage, StagedRun
+from kernelindex.ingest.summary import IngestSummary
+from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot
+from kernelindex.rules.identity import configuration_key
+from kernelindex.rules.measurements import statistics_problems
+from kernelindex.services.records import refresh_workloads
+
+
+class SourceRead(Protocol):
+    """What an adapter's read gives: its parts and its read summary."""
+
+    @property
+    def workloads(self) -> Sequence[WorkloadPart]: ...
+    @property
+    def configurations(self) -> Sequence[ConfigurationPart]: ...
+    @property
+    def implementations(self) -> Sequence[ImplementationPart]: ...
+    @property
+    def runs(self) -> Sequence[RunPart]: ...
+    @property
+    def summary(self) -> ReadSummary: ...
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The file as a snapshot: its upstream revision (a commit, an export's id), date and route."""
+
+    revision: str
+    revision_date: date
+    route: str
+
+
+@dataclass
+class SourceImportSummary:
+    """What an import of one file did: the read (lines by table, skipped, refused) and the write."""
+
+    read: ReadSummary
+    runs: IngestSummary = field(default_factory=IngestSummary)
+    workloads_inserted: int = 0
+    workloads_new_revision: int = 0
+    workloads_unchanged: int = 0
+    runs_by_source: Counter[str] = field(default_factory=Counter)
+    runs_read: int = 0  # the run parts the adapter read: inserted + unchanged + rejected
+    outdated: bool = False  # a newer snapshot of every source this file names is stored already
+
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """A staged run's origin, as merge_stage names a repeated one."""
+
+    index: int
+    record: _Where
+
+
+@dataclass(frozen=True)
+class _Where:
+    file: str
+    where: str
+
+
+def _sha256(value: Any) -> str:
+    # msgspec writes sorted, compact JSON in C (json.dumps was a tenth of an unchanged re-import).
+    return hashlib.sha256(msgspec.json.encode(value, order="sorted")).hexdigest()
+
+
+def workload_slug(suite: str, key: str) -> str:
+    """'flashinfer-bench-gqa-paged-decode-h32-kv8-d128-ps1': the suite, then its own key, lower case,
+    every other character a '-'."""
+    cleaned = "".join(c if c.isascii() and c.isalnum() else "-" for c in key.lower())
+    return "-".join(part for part in f"{suite}-{cleaned}".split("-") if part)
+
+
+def _definition(part: WorkloadPart) -> str:
+    """The stated definition as the revision's reference text: canonical JSON of what the source says
+    (keys sorted, indented to be read)."""
+    return msgspec.json.format(msgspec.json.encode(
+        {"suite": part.suite, "key": part.key, "title": part.title, "family": part.family, "reference": part.reference,
+         "semantics": part.semantics(), "digest": part.digest, "description": part.description},
+        order="sorted",
+    ), indent=1).decode()
+
+
+def _stated_digest(part: WorkloadPart) -> str | None:
+    """The source's own digest of the definition ("sha256:…"), the revision's identity where it gives one:
+    a definition is the same revision however this code writes its text. None: the text's own digest."""
+    digest = part.digest or ""
+    hexdigest = digest.removeprefix("sha256:")
+    return hexdigest if len(hexdigest) == 64 and all(c in "0123456789abcdef" for c in hexdigest) else None
+
+
+def configuration_keys(configurations: Sequence[ConfigurationPart]) -> dict[tuple[str, str, str], str]:
+    """(suite, workload key, the source's case key) → the run's configuration key: the index's key of its
+    bindings and dtype, unless two of the workload's cases share those (a case that is a suite of cases,
+    or a case that differs in a stated non-integer parameter), where the source's own case key is added."""
+    ours: dict[tuple[str, str, str], str] = {}
+    seen: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for c in configurations:
+        base = configuration_key(dict(c.bindings), c.dtype or "unspecified")
+        ours[(c.suite, c.workload, c.key)] = base
+        seen[(c.suite, c.workload, base)].add(c.key)
+    out = {}
+    for c in configurations:
+        base = ours[(c.suite, c.workload, c.key)]
+        shared = len(seen[(c.suite, c.workload, base)]) > 1 or bool(c.cases)
+        out[(c.suite, c.workload, c.key)] = f"{base}#{c.key}" if shared else base
+    return out
+
+
+def canonical_configurations(runs: Sequence[RunPart], keys: dict[tuple[str, str, str], str]) -> dict[tuple[str, str], str]:
+    """(suite, workload key) → the source's case key of its canonical configuration: the one most
+    implementations passed a latency run at; ties to the smallest configuration key."""
+    passed: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for run in runs:
+        if run.status == "passed" and run.protocol.metric == "latency" and run.configuration is not None:
+            passed[(run.suite, run.workload)][run.configuration].add(run.implementation)
+    out = {}
+    for workload, by_case in passed.items():
+        out[workload] = min(by_case, key=lambda case: (-len(by_case[case]), keys.get((*workload, case), case)))
+    return out
+
+
+async def _upsert_sources(session: AsyncSession, parts: Sequence[SourcePart], snapshot: Snapshot) -> dict[str, int]:
+    """Each source's row by its key; its stated terms kept from the newest snapshot that states them."""
+    ids: dict[str, int] = {}
+    for part in parts:
+        values = {"name": part.name, "key": part.key, "kind": part.kind, "url": part.url, "licence": part.licence,
+                  "terms": part.terms, "attribution": part.attribution}
+        row = (await session.scalars(select(Source).where((Source.key == part.key) | (Source.name == part.name)))).first()
+        if row is None:
+            ids[part.key] = (await session.execute(pg_insert(Source).values(**values).returning(Source.id))).scalar_one()
+            continue
+        ids[part.key] = row.id
+        newer = (await session.scalars(
+            select(SourceSnapshot.id).where(SourceSnapshot.source_id == row.id, SourceSnapshot.revision_date > snapshot.revision_date)
+        )).first()
+        if newer is None and any(getattr(row, k) != v for k, v in values.items()):
+            await session.execute(update(Source).where(Source.id == row.id).values(**values))
+    return ids
+
+
+async def _snapshot_ids(session: AsyncSession, source_ids: dict[str, int], snapshot: Snapshot) -> dict[str, int]:
+    ids = {}
+    for key, source_id in source_ids.items():
+        statement = pg_insert(SourceSnapshot).values(
+            source_id=source_id, revision=snapshot.revision, revision_date=snapshot.revision_date, route=snapshot.route, whole=True,
+        ).on_conflict_do_nothing(index_elements=["source_id", "revision"])
+        await session.execute(statement)
+        row = (await session.scalars(select(SourceSnapshot).where(
+            SourceSnapshot.source_id == source_id, SourceSnapshot.revision == snapshot.revision))).one()
+        ids[key] = row.id
+    return ids
+
+
+async def mark_outdated(session: AsyncSession, source_ids: Sequence[int]) -> set[int]:
+    """A whole snapshot is outdated once a newer whole snapshot of its source is stored (not retracted).
+    Returns the workloads with runs in a snapshot whose mark moved: their eligible runs changed."""
+    moved = (await session.execute(text(
+        "UPDATE source_snapshots s SET outdated = v.outdated FROM ("
+        " SELECT s2.id, EXISTS (SELECT 1 FROM source_snapshots n WHERE n.source_id = s2.source_id AND n.whole"
+        " AND n.retracted_at IS NULL AND n.revision_date > s2.revision_date) AS outdated"
+        " FROM source_snapshots s2 WHERE s2.whole AND s2.source_id = ANY(CAST(:ids AS int[]))) v "
+        "WHERE s.id = v.id AND s.outdated IS DISTINCT FROM v.outdated RETURNING s.id"
+    ), {"ids": list(source_ids)})).scalars().all()
+    if not moved:
+        return set()
+    rows = await session.execute(text(
+        "SELECT DISTINCT workload_id FROM runs WHERE source_snapshot_id = ANY(CAST(:ids AS int[]))"), {"ids": list(moved)})
+    return set(rows.scalars().all())
+
+
+async def _workloads_of_runs(session: AsyncSession, run_ids: set[int]) -> set[int]:
+    rows = await session.execute(text("SELECT DISTINCT workload_id FROM runs WHERE id = ANY(CAST(:ids AS bigint[]))"),
+                                 {"ids": sorted(run_ids)})
+    return set(rows.scalars().all())
+
+
+async def _ensure_rows(session: AsyncSession, model: Any, rows: dict[Any, dict[str, Any]], keys: Sequence[str]) -> dict[Any, int]:
+    """Each wanted row's id by its natural key, inserted when missing (an existing row is kept as it is).
+    The stored ones are looked up first, so an unchanged re-import inserts nothing (an INSERT … ON
+    CONFLICT of thousands of rows was a third of its time)."""
+    if not rows:
+        return {}
+    columns = [getattr(model, k) for k in keys]
+
+    async def lookup(wanted: list[Any]) -> dict[Any, int]:
+        found: dict[Any, int] = {}
+        for start in range(0, len(wanted), 5000):
+            chunk = wanted[start:start + 5000]
+            condition = columns[0].in_(chunk) if len(keys) == 1 else tuple_(*columns).in_(chunk)
+            for row in (await session.execute(select(model.id, *columns).where(condition))).all():
+                found[row[1] if len(keys) == 1 else tuple(row[1:])] = row[0]
+        return found
+
+    ids = await lookup(list(rows))
+    missing = [key for key in rows if key not in ids]
+    if missing:
+        await session.execute(pg_insert(model).on_conflict_do_nothing(index_elements=list(keys)), [rows[k] for k in missing])
+        ids |= await lookup(missing)
+    return ids
+
+
+async def _newest_of_its_sources(session: AsyncSession, source_ids: dict[str, int], snapshot: Snapshot) -> bool:
+    """No snapshot of these sources is dated after this one."""
+    later = (await session.scalars(select(SourceSnapshot.id).where(
+        SourceSnapshot.source_id.in_(list(source_ids.values())), SourceSnapshot.revision_date > snapshot.revision_date,
+        SourceSnapshot.retracted_at.is_(None),
+    ).limit(1))).first()
+    return later is None
+
+
+async def _update_rows(session: AsyncSession, model: Any, rows: dict[str, dict[str, Any]]) -> set[int]:
+    """The stored rows (by slug) set to these values where they differ (missing ones are left to
+    _ensure_rows). Returns the ids of the rows changed."""
+    if not rows:
+        return set()
+    columns = [c for c in next(iter(rows.values())) if c != "slug"]
+    table = model.__table__
+    stored = (await session.execute(select(table.c.id, table.c.slug, *(table.c[c] for c in columns))
+                                    .where(table.c.slug.in_(list(rows))))).all()
+    changes = []
+    for row in stored:
+        wanted = rows[row[1]]
+        if any(_differs(row[2 + n], wanted[c]) for n, c in enumerate(columns)):
+            changes.append({"row_id": row[0], **{c: wanted[c] for c in columns}})
+    if changes:
+        await session.execute(
+            update(table).where(table.c.id == bindparam("row_id")).values({c: bindparam(c) for c in columns}), changes,
+        )
+    return {c["row_id"] for c in changes}
+
+
+def _differs(stored: Any, wanted: Any) -> bool:
+    if isinstance(stored, (list, tuple)) or isinstance(wanted, (list, tuple)):
+        return list(stored or ()) != list(wanted or ())
+    return bool(stored != wanted)
+
+
+def _implementation_row(part: ImplementationPart) -> dict[str, Any]:
+    return {
+        "slug": part.key, "title": part.title, "framework": part.framework or "unknown", "language": part.language or "unknown",
+        "runtime_id": part.key, "role": part.role, "licence": part.licence,
+        "source_availability": "upstream" if part.source_available else "none", "source_url": part.source_url,
+        "authors": list(part.authors), "project": part.project, "target_architectures": list(part.target_architectures),
+        "artifact_sha256": part.artifact_digest, "artifact_bytes": part.artifact_bytes, "version": part.version,
+    }
+
+
+def _content(run: RunPart) -> str:
+    """What a run measured, as its content digest: the same part read again is unchanged."""
+    figure = run.figure
+    return _sha256({
+        "status": run.status, "failure_reason": run.failure_reason, "observed_at": run.observed_at.astimezone(UTC).isoformat(),
+        "figure": None if figure is None else dict(figure.__dict__), "correctness": run.correctness,
+        "source_speedup": run.source_speedup, "upstream_id": run.upstream_id,
+    })
+
+
+def _latency_columns(run: RunPart) -> dict[str, Any]:
+    """The ms columns of a latency run, each only where the source states that very statistic."""
+    figure = run.figure
+    if figure is None or run.protocol.metric != "latency":
+        return {}
+    statistic = run.protocol.statistic
+    return {
+        "mean_ms": figure.value if statistic == "mean" else figure.mean,
+        "median_ms": figure.value if statistic == "median" else None,
+        "min_ms": figure.min, "max_ms": figure.max, "std_ms": figure.std, "num_trials": figure.samples,
+    }
+
+
+def _run_problem(run: RunPart) -> tuple[str | None, str] | None:
+    """What a run part cannot be stored with (field, why), checked before anything is written."""
+    figure = run.figure
+    if run.status == "passed" and figure is None:
+        return "figure", "a passed run states no figure"
+    if run.status == "failed" and not run.failure_reason:
+        return "status", "a failed run states no reason"
+    if figure is None:
+        return None
+    for name in ("value", "low", "high", "min", "max", "mean"):
+        value = getattr(figure, name)
+        if value is not None and not (isinstance(value, (int, float)) and 0 < value < float("inf")):
+            return f"figure.{name}", f"{value!r} is not a finite number above zero"
+    columns = _latency_columns(run)
+    if columns.get("mean_ms") is not None:
+        stats = {k.removesuffix("_ms"): v for k, v in columns.items() if v is not None and k != "num_trials"}
+        stats["num_trials"] = columns.get("num_trials") or 1
+        problems = statistics_problems(stats)
+        if problems:
+            return problems[0]
+    return None
+
+
+async def import_source(
+    session: AsyncSession, read: SourceRead, sources: Sequence[SourcePart], snapshot: Snapshot, *,
+    now: datetime | None = None, dry_run: bool = False,
+) -> SourceImportSummary:
+    """Write what an adapter read as one snapshot (see the module), in the caller's transaction. A dry run
+    reads, resolves and counts, and writes nothing (the caller rolls back)."""
+    now = now or datetime.now(UTC)
+    summary = SourceImportSummary(read.summary, runs_read=len(read.runs))
+    file = snapshot.route
+    await hold_index_writes(session)
+    source_ids = await _upsert_sources(session, sources, snapshot)
+    snapshot_ids = await _snapshot_ids(session, source_ids, snapshot)
+
+    keys = configuration_keys(read.configurations)
+    canonical_case = canonical_configurations(read.runs, keys)
+    configurations = {(c.suite, c.workload, c.key): c for c in read.configurations}
+
+    # Workloads, one complete snapshot per suite.
+    by_suite: dict[str, list[WorkloadPart]] = defaultdict(list)
+    for part in read.workloads:
+        by_suite[part.suite].append(part)
+    revision_of: dict[tuple[str, str], tuple[int, int]] = {}
+    changed: set[int] = set()  # workloads whose eligible runs this import may have changed: their records are refreshed
+    for suite, parts in sorted(by_suite.items()):
+        specs = []
+        for part in parts:
+            case = configurations.get((suite, part.key, canonical_case.get((suite, part.key), "")))
+            specs.append(WorkloadSpec(
+                suite=suite, level=None, problem_number=None, name=part.title, reference_source=_definition(part),
+                kind="operator", slug=workload_slug(suite, part.key), suite_key=part.key, family=part.family,
+                reference=part.reference, description=part.description, upstream_revision=snapshot.revision,
+                canonical_bindings=dict(case.bindings) if case else {}, canonical_dtype=(case.dtype if case and case.dtype else "unspecified"),
+                semantics=part.semantics(), source_sha256=_stated_digest(part),
+            ))
+        outcome = await record_snapshot(session, suite, snapshot.revision, snapshot.revision_date, specs, complete=True)
+        changed |= set(outcome.changed_workload_ids)
+        for part, written in zip(parts, outcome.outcomes):
+            revision_of[(suite, part.key)] = (written.workload_id, written.revision_id)
+            if written.status == "inserted":
+                summary.workloads_inserted += 1
+            elif written.status == "new revision":
+                summary.workloads_new_revision += 1
+            else:
+                summary.workloads_unchanged += 1
+        changed |= await _set_canonical(session, suite, snapshot, parts, revision_of, canonical_case, configurations, keys)
+
+    # Dimensions.
+    hardware = await load_hardware_index(session)
+    implementations = {p.key: _implementation_row(p) for p in read.implementations}
+    if await _newest_of_its_sources(session, source_ids, snapshot):
+        # What an implementation is (its role, licence, authors) follows the newest snapshot that states it,
+        # so two files in either order leave the same rows; an older file only adds the ones it alone names.
+        updated = await _update_rows(session, Implementation, implementations)
+        if updated:  # a role or a name moved: the cohorts' baselines and flags are judged again
+            rows = await session.execute(text(
+                "SELECT DISTINCT workload_id FROM runs WHERE implementation_id = ANY(CAST(:ids AS int[]))"), {"ids": sorted(updated)})
+            changed |= set(rows.scalars().all())
+    impl_ids = await _ensure_rows(session, Implementation, implementations, ["slug"])
+    protocols: dict[tuple[str, str], dict[str, Any]] = {}
+    environments: dict[str, dict[str, Any]] = {}
+    staged: list[StagedRun] = []
+    placed: list[_Placed] = []
+    pending: list[tuple[RunPart, str, int, str]] = []
+    for index, run in enumerate(read.runs):
+        where = f"line {run.where.line}"
+        problem = _run_problem(run)
+        stored = revision_of.get((run.suite, run.workload))
+        matched = hardware.match({"product_name": run.hardware})
+        if problem is None and stored is None:
+            problem = ("workload", f"names workload {run.workload!r}, which the file does not define")
+        if problem is None and run.implementation not in impl_ids:
+            problem = ("implementation", f"names implementation {run.implementation!r}, which the file does not define")
+        if problem is None and run.source not in snapshot_ids:
+            problem = ("source", f"names source {run.source!r}, which the file does not define")
+        if problem is None and isinstance(matched, HardwareRefusal):
+            problem = ("hardware", matched.reason)
+        if problem is not None:
+            summary.runs.add_problems([InputProblem(file, where, problem[1], key=problem[0])])
+            summary.runs.rejected += 1
+            continue
+        assert isinstance(matched, tuple)
+        hardware_id, sku = matched
+        software = dict(sorted(run.software.items()))
+        details = {"vendor": run.vendor, "architecture": run.architecture}
+        fingerprint = environment_fingerprint_memo(sku, {"software": software, "details": details})
+        environments.setdefault(fingerprint, {
+            "hardware_id": hardware_id, "provider": None, "label": None, "cuda_version": run.software.get("cuda"),
+            "torch_version": run.software.get("torch"), "triton_version": run.software.get("triton"),
+            "details": {**details, "software": software}, "fingerprint": fingerprint,
+        })
+        p = run.protocol
+        protocols.setdefault((p.name, p.version), {
+            "name": p.name, "version": p.version, "timer": p.timer, "statistic": p.statistic, "metric": p.metric,
+            "unit": p.unit, "harness": p.harness, "comparator": p.comparator, "family": p.family, "notes": p.notes,
+        })
+        pending.append((run, where, index, fingerprint))
+    env_ids = await _ensure_rows(session, Environment, environments, ["fingerprint"])
+    protocol_ids = await _ensure_rows(session, ProtocolRow, protocols, ["name", "version"])
+
+    for run, where, index, fingerprint in pending:
+        workload_id, revision_id = revision_of[(run.suite, run.workload)]
+        bindings = dict(run.bindings)
+        dtype = run.dtype or "unspecified"
+        case_key = keys.get((run.suite, run.workload, run.configuration or ""))
+        cfg_key = case_key or configuration_key_memo(bindings, dtype)
+        figure = run.figure
+        columns = _latency_columns(run)
+        staged.append(StagedRun(
+            len(staged), where, workload_id, revision_id, msgspec.json.encode(bindings).decode(), dtype, cfg_key,
+            impl_ids[run.implementation], env_ids[fingerprint], protocol_ids[(run.protocol.name, run.protocol.version)],
+            snapshot_ids[run.source], run.status, run.failure_reason if run.status != "passed" else None,
+            columns.get("mean_ms"), columns.get("std_ms"), columns.get("min_ms"), columns.get("max_ms"),
+            columns.get("median_ms"), None, None, columns.get("num_trials"), None, None,
+            None if run.correctness is None else msgspec.json.encode(run.correctness).decode(), run.observed_at, "reported",
+            _content(run), None, None, None, None, figure.value if figure else None,
+            figure.low if figure else None, figure.high if figure else None,
+            figure.quantiles[0] if figure and figure.quantiles else None,
+            figure.quantiles[1] if figure and figure.quantiles else None,
+            run.source_speedup, run.upstream_id or "",
+        ))
+        placed.append(_Placed(index, _Where(file, where)))
+        summary.runs_by_source[run.source] += 1
+
+    if staged:
+        stage = Stage(track_keys=False)
+        await stage.runs(session, staged)
+        merged = await merge_stage(session, placed, now=now, fleet_worker=False, dry_run=dry_run)
+        summary.runs.inserted += merged.inserted
+        summary.runs.superseded += merged.superseded
+        summary.runs.unchanged += merged.unchanged
+        summary.runs.rejected += len(merged.refused)
+        summary.runs.add_problems([r.problem for r in sorted(merged.refused, key=lambda r: r.index)])
+        if merged.inserted_run_ids:  # new or changed figures (a superseded run's replacement is inserted too)
+            changed |= await _workloads_of_runs(session, set(merged.inserted_run_ids))
+        summary.runs.workloads |= {row.workload_id for row in staged}
+        summary.runs.implementations |= {row.implementation_id for row in staged}
+        summary.runs.environments |= {row.environment_id for row in staged}
+
+    changed |= await mark_outdated(session, list(source_ids.values()))
+    summary.outdated = bool(source_ids) and all((await session.scalars(
+        select(SourceSnapshot.outdated).where(SourceSnapshot.id.in_(list(snapshot_ids.values())))
+    )).all())
+    if not dry_run:
+        # Only what moved: an unchanged re-import refreshes nothing (and writes nothing).
+        await refresh_workloads(session, changed, now=now)
+    return summary
+
+
+async def _set_canonical(
+    session: AsyncSession, suite: str, snapshot: Snapshot, parts: Sequence[WorkloadPart],
+    revision_of: dict[tuple[str, str], tuple[int, int]], canonical_case: dict[tuple[str, str], str],
+    configurations: dict[tuple[str, str, str], ConfigurationPart], keys: dict[tuple[str, str, str], str],
+) -> set[int]:
+    """The canonical configuration of each revision this snapshot names, from this snapshot only when it
+    is the suite's newest: an older file imported later never moves what the newer one decided. Returns
+    the workloads whose canonical configuration moved."""
+    newest = (await session.execute(text(
+        "SELECT upstream_revision FROM suite_snapshots WHERE suite = :suite AND complete AND retracted_at IS NULL "
+        "ORDER BY revision_date DESC NULLS LAST, upstream_revision DESC LIMIT 1"), {"suite": suite})).scalar_one_or_none()
+    if newest != snapshot.revision:
+        return set()
+    ids: list[int] = []
+    bindings: list[str] = []
+    dtypes: list[str] = []
+    cfg_keys: list[str] = []
+    for part in parts:
+        case_key = canonical_case.get((suite, part.key))
+        case = configurations.get((suite, part.key, case_key or ""))
+        if case is None:
+            continue
+        ids.append(revision_of[(suite, part.key)][1])
+        bindings.append(msgspec.json.encode(dict(case.bindings)).decode())
+        dtypes.append(case.dtype or "unspecified")
+        cfg_keys.append(keys[(suite, part.key, case.key)])
+    if not ids:
+        return set()
+    # One statement for the suite, writing only the revisions whose canonical configuration moves.
+    moved = await session.execute(text(
+        "UPDATE workload_revisions r SET canonical_bindings = CAST(v.bindings AS jsonb), canonical_dtype = v.dtype, "
+        "canonical_configuration_key = v.cfg FROM unnest(CAST(:ids AS int[]), CAST(:bindings AS text[]), "
+        "CAST(:dtypes AS text[]), CAST(:cfgs AS text[])) AS v(id, bindings, dtype, cfg) "
+        "WHERE r.id = v.id AND r.canonical_configuration_key <> v.cfg RETURNING r.workload_id"
+    ), {"ids": ids, "bindings": bindings, "dtypes": dtypes, "cfgs": cfg_keys})
+    return set(moved.scalars().all())
+
+
+
+
+class _RolledBack(Exception):
+    """A dry run's end: its summary, after everything it did was rolled back."""
+
+    def __init__(self, summary: SourceImportSummary):
+        self.summary = summary
+
+
+def read_problems(read: SourceRead) -> list[InputProblem]:
+    """The adapter's refusals as input problems (file, line and field)."""
+    return [InputProblem(r.where.file, f"line {r.where.line}", r.reason, key=r.key) for r in read.summary.refused]
+
+
+async def import_source_file(
+    database_url: str, read: SourceRead, sources: Sequence[SourcePart], snapshot: Snapshot, *,
+    strict: bool = False, dry_run: bool = False,
+) -> SourceImportSummary:
+    """One file, one transaction: it lands whole or not at all. --strict: any line the adapter refused or
+    any run this import refuses aborts with nothing written (IngestAborted). --dry-run: everything is
+    done and counted inside the transaction, then rolled back."""
+    if strict and read.summary.refused:
+        raise IngestAborted(read_problems(read), len(read.summary.refused))
+    engine = make_engine(database_url, pool_size=1, max_overflow=0)
+    try:
+        async with make_sessionmaker(engine)() as session:
+            try:
+                async with session.begin():
+                    summary = await import_source(session, read, sources, snapshot, dry_run=dry_run)
+                    if strict and summary.runs.rejected:
+                        raise IngestAborted(summary.runs.problems, summary.runs.problem_count)
+                    if dry_run:
+                        raise _RolledBack(summary)
+            except _RolledBack as done:
+                return done.summary
+        return summary
+    finally:
+        await engine.dispose()
