@@ -1,6 +1,7 @@
 """What the candidate harness's defences cost an honest candidate: its figures and the job's wall time.
 
     python -m perf.candidate_overhead [--runs 5] [--sizes tiny,ms] [--json]
+    python -m perf.candidate_overhead --against TREE [--rounds 5] [--sizes tiny,ms]
 
 Runs the honest fixture (tests/fixtures/candidates/honest.py against problem_matmul_relu.py) as a fleet
 worker does: ``benchmarks.candidate:measure_job`` through a Sandbox (a fresh confined fork of a warm
@@ -11,13 +12,22 @@ size, ``--runs`` jobs; prints the median over them of the candidate's mean (ms),
 Sizes: ``tiny`` is the fixture as written (32x48 @ 48x40, microseconds: the harness's own per-trial
 cost dominates), ``ms`` binds it to 256x512 @ 512x256 (about a millisecond on one CPU thread, the
 order of the honest candidate in issue 28). Torch and benchmarks only (never kernelindex).
+
+``--against TREE`` compares this checkout with another (``git worktree add /tmp/before a00802b``: the
+harness before issue 28): ``--rounds`` rounds, each one job per size under TREE's ``benchmarks`` and then
+one under this checkout's (each in a fresh process with that tree first on PYTHONPATH, the fixtures and
+this script from here), so the two see the same machine, load included; it prints the median over the
+rounds of each figure for both, the change, and the load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -68,16 +78,70 @@ def measure(box: Sandbox, bindings: dict[str, int], runs: int) -> dict[str, Any]
     }
 
 
+FIGURES = (("candidate_mean_ms", "candidate mean", "ms"), ("baseline_mean_ms", "baseline mean", "ms"),
+           ("job_wall_s", "job wall", "s"))
+
+
+def one_round(tree: Path, sizes: list[str]) -> dict[str, Any]:
+    """One job per size with ``tree``'s benchmarks package, in a fresh process (its last line: the JSON)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--runs", "1", "--sizes", ",".join(sizes), "--json"],
+                          cwd=tree, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise SystemExit(f"the round under {tree} failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def compare(against: Path, rounds: int, sizes: list[str]) -> dict[str, Any]:
+    """Rounds alternating ``against`` and this checkout; per size and figure, the rounds' values and medians."""
+    trees = {"before": against.resolve(), "after": REPO}
+    seen: dict[str, dict[str, dict[str, list[float]]]] = {
+        name: {size: {key: [] for key, _, _ in FIGURES} for size in sizes} for name in trees}
+    load_before = os.getloadavg()
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            result = one_round(tree, sizes)
+            for size in sizes:
+                for key, _, _ in FIGURES:
+                    seen[name][size][key].append(result[size][key])
+    summary: dict[str, Any] = {"rounds": rounds, "before_tree": str(trees["before"]), "after_tree": str(REPO),
+                               "load_average_before": load_before, "load_average_after": os.getloadavg(), "sizes": {}}
+    for size in sizes:
+        summary["sizes"][size] = {}
+        for key, _, _ in FIGURES:
+            before, after = statistics.median(seen["before"][size][key]), statistics.median(seen["after"][size][key])
+            summary["sizes"][size][key] = {"before": before, "after": after, "change": after / before - 1,
+                                           "all_before": seen["before"][size][key], "all_after": seen["after"][size][key]}
+    return summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sizes", default="tiny,ms")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of lines")
+    parser.add_argument("--against", type=Path, metavar="TREE", help="another checkout to compare with, round by round")
+    parser.add_argument("--rounds", type=int, default=5, help="with --against: alternating rounds (one job per size each)")
     args = parser.parse_args()
     sizes = [s for s in args.sizes.split(",") if s]
     unknown = [s for s in sizes if s not in SIZES]
     if unknown:
         parser.error(f"unknown size(s) {', '.join(unknown)}; known: {', '.join(SIZES)}")
+    if args.against is not None:
+        if not (args.against / "benchmarks" / "candidate.py").is_file():
+            parser.error(f"{args.against} holds no benchmarks/candidate.py")
+        summary = compare(args.against, args.rounds, sizes)
+        if args.json:
+            print(json.dumps(summary))
+            return
+        print(f"{summary['before_tree']} (before) against {summary['after_tree']} (after), median of {args.rounds} "
+              f"alternating rounds; load average {summary['load_average_before'][0]:.2f} at the start, "
+              f"{summary['load_average_after'][0]:.2f} at the end")
+        for size in sizes:
+            figures = summary["sizes"][size]
+            print(f"{size}: " + "; ".join(f"{label} {figures[key]['before']:.4g} -> {figures[key]['after']:.4g} {unit} "
+                                          f"({figures[key]['change']:+.1%})" for key, label, unit in FIGURES))
+        return
     limits = Limits(wall_s=120, address_space=8 * GiB, processes=256, open_files=1024, scratch_bytes=1 * GiB,
                     result_bytes=16 * 1024**2)
     results = {}
