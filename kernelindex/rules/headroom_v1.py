@@ -42,9 +42,14 @@ def bound_shape(shape: Iterable[Any], bindings: dict[str, int]) -> list[int] | N
 
 
 def declared_tensor_bytes(semantics: dict[str, Any] | None, bindings: dict[str, int]) -> int:
-    """Bytes of the declared inputs and outputs whose shapes are fully bound."""
+    """Bytes of the declared inputs and outputs whose shapes are fully bound. A constant axis binds its
+    own value (a definition a source states names its constant axes in shapes; a traced one writes them
+    as integers)."""
     if not semantics:
         return 0
+    constants = {a["name"]: a["value"] for a in semantics.get("axes", [])
+                 if a.get("behaviour") == "constant" and isinstance(a.get("value"), int) and not isinstance(a.get("value"), bool)}
+    bindings = {**constants, **bindings}
     total = 0
     for tensor in list(semantics.get("inputs", [])) + list(semantics.get("outputs", [])):
         dims = bound_shape(tensor.get("shape", []), bindings)

@@ -24,7 +24,7 @@ from kernelindex.db.engine import discard_connections
 from kernelindex.db.errors import is_unavailable
 from kernelindex.db.models import Hardware, Run, SuiteSnapshot, SuiteSnapshotMember, Workload, WorkloadRevision
 from kernelindex.db.text import text_problem
-from kernelindex.graphql.enums import Evidence, RunStatus, of_rules
+from kernelindex.graphql.enums import Evidence, FigureUnit, Metric, RunStatus, of_rules
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, UserInputError
 from kernelindex.graphql.inputs import check_datetime
 from kernelindex.ingest.export import hardware_line, run_record, workload_line
@@ -184,6 +184,18 @@ RUN_COLUMNS = (
     ExportColumn("level", "level"),
     ExportColumn("problem_number", "problemNumber"),
     ExportColumn("workload_name", "workloadName"),
+    # The headline figure in its metric and unit (migration 0016), and the route it came through: a Liger
+    # run states a median and no mean, a GPU MODE leaderboard run a score in seconds.
+    ExportColumn("metric", "metric", Metric),
+    ExportColumn("statistic", "protocol.statistic"),
+    ExportColumn("figure", "figure"),
+    ExportColumn("figure_unit", "figureUnit", FigureUnit),
+    ExportColumn("figure_low", "figureLow"),
+    ExportColumn("figure_high", "figureHigh"),
+    ExportColumn("low_quantile", "lowQuantile"),
+    ExportColumn("high_quantile", "highQuantile"),
+    ExportColumn("source_speedup", "sourceSpeedup"),
+    ExportColumn("source_route", "source.route"),
 )
 CSV_COLUMNS = tuple(c.csv for c in RUN_COLUMNS)
 GRAPHQL_COLUMNS = tuple(c.graphql for c in RUN_COLUMNS)
@@ -317,7 +329,9 @@ async def runs_csv(request: Request) -> Response:
                    half, run.compile_time_ms, run.observed_at.isoformat(), run.evidence, source.name,
                    snapshot.revision or "", impl.licence or "", trust.trust_label(run.evidence, implementation_facts(impl)),
                    trust.is_stale(run.observed_at, now), run.superseded_at is not None, run.retracted_at is not None,
-                   suite, level, number, name)
+                   suite, level, number, name, protocol.metric, protocol.statistic, run.figure, protocol.unit,
+                   run.figure_low, run.figure_high, run.low_quantile, run.high_quantile, run.source_speedup,
+                   snapshot.route or "")
             # Every number as GraphQL returns it (numbers-v1: 12 significant figures, no binary noise in
             # ci95_half_width_ms; a stored figure with fewer digits, every one a source states, unchanged).
             values = tuple(significant(v) if isinstance(v, float) else v for v in row)
