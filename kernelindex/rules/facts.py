@@ -153,6 +153,7 @@ class RunFacts:
     low_quantile: float | None = None
     high_quantile: float | None = None
     source_speedup: float | None = None  # a speedup the source itself states, shown as the source's
+    upstream_id: str = ""  # the source's own id of the run ('' for a run record, which names none)
 
     def __post_init__(self) -> None:
         # A mean-latency protocol's headline figure is the mean (kernelindex.run/1 states no other): facts

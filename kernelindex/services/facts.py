@@ -112,7 +112,7 @@ def run_facts(
         failure_reason=run.failure_reason, workload_id=run.workload_id, fleet_machine_id=run.fleet_machine_id,
         claimed_evidence=run.claimed_evidence, figure=readable(run.figure), figure_low=readable(run.figure_low),
         figure_high=readable(run.figure_high), low_quantile=run.low_quantile, high_quantile=run.high_quantile,
-        source_speedup=run.source_speedup,
+        source_speedup=run.source_speedup, upstream_id=run.upstream_id or "",
     )
 
 
@@ -148,7 +148,7 @@ _RUN_READ = (
     "id", "workload_id", "workload_revision_id", "bindings", "dtype", "configuration_key", "status", "failure_reason",
     "mean_ms", "std_ms", "min_ms", "max_ms", "median_ms", "p5_ms", "p95_ms", "num_trials", "samples_ms",
     "compile_time_ms", "correctness", "observed_at", "evidence", "superseded_at", "retracted_at", "fleet_machine_id",
-    "claimed_evidence", "figure", "figure_low", "figure_high", "low_quantile", "high_quantile", "source_speedup",
+    "claimed_evidence", "figure", "figure_low", "figure_high", "low_quantile", "high_quantile", "source_speedup", "upstream_id",
 )  # what run_facts reads
 _RunColumns = namedtuple("_RunColumns", _RUN_READ)  # type: ignore[misc]  # the names are data, as intended
 _IMPLEMENTATION_READ = tuple(f.name for f in fields(ImplementationFacts))

@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import Select, or_, select, text
+from sqlalchemy import Select, and_, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -463,6 +463,11 @@ async def catalog_jsonl(request: Request) -> Response:
         return JSONResponse({"error": str(exc)}, status_code=400)
     if not filters.include_superseded:
         statement = statement.where(Run.retracted_at.is_(None))
+    # Runs the run-record format states (kernelindex.run/1: a mean latency with its trials, or a failed
+    # run): `kernelindex ingest runs` reads each back as it was. A source adapter's median, peak memory or
+    # score, or a figure stated without a trial count, is in runs.csv and the API, not here.
+    statement = statement.where(or_(Run.status == "failed", and_(Run.mean_ms.is_not(None), Run.num_trials.is_not(None),
+                                                                Run.figure == Run.mean_ms)))
     revisions_statement = _revisions_statement(filters, statement, everything=which == "all")
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable

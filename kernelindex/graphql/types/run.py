@@ -92,6 +92,7 @@ class Run(Node):
         self.low_quantile = facts.low_quantile
         self.high_quantile = facts.high_quantile
         self.source_speedup = facts.source_speedup
+        self.upstream_id = facts.upstream_id or None
 
     async def _workload_slug(self, info: strawberry.Info[Context, None]) -> str:
         workload = await info.context.loaders.workload_by_id.load(self.facts.workload_id)
@@ -162,6 +163,8 @@ class Run(Node):
     high_quantile: float | None = strawberry.field(description="Which quantile figureHigh is, e.g. 0.8.")
     source_speedup: float | None = strawberry.field(
         description="A speedup the source itself states (FlashInfer-Bench's speedup_factor): the source's, not ours.")
+    upstream_id: str | None = strawberry.field(
+        description="The source's own id of the run (a kernelindex.com export's run id, Liger-Kernel's row key); null for a run record.")
 
     def _figure_display(self) -> str | None:
         return format_figure(self.facts.figure, self.facts.protocol.unit) if self.facts.figure else None
