@@ -147,3 +147,48 @@ def test_an_export_imports_every_run_and_again_changes_nothing(db_url):
     assert summary.runs.inserted == 7857
     again = _import_export(db_url, EXPORT_NEW)
     assert (again.runs.inserted, again.runs.unchanged, again.runs.superseded, again.runs.rejected) == (0, 7857, 0, 0)
+
+
+def _export_state(db_url: str):
+    async def fetch():
+        conn = await asyncpg.connect(to_libpq_url(db_url))
+        try:
+            runs = await conn.fetch(
+                "SELECT w.suite, w.suite_key, i.slug, i.role, i.licence, h.sku, r.configuration_key, ss.revision, ss.outdated, "
+                "r.upstream_id, r.figure, r.superseded_at IS NULL FROM runs r JOIN workloads w ON w.id = r.workload_id "
+                "JOIN implementations i ON i.id = r.implementation_id JOIN environments e ON e.id = r.environment_id "
+                "JOIN hardware h ON h.id = e.hardware_id JOIN source_snapshots ss ON ss.id = r.source_snapshot_id "
+                "WHERE w.suite <> 'kernelbench' ORDER BY 1, 2, 3, 6, 7, 8, 10")
+            bests = await conn.fetch(
+                "SELECT w.suite_key, b.configuration_key, i.slug, b.figure, b.run_count, h.sku FROM cohort_bests b "
+                "JOIN workloads w ON w.id = b.workload_id JOIN implementations i ON i.id = b.implementation_id "
+                "JOIN hardware h ON h.id = b.hardware_id WHERE w.suite <> 'kernelbench' ORDER BY 1, 2, 3, 4, 6")
+            current = await conn.fetch(
+                "SELECT w.suite, w.suite_key, r.source_sha256, r.canonical_configuration_key, w.in_latest_snapshot FROM workloads w "
+                "JOIN workload_revisions r ON r.id = w.current_revision_id WHERE w.suite <> 'kernelbench' ORDER BY 1, 2")
+            return [tuple(r) for r in runs], [tuple(r) for r in bests], [tuple(r) for r in current]
+        finally:
+            await conn.close()
+
+    return asyncio.run(fetch())
+
+
+@needs_exports
+def test_two_exports_in_either_order_with_seed_between_end_alike(db_url, empty_db_url):
+    from kernelindex.db.migrate import upgrade
+    from kernelindex.ingest.seed import seed_database
+
+    _import_export(db_url, EXPORT_OLD)
+    asyncio.run(seed_database(db_url))
+    _import_export(db_url, EXPORT_NEW)
+    forward = _export_state(db_url)
+    upgrade(empty_db_url)
+    asyncio.run(seed_database(empty_db_url))
+    _import_export(empty_db_url, EXPORT_NEW)
+    asyncio.run(seed_database(empty_db_url))
+    _import_export(empty_db_url, EXPORT_OLD)
+    assert _export_state(empty_db_url) == forward
+    runs, bests, current = forward
+    # the older export's runs are stored, outdated; a run's upstream id in both files is two runs (one per route)
+    assert {r[7] for r in runs if r[8]} == {"167a1d6d"} and {r[7] for r in runs if not r[8]} == {"94af2ae7"}
+    assert bests and all(c[4] is True for c in current if c[0] == "flashinfer-bench")
