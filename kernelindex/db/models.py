@@ -122,6 +122,7 @@ class Workload(Base):
     kind: Mapped[str] = mapped_column(Text)
     family: Mapped[str | None] = mapped_column(Text)  # the operation family the suite states
     reference: Mapped[str | None] = mapped_column(Text)  # what its reference is, in the source's words
+    aliases: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))  # other names the suite gives it
     description: Mapped[str | None] = mapped_column(Text)
     # Derived (kernelindex.ingest.workloads.recompute_current): the revision this workload holds in the
     # latest upstream snapshot that names it, by the snapshot's revision date — never the one written last.

@@ -380,7 +380,8 @@ async def import_source(
             specs.append(WorkloadSpec(
                 suite=suite, level=None, problem_number=None, name=part.title, reference_source=_definition(part),
                 kind="operator", slug=workload_slug(suite, part.key), suite_key=part.key, family=part.family,
-                reference=part.reference, description=part.description, upstream_revision=snapshot.revision,
+                reference=part.reference, aliases=tuple(part.aliases), description=part.description,
+                upstream_revision=snapshot.revision,
                 canonical_bindings=dict(case.bindings) if case else {}, canonical_dtype=(case.dtype if case and case.dtype else "unspecified"),
                 semantics=part.semantics(), source_sha256=_stated_digest(part),
             ))
@@ -511,6 +512,17 @@ async def _set_canonical(
         "ORDER BY revision_date DESC NULLS LAST, upstream_revision DESC LIMIT 1"), {"suite": suite})).scalar_one_or_none()
     if newest != snapshot.revision:
         return set()
+    # What the newest snapshot says a workload is (its name, family, reference, aliases, description).
+    await session.execute(text(
+        "UPDATE workloads w SET name = v.name, family = v.family, reference = v.reference, description = v.description, "
+        "aliases = ARRAY(SELECT jsonb_array_elements_text(CAST(v.aliases AS jsonb))) "
+        "FROM unnest(CAST(:ids AS int[]), CAST(:names AS text[]), CAST(:families AS text[]), CAST(:refs AS text[]), "
+        "CAST(:descs AS text[]), CAST(:aliases AS text[])) AS v(id, name, family, reference, description, aliases) "
+        "WHERE w.id = v.id AND (w.name, w.family, w.reference, w.description, to_jsonb(w.aliases)) IS DISTINCT FROM "
+        "(v.name, v.family, v.reference, v.description, CAST(v.aliases AS jsonb))"
+    ), {"ids": [revision_of[(suite, p.key)][0] for p in parts], "names": [p.title for p in parts],
+        "families": [p.family for p in parts], "refs": [p.reference for p in parts], "descs": [p.description for p in parts],
+        "aliases": [msgspec.json.encode(list(p.aliases)).decode() for p in parts]})
     ids: list[int] = []
     bindings: list[str] = []
     dtypes: list[str] = []

@@ -77,6 +77,7 @@ class WorkloadSpec:
     suite_key: str | None = None  # the suite's own name for it (a suite without levels)
     family: str | None = None
     reference: str | None = None  # what its reference is, in the source's words
+    aliases: tuple[str, ...] = ()  # other names the suite gives it
     description: str | None = DEFAULT_DESCRIPTION
     source_filename: str | None = None
     upstream_revision: str | None = None
@@ -181,7 +182,7 @@ async def _store(session: AsyncSession, spec: WorkloadSpec) -> _Stored:
             pg_insert(Workload)
             .values(
                 slug=slug, suite=spec.suite, level=spec.level, problem_number=spec.problem_number,
-                suite_key=spec.suite_key, family=spec.family, reference=spec.reference,
+                suite_key=spec.suite_key, family=spec.family, reference=spec.reference, aliases=list(spec.aliases),
                 name=spec.name, kind=spec.resolved_kind, description=spec.description,
             )
             .on_conflict_do_nothing(index_elements=["slug"])

@@ -12,7 +12,7 @@ benchmark results). The schema assumed KernelBench:
   and problem number become optional (KernelBench keeps both, and its slugs do not change). A check
   holds that every workload is identified one way or the other. `family` is the operation family a
   suite states; `reference` says what the workload's reference is, in the source's words (a workload
-  need not have a PyTorch module). Semantics stated by a source are stored in the revision's
+  need not have a PyTorch module); `aliases` the other names the suite gives it. Semantics stated by a source are stored in the revision's
   `semantics` as stated (marked "stated"), never traced.
 - sources: the source's own key (slug) and kind, its terms and attribution beside its licence.
 - source_snapshots: the route a snapshot came through (an export's file name), beside its revision
@@ -53,6 +53,7 @@ def upgrade() -> None:
     op.alter_column('workloads', 'problem_number', existing_type=sa.Integer(), nullable=True)
     for column in ('suite_key', 'family', 'reference'):
         op.add_column('workloads', sa.Column(column, sa.Text(), nullable=True))
+    op.add_column('workloads', sa.Column('aliases', postgresql.ARRAY(sa.Text()), server_default=sa.text("'{}'"), nullable=False))
     op.create_check_constraint(
         op.f('ck_workloads_identified_in_suite'), 'workloads',
         '(level IS NOT NULL AND problem_number IS NOT NULL) OR suite_key IS NOT NULL',
@@ -170,7 +171,7 @@ def downgrade() -> None:
         op.drop_column('sources', column)
     op.drop_index('ux_workloads_suite_key', table_name='workloads')
     op.drop_constraint(op.f('ck_workloads_identified_in_suite'), 'workloads', type_='check')
-    for column in ('reference', 'family', 'suite_key'):
+    for column in ('aliases', 'reference', 'family', 'suite_key'):
         op.drop_column('workloads', column)
     op.alter_column('workloads', 'problem_number', existing_type=sa.Integer(), nullable=False)
     op.alter_column('workloads', 'level', existing_type=sa.Integer(), nullable=False)

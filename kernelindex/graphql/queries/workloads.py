@@ -72,7 +72,7 @@ class WorkloadQueries:
         level: Annotated[int | None, strawberry.argument(description="Level within the suite.")] = None,
         family: Annotated[str | None, strawberry.argument(description="Operation family the suite states, e.g. 'gqa-paged-attention' (case-insensitive).")] = None,
         kind: Annotated[WorkloadKind | None, strawberry.argument(description="Model, operator or fusion.")] = None,
-        name_contains: Annotated[str | None, strawberry.argument(description="Case-insensitive substring of the name or slug.")] = None,
+        name_contains: Annotated[str | None, strawberry.argument(description="Case-insensitive substring of the name, the slug, the suite's own name or one of its aliases.")] = None,
         name_prefix: Annotated[str | None, strawberry.argument(description="Case-insensitive prefix of the name.")] = None,
         measured_on: Annotated[str | None, strawberry.argument(description="Only workloads with an eligible run on this hardware SKU, short name, family or driver product name (one that matches nothing is an error).")] = None,
         not_measured_on: Annotated[str | None, strawberry.argument(description="Only workloads with no eligible run on this hardware SKU, short name, family or driver product name (one that matches nothing is an error).")] = None,
@@ -89,7 +89,10 @@ class WorkloadQueries:
             conditions.append(WorkloadRow.kind == kind.value)
         if name_contains:
             pattern = f"%{like_escape(name_contains.lower())}%"
-            conditions.append(or_(func.lower(WorkloadRow.name).like(pattern), WorkloadRow.slug.like(pattern)))
+            # The suite's own name and its aliases too (a FlashInfer-Bench definition by its upstream name).
+            conditions.append(or_(func.lower(WorkloadRow.name).like(pattern), WorkloadRow.slug.like(pattern),
+                                  func.lower(func.coalesce(WorkloadRow.suite_key, "")).like(pattern),
+                                  func.lower(func.array_to_string(WorkloadRow.aliases, " ")).like(pattern)))
         if name_prefix:
             conditions.append(func.lower(WorkloadRow.name).like(f"{like_escape(name_prefix.lower())}%"))
         try:  # a hardware name that matches nothing would give every workload, or none, silently

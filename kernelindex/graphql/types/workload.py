@@ -117,6 +117,7 @@ class Workload(Node):
         self.suite_key = row.suite_key
         self.family = row.family
         self.reference = row.reference
+        self.aliases = list(row.aliases or ())
         self.name = row.name
         self.kind = of_rules(WorkloadKind, row.kind)
         suite = suite_title(row.suite)
@@ -136,6 +137,7 @@ class Workload(Node):
         description="The suite's own name for the workload, e.g. FlashInfer-Bench's operation name (null for KernelBench, "
                     "named by level and problem number).")
     family: str | None = strawberry.field(description="The operation family the suite states, e.g. 'gqa-paged-attention'.")
+    aliases: list[str] = strawberry.field(description="Other names the suite gives the workload (nameContains finds them).")
     reference: str | None = strawberry.field(
         description="What the workload's reference is, in its source's words; null for KernelBench, whose reference is the "
                     "problem file's PyTorch module.")
