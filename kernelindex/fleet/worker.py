@@ -247,7 +247,10 @@ class FleetWorker:
         self._sessions = make_sessionmaker(self._engine)
         try:
             self.sandbox = await asyncio.to_thread(
-                Sandbox, self.options.preload, workers=1, limits=self.limits, level=self.options.sandbox_level
+                Sandbox, self.options.preload, workers=1, limits=self.limits, level=self.options.sandbox_level,
+                # torch's meta-device shape inference (sympy, about 0.7 s) imported once in the zygote, not in
+                # every job's coordinator (benchmarks.candidate forks its reference and executors after it).
+                warm_up="benchmarks.candidate:load_shape_inference",
             )
         except SandboxError as exc:
             raise WorkerStartError(f"the sandbox would not start: {exc}") from exc
