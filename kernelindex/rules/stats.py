@@ -15,6 +15,7 @@ regularized incomplete beta function (a continued fraction), inverted by bisecti
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -153,6 +154,9 @@ def summary_from_samples(samples: list[float]) -> tuple[float, float, int]:
     return mean, std, n
 
 
+_MAX_LOG_SPREAD = 700.0  # exp(700) ≈ 1e304: the widest log-spread a double carries
+
+
 def ratio_interval(
     numerator: tuple[float, float | None, int | None],
     denominator: tuple[float, float | None, int | None],
@@ -173,5 +177,7 @@ def ratio_interval(
     if var == 0.0:
         return Interval(ratio, ratio)
     df = var**2 / sum(v**2 / dof for v, dof in parts)
-    spread = t_quantile(0.5 + confidence / 2, df) * math.sqrt(var)
-    return Interval(ratio * math.exp(-spread), ratio * math.exp(spread))
+    # A spread no measurement gives (a stored std a million times its figure, from a row past every check)
+    # stops at what a double holds: the interval then says "anything", and never raises.
+    spread = min(t_quantile(0.5 + confidence / 2, df) * math.sqrt(var), _MAX_LOG_SPREAD)
+    return Interval(ratio * math.exp(-spread), min(ratio * math.exp(spread), sys.float_info.max))

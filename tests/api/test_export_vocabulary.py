@@ -25,6 +25,8 @@ PUBLISHED = (
     "trust_label", "stale", "superseded", "retracted",
     # added after the first publication, at the end (positional readers keep working)
     "suite", "level", "problem_number", "workload_name",
+    "metric", "statistic", "figure", "figure_unit", "figure_low", "figure_high", "low_quantile", "high_quantile",
+    "source_speedup", "source_route",
 )
 
 

@@ -37,7 +37,7 @@ async def _insert_copy_of_first_run(session, **changes) -> None:
         ({"num_trials": 0}, "trials_at_least_one"),
         ({"min_ms": 5.0}, "min_not_above_mean"),
         ({"max_ms": 0.5}, "max_not_below_mean"),
-        ({"status": "passed", "mean_ms": None}, "passed_has_stats"),
+        ({"status": "passed", "figure": None}, "passed_has_figure"),  # a figure, not a mean, since 0016
         ({"status": "failed", "failure_reason": None}, "failed_has_reason"),
         ({"evidence": "rumoured"}, "evidence_known"),
     ],

@@ -86,6 +86,9 @@ _TARGET = "(SELECT id FROM runs WHERE superseded_at IS NULL AND retracted_at IS 
         "mean_ms = 2.0, min_ms = 9.0, max_ms = 0.5, median_ms = 7.0, p5_ms = 8.0, p95_ms = 0.1, std_ms = 1e300",
         "num_trials = 2147483647, samples_ms = '{1e308,1e-308}'",
         "compile_time_ms = 1e308",
+        # the headline figure (migration 0016) past every check, and out of step with the mean
+        "figure = 1e300, figure_low = 1e-300, figure_high = 1e308, low_quantile = 0.9, high_quantile = 0.1, source_speedup = 1e308",
+        "figure = 1e-300, upstream_id = repeat('x', 10000)",
     ],
 )
 async def test_hostile_stored_values_do_not_break_pages(db_url, hostile, client):
