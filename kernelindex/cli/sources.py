@@ -17,18 +17,29 @@ from pathlib import Path
 from kernelindex.cli.common import EXIT_OK, EXIT_SOME_REJECTED, CommandError, database_url, say
 from kernelindex.ingest.errors import IngestFatal
 from kernelindex.ingest.progress import print_table
-from kernelindex.ingest.source_import import Snapshot, SourceImportSummary, SourceRead, import_source_file
+from kernelindex.ingest.source_import import (
+    KnownFile,
+    Snapshot,
+    SourceImportSummary,
+    SourceRead,
+    file_digest,
+    import_source_file,
+    known_file,
+)
 from kernelindex.ingest.sources.parts import SourcePart
 
 MAX_PRINTED_PROBLEMS = 100
 
 
 def cmd_ingest_kernelindex_export(args: argparse.Namespace) -> int:
-    from kernelindex.ingest.sources.kernelindex_export import ExportUnreadable, read_export
+    from kernelindex.ingest.sources.kernelindex_export import ExportUnreadable, read_export, route_of
 
     path = Path(args.path)
     if not path.is_file():
         raise CommandError(f"{path}: no such file")
+    route_date, revision = route_of(path)  # the date and revision its name states
+    if route_date and revision and (known := _known(path, revision, route_date)) is not None:
+        return _unchanged(known, f"kernelindex.com catalogue export {path.name}")
     try:
         read = read_export(path)
     except ExportUnreadable as exc:
@@ -49,13 +60,37 @@ def cmd_ingest_liger(args: argparse.Namespace) -> int:
         observed = date.fromisoformat(args.observed)
     except ValueError:
         raise CommandError(f"--observed {args.observed!r}: expected a date, YYYY-MM-DD") from None
+    if (known := _known(path, args.revision, observed)) is not None:
+        return _unchanged(known, f"Liger-Kernel benchmark results at {args.revision} ({observed})")
     read = read_liger(path, revision=args.revision, observed=observed)
     snapshot = Snapshot(args.revision, observed, path.name)
     return _import(args, read, [read.source], snapshot, f"Liger-Kernel benchmark results at {args.revision} ({observed})")
 
 
+def _known(path: Path, revision: str, revision_date: date) -> KnownFile | None:
+    """The earlier import of these very bytes as this revision and date (known_file), looked up before
+    the file is read."""
+    return asyncio.run(known_file(database_url(), file_digest(path), revision, revision_date))
+
+
+def _unchanged(known: KnownFile, what: str) -> int:
+    """The same bytes again: every run unchanged, told from what their import found (nothing is read)."""
+    say(f"unchanged: {what} is the very file imported on {known.imported_at:%Y-%m-%d %H:%M} UTC (same sha256): nothing to do")
+    rows = [(f"lines of {table}", count) for table, count in sorted(known.lines.items())]
+    rows += [(f"  skipped ({table}: not modelled)", count) for table, count in sorted(known.skipped.items())]
+    rows += [("runs unchanged", known.runs_read)]
+    rows += [(f"  runs from {source}", count) for source, count in sorted(known.runs_by_source.items())]
+    print_table(rows)
+    say(f"runs: {known.runs_read:,} read = 0 inserted + {known.runs_read:,} unchanged + 0 refused (the same bytes as before)")
+    say(f"lines: {sum(known.lines.values()):,} = {sum(known.lines.values()) - sum(known.skipped.values()):,} read + "
+        f"{sum(known.skipped.values()):,} skipped + 0 refused")
+    return EXIT_OK
+
+
 def _import(args: argparse.Namespace, read: SourceRead, sources: list[SourcePart], snapshot: Snapshot, what: str) -> int:
-    summary = asyncio.run(import_source_file(database_url(), read, sources, snapshot, strict=args.strict, dry_run=args.dry_run))
+    sha256 = file_digest(Path(args.path))
+    summary = asyncio.run(import_source_file(database_url(), read, sources, snapshot, strict=args.strict, dry_run=args.dry_run,
+                                             sha256=sha256))
     _tell(summary, what, dry_run=args.dry_run)
     refused = len(summary.read.refused) + summary.runs.rejected
     return EXIT_SOME_REJECTED if refused else EXIT_OK

@@ -322,6 +322,9 @@ class SourceSnapshot(Base):
     # (derived, kernelindex.ingest.source_import): a newer whole snapshot of the source exists.
     whole: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     outdated: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    # The file's sha256 and what importing it found: the very same bytes again are known unchanged unread.
+    file_sha256: Mapped[str | None] = mapped_column(Text)
+    file_summary: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     # Retracted with its suite snapshot (migration 0015): each of its runs is retracted too.
     retracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     retraction_reason: Mapped[str | None] = mapped_column(Text)

@@ -67,6 +67,10 @@ def upgrade() -> None:
     op.add_column('source_snapshots', sa.Column('route', sa.Text(), nullable=True))
     op.add_column('source_snapshots', sa.Column('whole', sa.Boolean(), server_default=sa.text('false'), nullable=False))
     op.add_column('source_snapshots', sa.Column('outdated', sa.Boolean(), server_default=sa.text('false'), nullable=False))
+    # The file's sha256 and what importing it found, kept so the very same bytes again are known unchanged
+    # without reading them (kernelindex.ingest.source_import.known_file).
+    op.add_column('source_snapshots', sa.Column('file_sha256', sa.Text(), nullable=True))
+    op.add_column('source_snapshots', sa.Column('file_summary', postgresql.JSONB(astext_type=sa.Text()), nullable=True))
     op.add_column('implementations', sa.Column('authors', postgresql.ARRAY(sa.Text()), server_default=sa.text("'{}'"), nullable=False))
     op.add_column('implementations', sa.Column('target_architectures', postgresql.ARRAY(sa.Text()), server_default=sa.text("'{}'"), nullable=False))
     for column in ('project', 'artifact_sha256', 'version'):
@@ -164,7 +168,7 @@ def downgrade() -> None:
         op.drop_column('protocols', column)
     for column in ('artifact_bytes', 'version', 'artifact_sha256', 'project', 'target_architectures', 'authors'):
         op.drop_column('implementations', column)
-    for column in ('outdated', 'whole', 'route'):
+    for column in ('file_summary', 'file_sha256', 'outdated', 'whole', 'route'):
         op.drop_column('source_snapshots', column)
     op.drop_index('ux_sources_key', table_name='sources')
     for column in ('attribution', 'terms', 'kind', 'key'):

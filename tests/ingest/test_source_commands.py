@@ -24,7 +24,15 @@ def test_an_export_lands_and_again_changes_nothing(cli, db_url, tmp_path, capsys
     assert "skipped (record_events: not modelled)" in out and "skipped (serving_runs: not modelled)" in out
     after = counts(db_url)
     assert cli("ingest", "kernelindex-export", str(path)) == 0
-    assert "runs: 4 read = 0 inserted + 4 unchanged + 0 refused" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # the very same bytes: known unchanged from the digest, unread
+    assert "runs: 4 read = 0 inserted + 4 unchanged + 0 refused" in err and "is the very file imported on" in err
+    assert counts(db_url) == after
+    # the same content in other bytes (plain, not compressed) is read and found unchanged run by run
+    plain = write(tmp_path, small_export())
+    assert cli("ingest", "kernelindex-export", str(plain)) == 0
+    err = capsys.readouterr().err
+    assert "very file" not in err and "runs: 4 read = 0 inserted + 4 unchanged + 0 refused" in err
     assert counts(db_url) == after
 
     suites = {s.suite: s for s in asyncio.run(in_own_transaction(db_url, suite_overviews))}
@@ -48,6 +56,10 @@ def test_a_gpu_the_catalogue_lacks_is_a_refusal_naming_file_line_and_field(cli, 
     err = capsys.readouterr().err
     assert f"{path.name}: line {_line_of_run(lines, 'run-lat')} [hardware]:" in err and "Z9000" in err
     assert "runs: 4 read = 3 inserted + 0 unchanged + 1 refused" in err
+    # a file with a refusal is read again (its problems are told again), not known unchanged
+    assert cli("ingest", "kernelindex-export", str(path)) == 1
+    err = capsys.readouterr().err
+    assert "very file" not in err and "[hardware]" in err
 
 
 def test_strict_writes_nothing_and_dry_run_writes_nothing(cli, db_url, tmp_path, capsys):
