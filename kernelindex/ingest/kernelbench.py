@@ -688,13 +688,10 @@ async def _write_checkout(
                 )
                 touched = snapshot.changed_workload_ids
                 summary.changes = [change.words for change in snapshot.changes]
-                for outcome in snapshot.outcomes:
-                    if outcome.status == "inserted":
-                        summary.workloads_inserted += 1
-                    elif outcome.status == "new revision":
-                        summary.workloads_new_revision += 1
-                    else:
-                        summary.workloads_unchanged += 1
+                inserted, new, unchanged = snapshot.tally()
+                summary.workloads_inserted += inserted
+                summary.workloads_new_revision += new
+                summary.workloads_unchanged += unchanged
                 if dry_run:
                     writer = RunWriter(dry_run=True)
                     summary.runs.merge(await writer.write(session, records))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -59,7 +59,7 @@ from kernelindex.ingest.sources.parts import (
 )
 from kernelindex.ingest.stage import Stage, StagedRun
 from kernelindex.ingest.summary import IngestSummary
-from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot
+from kernelindex.ingest.workloads import WorkloadSpec, latest_complete_snapshot, record_snapshot
 from kernelindex.rules.identity import configuration_key
 from kernelindex.rules.measurements import statistics_problems
 from kernelindex.services.records import refresh_workloads
@@ -190,10 +190,7 @@ async def _upsert_sources(session: AsyncSession, parts: Sequence[SourcePart], sn
             ids[part.key] = (await session.execute(pg_insert(Source).values(**values).returning(Source.id))).scalar_one()
             continue
         ids[part.key] = row.id
-        newer = (await session.scalars(
-            select(SourceSnapshot.id).where(SourceSnapshot.source_id == row.id, SourceSnapshot.revision_date > snapshot.revision_date)
-        )).first()
-        if newer is None and any(getattr(row, k) != v for k, v in values.items()):
+        if any(getattr(row, k) != v for k, v in values.items()) and await _newest_of_its_sources(session, [row.id], snapshot):
             await session.execute(update(Source).where(Source.id == row.id).values(**values))
     return ids
 
@@ -221,16 +218,15 @@ async def mark_outdated(session: AsyncSession, source_ids: Sequence[int]) -> set
         " FROM source_snapshots s2 WHERE s2.whole AND s2.source_id = ANY(CAST(:ids AS int[]))) v "
         "WHERE s.id = v.id AND s.outdated IS DISTINCT FROM v.outdated RETURNING s.id"
     ), {"ids": list(source_ids)})).scalars().all()
-    if not moved:
+    return await _workloads_with_runs(session, "source_snapshot_id", moved)
+
+
+async def _workloads_with_runs(session: AsyncSession, column: str, ids: Collection[int]) -> set[int]:
+    """The workloads with a run whose `column` (id, source_snapshot_id, implementation_id) is one of these."""
+    if not ids:
         return set()
-    rows = await session.execute(text(
-        "SELECT DISTINCT workload_id FROM runs WHERE source_snapshot_id = ANY(CAST(:ids AS int[]))"), {"ids": list(moved)})
-    return set(rows.scalars().all())
-
-
-async def _workloads_of_runs(session: AsyncSession, run_ids: set[int]) -> set[int]:
-    rows = await session.execute(text("SELECT DISTINCT workload_id FROM runs WHERE id = ANY(CAST(:ids AS bigint[]))"),
-                                 {"ids": sorted(run_ids)})
+    rows = await session.execute(text(f"SELECT DISTINCT workload_id FROM runs WHERE {column} = ANY(CAST(:ids AS bigint[]))"),
+                                 {"ids": sorted(ids)})
     return set(rows.scalars().all())
 
 
@@ -259,10 +255,10 @@ async def _ensure_rows(session: AsyncSession, model: Any, rows: dict[Any, dict[s
     return ids
 
 
-async def _newest_of_its_sources(session: AsyncSession, source_ids: dict[str, int], snapshot: Snapshot) -> bool:
-    """No snapshot of these sources is dated after this one."""
+async def _newest_of_its_sources(session: AsyncSession, source_ids: Collection[int], snapshot: Snapshot) -> bool:
+    """No snapshot of these sources (not retracted) is dated after this one."""
     later = (await session.scalars(select(SourceSnapshot.id).where(
-        SourceSnapshot.source_id.in_(list(source_ids.values())), SourceSnapshot.revision_date > snapshot.revision_date,
+        SourceSnapshot.source_id.in_(list(source_ids)), SourceSnapshot.revision_date > snapshot.revision_date,
         SourceSnapshot.retracted_at.is_(None),
     ).limit(1))).first()
     return later is None
@@ -390,25 +386,22 @@ async def import_source(
         changed |= set(outcome.changed_workload_ids)
         for part, written in zip(parts, outcome.outcomes):
             revision_of[(suite, part.key)] = (written.workload_id, written.revision_id)
-            if written.status == "inserted":
-                summary.workloads_inserted += 1
-            elif written.status == "new revision":
-                summary.workloads_new_revision += 1
-            else:
-                summary.workloads_unchanged += 1
-        changed |= await _set_canonical(session, suite, snapshot, parts, revision_of, canonical_case, configurations, keys)
+        inserted, new, unchanged = outcome.tally()
+        summary.workloads_inserted += inserted
+        summary.workloads_new_revision += new
+        summary.workloads_unchanged += unchanged
+        if await latest_complete_snapshot(session, suite) == outcome.snapshot_id:
+            changed |= await _set_canonical(session, suite, parts, revision_of, canonical_case, configurations, keys)
 
     # Dimensions.
     hardware = await load_hardware_index(session)
     implementations = {p.key: _implementation_row(p) for p in read.implementations}
-    if await _newest_of_its_sources(session, source_ids, snapshot):
+    if await _newest_of_its_sources(session, source_ids.values(), snapshot):
         # What an implementation is (its role, licence, authors) follows the newest snapshot that states it,
         # so two files in either order leave the same rows; an older file only adds the ones it alone names.
         updated = await _update_rows(session, Implementation, implementations)
-        if updated:  # a role or a name moved: the cohorts' baselines and flags are judged again
-            rows = await session.execute(text(
-                "SELECT DISTINCT workload_id FROM runs WHERE implementation_id = ANY(CAST(:ids AS int[]))"), {"ids": sorted(updated)})
-            changed |= set(rows.scalars().all())
+        # a role or a name moved: the cohorts' baselines and flags are judged again
+        changed |= await _workloads_with_runs(session, "implementation_id", updated)
     impl_ids = await _ensure_rows(session, Implementation, implementations, ["slug"])
     protocols: dict[tuple[str, str], dict[str, Any]] = {}
     environments: dict[str, dict[str, Any]] = {}
@@ -484,8 +477,8 @@ async def import_source(
         summary.runs.unchanged += merged.unchanged
         summary.runs.rejected += len(merged.refused)
         summary.runs.add_problems([r.problem for r in sorted(merged.refused, key=lambda r: r.index)])
-        if merged.inserted_run_ids:  # new or changed figures (a superseded run's replacement is inserted too)
-            changed |= await _workloads_of_runs(session, set(merged.inserted_run_ids))
+        # new or changed figures (a superseded run's replacement is inserted too)
+        changed |= await _workloads_with_runs(session, "id", merged.inserted_run_ids)
         summary.runs.workloads |= {row.workload_id for row in staged}
         summary.runs.implementations |= {row.implementation_id for row in staged}
         summary.runs.environments |= {row.environment_id for row in staged}
@@ -501,18 +494,13 @@ async def import_source(
 
 
 async def _set_canonical(
-    session: AsyncSession, suite: str, snapshot: Snapshot, parts: Sequence[WorkloadPart],
+    session: AsyncSession, suite: str, parts: Sequence[WorkloadPart],
     revision_of: dict[tuple[str, str], tuple[int, int]], canonical_case: dict[tuple[str, str], str],
     configurations: dict[tuple[str, str, str], ConfigurationPart], keys: dict[tuple[str, str, str], str],
 ) -> set[int]:
-    """The canonical configuration of each revision this snapshot names, from this snapshot only when it
-    is the suite's newest: an older file imported later never moves what the newer one decided. Returns
-    the workloads whose canonical configuration moved."""
-    newest = (await session.execute(text(
-        "SELECT upstream_revision FROM suite_snapshots WHERE suite = :suite AND complete AND retracted_at IS NULL "
-        "ORDER BY revision_date DESC NULLS LAST, upstream_revision DESC LIMIT 1"), {"suite": suite})).scalar_one_or_none()
-    if newest != snapshot.revision:
-        return set()
+    """What a workload is and the canonical configuration of each revision, from the suite's newest
+    snapshot (the caller calls this only for it: an older file imported later never moves what the newer
+    one decided). Returns the workloads whose canonical configuration moved."""
     # What the newest snapshot says a workload is (its name, family, reference, aliases, description).
     await session.execute(text(
         "UPDATE workloads w SET name = v.name, family = v.family, reference = v.reference, description = v.description, "

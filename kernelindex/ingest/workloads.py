@@ -151,6 +151,12 @@ class SnapshotOutcome:
     # Workloads whose workload or revision row the snapshot wrote (created, or an existing revision changed).
     rewritten: list[int] = field(default_factory=list)
 
+    def tally(self) -> tuple[int, int, int]:
+        """(inserted, new revision, unchanged): how many of its workloads each outcome holds."""
+        statuses = [o.status for o in self.outcomes]
+        inserted, new = statuses.count("inserted"), statuses.count("new revision")
+        return inserted, new, len(statuses) - inserted - new
+
     @property
     def workload_ids(self) -> list[int]:
         """Every workload the snapshot touched."""
@@ -449,6 +455,12 @@ _LATEST_COMPLETE = (
 )
 
 
+async def latest_complete_snapshot(session: AsyncSession, suite: str) -> int | None:
+    """The id of a suite's latest complete snapshot (by revision date), not retracted; None when it has none."""
+    found: int | None = (await session.execute(text(_LATEST_COMPLETE), {"suite": suite})).scalar_one_or_none()
+    return found
+
+
 async def _members(session: AsyncSession, snapshot_id: int) -> dict[tuple[int, int], list[tuple[str, str]]]:
     """(level, number) → [(slug, revision digest)] of a snapshot's members."""
     rows = (
@@ -566,7 +578,7 @@ async def recompute_current(session: AsyncSession, workload_ids: Iterable[int]) 
 
 async def update_in_latest_snapshot(session: AsyncSession, suite: str) -> None:
     """workloads.in_latest_snapshot of a suite: in its latest complete snapshot, or NULL when it has none."""
-    latest = (await session.execute(text(_LATEST_COMPLETE), {"suite": suite})).scalar_one_or_none()
+    latest = await latest_complete_snapshot(session, suite)
     if latest is None:
         await session.execute(
             update(Workload).where(Workload.suite == suite, Workload.in_latest_snapshot.is_not(None)).values(in_latest_snapshot=None)
