@@ -4,6 +4,12 @@ one workload with a record, its record on each GPU (the best of the GPU's enviro
 passed latency run of the file on the workload's canonical case and that GPU.
 
     python -m perf.source_records_check EXPORT.jsonl.zst [--url http://127.0.0.1:8000/graphql] [--per-source 1]
+    python -m perf.source_records_check EXPORT.jsonl.zst --every-configuration [--url …]
+
+--every-configuration checks every workload of the export's sources at every configuration that holds
+records, for latency (the mean) and for the source's score apart (eligibility-v3: Workload.recordsAt):
+the record on each GPU against the best passed run of the file on that case and GPU. A run held for
+review (plausibility-v2) is not a record, so a cell whose raw best the index holds is counted apart.
 
 The index must hold that export as its newest (kernelindex ingest kernelindex-export EXPORT). Prints, per
 workload and GPU, the record the API gives and the fastest raw run (its implementation, mean in ns), and
@@ -49,13 +55,110 @@ def _post(url: str, query: str, variables: dict) -> dict:
     return body["data"]
 
 
+EVERY_QUERY = """query($suite: String!, $after: String) { workloads(suite: $suite, first: 100, after: $after) {
+  pageInfo { hasNextPage endCursor } edges { node { slug suiteKey heldRunCount
+  configurations { key metric caseKey configuration { bindings { axis value } } } } } } }"""
+RECORDS_AT = """query($slug: String!, $key: String, $metric: Metric!) { workload(slug: $slug) {
+  recordsAt(configuration: $key, metric: $metric) { figure environment { hardware { driverProductNames } } } } }"""
+# The figure of each metric in the unit the index keeps: a latency in ms (the file's mean in ns), a score in s.
+RAW_FIGURES = {"LATENCY": ("latency", ("mean",), 1e-6), "SCORE": ("score", ("geomean", "unspecified"), 1.0)}
+
+
+HELD = """query($slug: String!, $after: String) { workload(slug: $slug) { runs(first: 100, after: $after) {
+  pageInfo { hasNextPage endCursor } edges { node { figure reviewState configuration { bindings { axis value } }
+  environment { hardware { driverProductNames } } } } } } }"""
+
+
+def _held(url: str, slug: str, axes: tuple, gpu: str, figure: float) -> bool:
+    """Whether the workload's run of that figure, case and GPU is held for review (fastest first: stops
+    past the figure)."""
+    after = None
+    while True:
+        runs = _post(url, HELD, {"slug": slug, "after": after})["workload"]["runs"]
+        for edge in runs["edges"]:
+            run = edge["node"]
+            if run["figure"] is not None and run["figure"] > figure * (1 + 1e-9):
+                return False
+            same_case = axes[:1] == ("#",) or tuple(sorted((b["axis"], b["value"]) for b in run["configuration"]["bindings"])) == axes
+            if (same_case
+                    and gpu in run["environment"]["hardware"]["driverProductNames"]
+                    and abs(run["figure"] - figure) <= 1e-9 * figure and run["reviewState"] == "NEEDS_REVIEW"):
+                return True
+        if not runs["pageInfo"]["hasNextPage"]:
+            return False
+        after = runs["pageInfo"]["endCursor"]
+
+
+def every_configuration(args: argparse.Namespace, raw: dict[str, list[dict]]) -> int:
+    sources = {s["id"]: s["slug"] for s in raw["sources"]}
+    operations = {o["id"]: o["slug"] for o in raw["operations"]}
+    cases = {c["id"]: c for c in raw["workloads"]}
+    # (metric, source, operation, case axes, GPU) → the best figure of a passed run, in the index's unit
+    best: dict[tuple, float] = {}
+    figures = {(m["runId"], metric): m["value"] * scale for m in raw["measurements"]
+               for metric, (name, statistics, scale) in RAW_FIGURES.items()
+               if m["metric"] == name and m["statistic"] in statistics}
+    for r in raw["benchmark_runs"]:
+        if r["status"] != "passed":
+            continue
+        case = cases[r["workloadId"]]
+        axes = tuple(sorted((case.get("manifest", {}).get("spec", {}).get("axes") or {}).items()))
+        for metric in RAW_FIGURES:
+            if (r["id"], metric) in figures:
+                # by its axes, and by its own id (the index names a case by it where axes do not tell it apart)
+                for named in (axes, ("#", case["id"])):
+                    key = (metric, sources[r["sourceId"]], operations[case["operationId"]], named, r["hardwareModel"])
+                    best[key] = min(best.get(key, float("inf")), figures[(r["id"], metric)])
+    counts = {"agree": 0, "differ": 0, "held": 0, "cells": 0}
+    for source in sorted(set(sources.values())):
+        after = None
+        while True:
+            page = _post(args.url, EVERY_QUERY, {"suite": source, "after": after})["workloads"]
+            for edge in page["edges"]:
+                node = edge["node"]
+                for scope in node["configurations"]:
+                    if scope["metric"] not in RAW_FIGURES:
+                        continue
+                    axes = tuple(sorted((b["axis"], b["value"]) for b in scope["configuration"]["bindings"]))
+                    if scope["caseKey"]:
+                        axes = ("#", scope["caseKey"])
+                    records = _post(args.url, RECORDS_AT, {"slug": node["slug"], "key": scope["key"],
+                                                           "metric": scope["metric"]})["workload"]["recordsAt"]
+                    shown: dict[str, float] = {}
+                    for record in records:
+                        names = record["environment"]["hardware"]["driverProductNames"]
+                        gpu = next((n for n in names if (scope["metric"], source, node["suiteKey"], axes, n) in best), names[0])
+                        shown[gpu] = min(shown.get(gpu, float("inf")), record["figure"])
+                    for gpu, figure in shown.items():
+                        counts["cells"] += 1
+                        want = best.get((scope["metric"], source, node["suiteKey"], axes, gpu))
+                        if want is not None and abs(want - figure) <= 1e-9 * max(abs(want), 1e-12):
+                            counts["agree"] += 1
+                        elif want is not None and figure > want and _held(args.url, node["slug"], axes, gpu, want):
+                            counts["held"] += 1  # the raw best is held for review: the record is the next one
+                        else:
+                            counts["differ"] += 1
+                            print(f"  DIFFERS {source} {node['slug']} {scope['metric']} {dict(axes)} {gpu}: API {figure}, file {want}")
+            if not page["pageInfo"]["hasNextPage"]:
+                break
+            after = page["pageInfo"]["endCursor"]
+        print(f"{source}: through {counts['cells']} cells so far")
+    print(f"{counts['cells']} records (workload, configuration, metric, GPU): {counts['agree']} agree with the file, "
+          f"{counts['held']} are the next best after a run held for review, {counts['differ']} differ")
+    return 1 if counts["differ"] else 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m perf.source_records_check", description=__doc__.splitlines()[0])
     parser.add_argument("export", type=Path)
     parser.add_argument("--url", default="http://127.0.0.1:8000/graphql")
     parser.add_argument("--per-source", type=int, default=1)
+    parser.add_argument("--every-configuration", action="store_true",
+                        help="every workload at every configuration holding records, latency and score apart")
     args = parser.parse_args()
     raw = _raw(args.export)
+    if args.every_configuration:
+        sys.exit(every_configuration(args, raw))
     sources = {s["id"]: s["slug"] for s in raw["sources"]}
     operations = {o["id"]: o["slug"] for o in raw["operations"]}
     cases = {c["id"]: c for c in raw["workloads"]}

@@ -126,7 +126,7 @@ class AxisBehaviour(Enum):
 
 @strawberry.enum(description="What a figure is: figures of two metrics never compare.")
 class Metric(Enum):
-    LATENCY = strawberry.enum_value("latency", description="Time per call; the only metric records hold.")
+    LATENCY = strawberry.enum_value("latency", description="Time per call: the metric of the headline records (the other metrics hold records of their own: Workload.recordsAt).")
     MEMORY = strawberry.enum_value("memory", description="Peak memory.")
     SCORE = strawberry.enum_value("score", description="A source's own score (GPU MODE's leaderboard score: a geometric mean over its cases).")
 

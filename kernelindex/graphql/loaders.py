@@ -4,6 +4,7 @@ values (it changes nothing it is given), named for what it returns and what it i
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from functools import cached_property
 from typing import Any, Generic, TypeVar
@@ -14,16 +15,19 @@ from sqlalchemy.orm import object_session
 from strawberry.dataloader import DataLoader
 
 from kernelindex.db.models import Hardware, Workload
+from kernelindex.rules.eligibility import RecordScope
 from kernelindex.rules.facts import RunFacts
 from kernelindex.services.facts import load_catalogue
 from kernelindex.services.holds import HeldRun, RunHolds, load_held_runs, load_holds
 from kernelindex.services.pages import (
     CohortTop,
     CohortTopKey,
+    ScopeSummary,
     Subject,
     load_cohort_tops,
     load_measured_runs,
     load_page_evidence,
+    load_record_scopes,
     load_subject_measurements,
 )
 from kernelindex.services.read_model import MISSING, ReadModel
@@ -141,12 +145,54 @@ class PageByWorkloadIdLoader(ReadModelLoader[int, WorkloadPage]):
         return MISSING if page is None else page
 
     def keep(self, model: ReadModel, workload: int, key: int, version: int, value: WorkloadPage) -> None:
-        # Out of this request's session first: its rollback at the end expires the rows in it, and a
-        # later request would meet a detached row it cannot refresh.
-        for row in (value.workload, value.revision):
-            if row is not None and object_session(row) is not None:
-                self.session.expunge(row)
+        _out_of_session(self.session, value)
         model.put_page(workload, version, value)
+
+
+def _out_of_session(session: AsyncSession, page: WorkloadPage) -> None:
+    """A page's rows out of this request's session before the read model keeps it: the session's
+    rollback at the end expires the rows in it, and a later request would meet a detached row it
+    cannot refresh."""
+    for row in (page.workload, page.revision):
+        if row is not None and object_session(row) is not None:
+            session.expunge(row)
+
+
+class PageByScopeLoader(ReadModelLoader[tuple[int, RecordScope], WorkloadPage]):
+    """A workload's records at another configuration or for another metric (eligibility-v3), as a page
+    of that scope: built like the headline page, from that scope's cohort bests."""
+
+    kind = "scoped_page"
+
+    def workload_of(self, key: tuple[int, RecordScope]) -> int | None:
+        return key[0]
+
+    async def compute(self, keys: list[tuple[int, RecordScope]]) -> Mapping[tuple[int, RecordScope], WorkloadPage]:
+        by_scope: dict[RecordScope, list[int]] = defaultdict(list)
+        for workload_id, scope in keys:
+            by_scope[scope].append(workload_id)
+        out: dict[tuple[int, RecordScope], WorkloadPage] = {}
+        for scope, ids in by_scope.items():
+            workloads = [w for w in await self.loaders.workload_by_id.load_many(ids) if w is not None]
+            pages = await load_page_evidence(self.session, workloads, await self.loaders.catalogue(), scope)
+            out.update({(workload_id, scope): page for workload_id, page in pages.items()})
+        return out
+
+    def keep(self, model: ReadModel, workload: int, key: tuple[int, RecordScope], version: int, value: WorkloadPage) -> None:
+        _out_of_session(self.session, value)
+        model.put_value(workload, (self.kind, key), version, value)
+
+
+class RecordScopesByWorkloadIdLoader(ReadModelLoader[int, list[ScopeSummary]]):
+    """The configurations and metrics a workload holds records at (Workload.configurations)."""
+
+    kind = "record_scopes"
+
+    def workload_of(self, key: int) -> int | None:
+        return key
+
+    async def compute(self, keys: list[int]) -> Mapping[int, list[ScopeSummary]]:
+        return await load_record_scopes(self.session, keys)
 
 
 class CohortTopLoader(ReadModelLoader[CohortTopKey, CohortTop]):
@@ -270,6 +316,14 @@ class Loaders:
     @cached_property
     def page_by_workload_id(self) -> PageByWorkloadIdLoader:
         return PageByWorkloadIdLoader(self)
+
+    @cached_property
+    def page_by_scope(self) -> PageByScopeLoader:
+        return PageByScopeLoader(self)
+
+    @cached_property
+    def record_scopes_by_workload_id(self) -> RecordScopesByWorkloadIdLoader:
+        return RecordScopesByWorkloadIdLoader(self)
 
     @cached_property
     def cohort_top(self) -> CohortTopLoader:

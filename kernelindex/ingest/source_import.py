@@ -21,7 +21,7 @@ only from the newest snapshot of its suite. So two files in either order, with `
 one state. A run whose part cannot be written (an unknown GPU, statistics no run can have) is refused
 with its file, line and field, and nothing else about the file changes.
 
-The canonical configuration of a workload a suite names (records are compared there: eligibility-v2)
+The canonical configuration of a workload a suite names (the headline records are compared there: eligibility-v3)
 is the one most implementations passed a latency run at in the suite's newest snapshot; ties go to the
 smallest configuration key. KernelBench's stays the one its problem file declares.
 """

@@ -164,7 +164,7 @@ class RunFacts:
     @property
     def latency_ms(self) -> float:
         """The headline figure of a latency run that must have one (every passed run has a figure: the
-        runs table's passed_has_figure check); records hold latency runs only (eligibility-v2)."""
+        runs table's passed_has_figure check); headline records hold latency runs only (eligibility-v3)."""
         if self.figure is None or self.protocol.metric != "latency":
             raise ValueError(f"run {self.id} has no latency figure")
         return self.figure

@@ -20,7 +20,7 @@ def record_headroom_v1(
     """headroom-v1 for the family of the overall record's hardware, against that record's latency;
     without a record there is no family to bound."""
     family = overall_record.run.environment.hardware.family if overall_record else None
-    record_ms = overall_record.run.figure if overall_record else None  # records are latency runs (eligibility-v2)
+    record_ms = overall_record.run.figure if overall_record else None  # headline records are latency runs (eligibility-v3)
     return headroom_v1(semantics, dict(bindings), family, catalogue, record_ms)
 
 

@@ -2,10 +2,12 @@
 
 ranking-v1, as the reference pages define it:
 - eligible: kernelindex.rules.eligibility decides (a passed, live run of the workload's current
-  revision at its canonical configuration, not held for review); re-exported here;
+  revision at its canonical configuration, not held for review, for the headline records; at any
+  configuration and for any metric, inside its own cohort, for the records of that scope);
+  re-exported here;
 - cohort: eligible runs with the same configuration, protocol and environment; only runs of one
   cohort are compared with each other;
-- order inside a cohort: by the protocol's statistic (mean latency), ties broken by the earlier
+- order inside a cohort: by the headline figure (the protocol's statistic of its metric), ties broken by the earlier
   observation, then by run id; ranks are 1, 2, 3…;
 - record of a cohort: its first row; the overall record: the fastest cohort record;
 - environments are labelled by hardware family, with "env N" when the family repeats, N in order
@@ -40,15 +42,23 @@ def order_key(run: RunFacts) -> tuple[float | None, datetime, int]:
 class RankedRun:
     run: RunFacts
     rank: int
-    vs_first: float  # this run's latency / the cohort leader's latency
+    vs_first: float  # this run's figure / the cohort leader's figure
+
+
+def figure_of(run: RunFacts) -> float:
+    """A ranked run's headline figure (every passed run has one: the runs table's passed_has_figure
+    check). Ratios of figures are taken only inside one cohort or one record scope, so of one metric."""
+    if run.figure is None:
+        raise ValueError(f"run {run.id} has no figure")
+    return run.figure
 
 
 def rank_cohort(runs: Iterable[RunFacts]) -> list[RankedRun]:
     ordered = sorted(runs, key=order_key)
     if not ordered:
         return []
-    first = ordered[0].latency_ms
-    return [RankedRun(run=r, rank=i + 1, vs_first=r.latency_ms / first) for i, r in enumerate(ordered)]
+    first = figure_of(ordered[0])
+    return [RankedRun(run=r, rank=i + 1, vs_first=figure_of(r) / first) for i, r in enumerate(ordered)]
 
 
 def cohorts(eligible: Iterable[RunFacts]) -> dict[CohortKey, list[RunFacts]]:
@@ -101,8 +111,8 @@ def baseline_of(rows: Iterable[RankedRun]) -> RankedRun | None:
 
 
 def speedup_vs_baseline(run: RunFacts, baseline: RunFacts) -> float:
-    """>1 means faster than the baseline."""
-    return baseline.latency_ms / run.latency_ms
+    """>1 means faster (less memory, a better score) than the baseline."""
+    return figure_of(baseline) / figure_of(run)
 
 
 @dataclass(frozen=True)
@@ -112,7 +122,8 @@ class ImplementationBest:
 
 
 def implementation_bests(eligible: Iterable[RunFacts]) -> list[ImplementationBest]:
-    """Each implementation's fastest eligible run over all environments, and its ratio to the best."""
+    """Each implementation's fastest eligible run over all environments (of one record scope, so of one
+    metric), and its ratio to the best."""
     best: dict[int, RunFacts] = {}
     for r in eligible:
         current = best.get(r.implementation.id)
@@ -120,7 +131,7 @@ def implementation_bests(eligible: Iterable[RunFacts]) -> list[ImplementationBes
             best[r.implementation.id] = r
     if not best:
         return []
-    fastest = min(r.latency_ms for r in best.values())
-    rows = [ImplementationBest(run=r, vs_best=r.latency_ms / fastest) for r in best.values()]
+    fastest = min(figure_of(r) for r in best.values())
+    rows = [ImplementationBest(run=r, vs_best=figure_of(r) / fastest) for r in best.values()]
     rows.sort(key=lambda b: (b.run.implementation.role != "baseline", b.run.implementation.title))
     return rows

@@ -46,6 +46,7 @@ from kernelindex.db.models import (
     CohortBest,
     Hardware,
     Implementation,
+    Protocol,
     Run,
     Source,
     SourceSnapshot,
@@ -54,7 +55,9 @@ from kernelindex.db.models import (
     WorkloadSource,
 )
 from kernelindex.rules import ranking
+from kernelindex.rules.eligibility import HEADLINE, METRICS, RecordScope
 from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts
+from kernelindex.rules.identity import read_configuration_key
 from kernelindex.rules.measurements import MAX_LATENCY_MS, MIN_LATENCY_MS
 from kernelindex.services.eligibility import newest_snapshot_clause, not_held_clause
 from kernelindex.services.facts import CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
@@ -159,9 +162,10 @@ def _shown_run_ids(bests: Sequence[BestRow]) -> set[int]:
 
 
 async def load_page_evidence(
-    session: AsyncSession, workloads: Sequence[Workload], catalogue: Sequence[Hardware]
+    session: AsyncSession, workloads: Sequence[Workload], catalogue: Sequence[Hardware], scope: RecordScope = HEADLINE,
 ) -> dict[int, WorkloadPage]:
-    """The page of each workload, by workload id."""
+    """The page of each workload, by workload id: its headline records (the canonical configuration's
+    latencies), or those of another configuration or metric (`scope`, eligibility-v3)."""
     builder = FactsBuilder()
     catalogue_facts = [builder.hardware(h) for h in catalogue]
     revision_ids = [w.current_revision_id for w in workloads if w.current_revision_id]
@@ -175,7 +179,9 @@ async def load_page_evidence(
     if revision_ids:
         current = (
             (CohortBest.workload_revision_id == any_(id_array(revision_ids)))
-            & (CohortBest.configuration_key == WorkloadRevision.canonical_configuration_key)
+            & (CohortBest.configuration_key == _scope_configuration(scope))
+            # Written into the text, as the metric of ix_runs' partial indexes is: see live_passed_clauses.
+            & (Protocol.metric == literal_column(f"'{_metric_literal(scope.metric)}'"))
         )
         # Plain rows, not ORM entities: a list page reads ~80 per workload, and building and
         # identity-mapping thousands of entities was a third of the list query's time.
@@ -183,6 +189,7 @@ async def load_page_evidence(
             await session.execute(
                 select(*BEST_COLUMNS)
                 .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
+                .join(Protocol, Protocol.id == CohortBest.protocol_id)
                 .where(current)
             )
         ).all()
@@ -193,7 +200,7 @@ async def load_page_evidence(
             rows = (await session.execute(run_rows_statement().where(Run.id == any_(id_array(wanted))))).all()
             runs_by_id = {row[0].id: builder.run(*row) for row in rows}
         if bests:
-            for workload_id, snapshot, source in await session.execute(_first_sources(revision_ids)):
+            for workload_id, snapshot, source in await session.execute(_first_sources(revision_ids, scope)):
                 sources_of[workload_id].append(source_facts(snapshot, source))
     return {
         w.id: _page(w, revisions.get(w.current_revision_id) if w.current_revision_id else None, catalogue_facts,
@@ -202,7 +209,20 @@ async def load_page_evidence(
     }
 
 
-def _first_sources(revision_ids: Sequence[int]) -> Any:
+def _scope_configuration(scope: RecordScope) -> Any:
+    """The configuration a scope's records are at: the current revision's canonical one, or the key asked for."""
+    if scope.configuration_key is None:
+        return WorkloadRevision.canonical_configuration_key
+    return literal(scope.configuration_key, Text)
+
+
+def _metric_literal(metric: str) -> str:
+    if metric not in METRICS:  # a constant written into a statement: only a known word
+        raise ValueError(f"unknown metric {metric!r}")
+    return metric
+
+
+def _first_sources(revision_ids: Sequence[int], scope: RecordScope = HEADLINE) -> Any:
     """Each workload's first SOURCES_SHOWN sources of its eligible runs, by name then revision
     (workload_page.sorted_sources's order: code points, hence collation "C"), in that order.
 
@@ -214,7 +234,7 @@ def _first_sources(revision_ids: Sequence[int]) -> Any:
         select(WorkloadSource.source_snapshot_id, WorkloadSource.source_name, WorkloadSource.snapshot_revision)
         .where(
             WorkloadSource.workload_revision_id == WorkloadRevision.id,
-            WorkloadSource.configuration_key == WorkloadRevision.canonical_configuration_key,
+            WorkloadSource.configuration_key == _scope_configuration(scope),
         )
         .order_by(WorkloadSource.source_name, WorkloadSource.snapshot_revision, WorkloadSource.source_snapshot_id)
         .limit(SOURCES_SHOWN)
@@ -381,7 +401,7 @@ async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) 
         & (Run.protocol_id == wanted.c.proto) & (Run.environment_id == wanted.c.env)
     )
     top = (
-        # A whole snapshot a newer one replaced (an older export) is stored but ranks nowhere (eligibility-v2).
+        # A whole snapshot a newer one replaced (an older export) is stored but ranks nowhere (eligibility-v3).
         select(Run.id.label("id")).where(in_cohort, *_live_passed(), newest_snapshot_clause(), not_held_clause())
         .order_by(*_ranking_order()).limit(wanted.c.lim + 1).lateral("top")
     )
@@ -453,3 +473,54 @@ async def load_subject_measurements(session: AsyncSession, subjects: Sequence[Su
         if not f.held_for_review:
             out[(f.workload_revision_id, f.configuration_key, f.implementation.id, f.environment.hardware.id)].append(f)
     return out
+
+
+@dataclass(frozen=True)
+class ScopeSummary:
+    """One record scope of a workload's current revision that holds records (eligibility-v3): a
+    configuration and a metric, with how many runs count there and on which hardware."""
+
+    configuration_key: str
+    metric: str
+    canonical: bool
+    run_count: int
+    hardware_ids: tuple[int, ...]
+
+    @property
+    def scope(self) -> RecordScope:
+        return RecordScope(None if self.canonical else self.configuration_key, self.metric)
+
+
+async def load_record_scopes(session: AsyncSession, workload_ids: Sequence[int]) -> dict[int, list[ScopeSummary]]:
+    """Each workload's record scopes, by workload id: the canonical configuration first, then by key,
+    each configuration's metrics in METRICS order. Read from the cohort bests alone (one statement)."""
+    out: dict[int, list[ScopeSummary]] = {w: [] for w in workload_ids}
+    if not workload_ids:
+        return out
+    canonical = CohortBest.configuration_key == WorkloadRevision.canonical_configuration_key
+    rows = (await session.execute(
+        select(CohortBest.workload_id, CohortBest.configuration_key, Protocol.metric, canonical,
+               func.sum(CohortBest.run_count), func.array_agg(CohortBest.hardware_id.distinct()))
+        .join(Workload, Workload.id == CohortBest.workload_id)
+        .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
+        .join(Protocol, Protocol.id == CohortBest.protocol_id)
+        .where(CohortBest.workload_id == any_(id_array(workload_ids)),
+               CohortBest.workload_revision_id == Workload.current_revision_id)
+        .group_by(CohortBest.workload_id, CohortBest.configuration_key, Protocol.metric, canonical)
+    )).all()
+    for workload_id, key, metric, is_canonical, count, hardware in rows:
+        out[workload_id].append(ScopeSummary(key, metric, bool(is_canonical), int(count), tuple(sorted(hardware))))
+    for scopes in out.values():
+        scopes.sort(key=lambda s: (not s.canonical, _binding_order(s.configuration_key), s.configuration_key,
+                                   METRICS.index(s.metric)))
+    return out
+
+
+def _binding_order(configuration_key: str) -> tuple:
+    """A configuration's place in a list: by its bindings' values in axis order, as numbers (N = 2048
+    before N = 16384); a key that is not a configuration's (none is) sorts last."""
+    try:
+        bindings = read_configuration_key(configuration_key).bindings
+    except (ValueError, TypeError):
+        return (1, ())
+    return (0, tuple((axis, bindings[axis]) for axis in sorted(bindings)))

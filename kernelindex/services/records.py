@@ -20,9 +20,9 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.copy import copy_rows, dict_rows
-from kernelindex.db.models import CohortBest, RecordEvent, Run, RunFlag, Workload, WorkloadRevision
+from kernelindex.db.models import CohortBest, Protocol, RecordEvent, Run, RunFlag, Workload, WorkloadRevision
+from kernelindex.rules import eligibility, plausibility, ranking
 from kernelindex.rules import headroom_v1 as headroom
-from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
 from kernelindex.rules.headroom_v2 import roofline_floor
 from kernelindex.rules.history import HISTORY_VERSION, REVISION_CHANGED, events_for
@@ -44,7 +44,8 @@ def _cohort_of(run: Run) -> CohortKey:
 
 
 async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], now: datetime | None = None) -> RefreshSummary:
-    """Recompute every cohort of these workloads (after a new revision, or to rebuild)."""
+    """Recompute every cohort of these workloads' current revisions, at every configuration and for
+    every metric (after a new revision, or to rebuild)."""
     ids = sorted(set(workload_ids))
     if not ids:
         return RefreshSummary()
@@ -52,11 +53,9 @@ async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], 
         await session.execute(
             select(Run.workload_revision_id, Run.configuration_key, Run.protocol_id, Run.environment_id)
             .join(Workload, Workload.id == Run.workload_id)
-            .join(WorkloadRevision, WorkloadRevision.id == Workload.current_revision_id)
             .where(
                 Run.workload_id.in_(ids),
                 Run.workload_revision_id == Workload.current_revision_id,
-                Run.configuration_key == WorkloadRevision.canonical_configuration_key,
                 Run.superseded_at.is_(None),
             )
             .distinct()
@@ -64,9 +63,9 @@ async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], 
     ).all()
     summary = RefreshSummary()
     keys: list[CohortKey] = [(r[0], r[1], r[2], r[3]) for r in rows]
-    # Bests of cohorts that no longer hold records (an old revision, another canonical configuration)
-    # go; the others are rewritten below only where they differ, so a refresh that changes nothing
-    # writes nothing (and moves no data version).
+    # Bests of cohorts that no longer hold records (an old revision) go; the others are rewritten
+    # below only where they differ, so a refresh that changes nothing writes nothing (and moves no
+    # data version).
     stale = delete(CohortBest).where(CohortBest.workload_id.in_(ids))
     if keys:
         stale = stale.where(
@@ -137,6 +136,9 @@ async def refresh_cohorts(
     }
     builder = FactsBuilder()
     catalogue = [builder.hardware(h) for h in await load_catalogue(session)]
+    metric_of = dict((await session.execute(
+        select(Protocol.id, Protocol.metric).where(Protocol.id.in_({k[2] for k in keys}))
+    )).all())
     rows = (
         await session.execute(
             run_rows_statement().where(
@@ -182,9 +184,11 @@ async def refresh_cohorts(
             # Every stored flag stays as history; only those plausibility still holds for count.
             held = plausibility.is_held_for_review(plausibility.holding_flags(run, found), holds[run.id].reviews)
             judged.append(replace(run, held_for_review=held) if run.held_for_review != held else run)
-        eligible = ranking.eligible_runs(judged, facts_of_workload)
+        # Every cohort of the current revision keeps its bests (records at every configuration and for
+        # every metric, eligibility-v3); the record history follows the headline cohorts alone.
+        eligible = eligibility.eligible_in_cohort(judged, facts_of_workload)
         _append_bests(bests, key, workload.id, eligible, snapshot_of)
-        if not events:
+        if not events or not eligibility.is_headline_cohort(key[1], metric_of.get(key[2], ""), facts_of_workload):
             continue
         holder = latest.get(key)
         for draft in events_for(holder[0] if holder else None, holder[1] if holder else None,
@@ -319,10 +323,13 @@ EVENT_COLUMNS = (
 
 
 def _floor_for(run: RunFacts, revision: WorkloadRevision, catalogue) -> float | None:
-    """The floor a run is judged against: the roofline (headroom-v3) on its SKU when traced, else headroom-v1."""
-    v2 = roofline_floor(revision.analysis, run.environment.hardware).floor_ns if revision.analysis else None
-    v1 = headroom.headroom_v1(revision.semantics, revision.canonical_bindings, run.environment.hardware.family,
-                              catalogue, None).floor_ns
+    """The floor a run is judged against: the roofline (headroom-v3) on its SKU when traced, else
+    headroom-v1. The trace counted the canonical configuration's bytes and FLOPs, so a run at another
+    configuration is judged by headroom-v1 at its own bindings alone."""
+    canonical = run.configuration_key == revision.canonical_configuration_key
+    v2 = roofline_floor(revision.analysis, run.environment.hardware).floor_ns if revision.analysis and canonical else None
+    v1 = headroom.headroom_v1(revision.semantics, revision.canonical_bindings if canonical else run.bindings,
+                              run.environment.hardware.family, catalogue, None).floor_ns
     floor, _ = plausibility.floor_for_run(v2, v1)
     return floor
 

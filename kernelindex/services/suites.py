@@ -19,7 +19,7 @@ class SuiteOverview:
     workload_count: int
     workloads_in_latest_snapshot: int
     run_count: int
-    eligible_run_count: int  # the records' run counts, summed (eligibility-v2, as Workload.eligibleRunCount)
+    eligible_run_count: int  # the records' run counts, summed (eligibility-v3 headline, as Workload.eligibleRunCount)
     latest_revision: str | None  # of its latest complete snapshot, not retracted
     latest_revision_date: date | None
     families: tuple[str, ...]
@@ -46,7 +46,11 @@ _SUITES = text("""
 WITH live AS (
     SELECT workload_id, count(*) AS runs FROM runs WHERE superseded_at IS NULL AND retracted_at IS NULL GROUP BY workload_id
 ), eligible AS (
-    SELECT workload_id, sum(run_count) AS runs FROM cohort_bests GROUP BY workload_id
+    -- The headline records' run counts (Workload.eligibleRunCount): the canonical configuration's latencies.
+    SELECT b.workload_id, sum(b.run_count) AS runs FROM cohort_bests b
+      JOIN workload_revisions wr ON wr.id = b.workload_revision_id AND wr.canonical_configuration_key = b.configuration_key
+      JOIN protocols p ON p.id = b.protocol_id AND p.metric = 'latency'
+     GROUP BY b.workload_id
 ), latest AS (
     SELECT DISTINCT ON (suite) suite, upstream_revision, revision_date FROM suite_snapshots
      WHERE complete AND retracted_at IS NULL ORDER BY suite, revision_date DESC NULLS LAST, upstream_revision DESC

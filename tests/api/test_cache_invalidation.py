@@ -245,6 +245,8 @@ REVIEWED_WORKLOAD_FIELDS = {
         "eligibleRunCountDisplay", "heldRunCount", "heldSummary", "headline", "records", "comparison", "comparisons", "implementations",
         "notMeasured", "headroom", "roofline", "floors", "recordHistory", "sources", "lastObserved",
         "lastObservedDisplay", "runs",
+        # its cohort bests at another configuration or metric, and their cohorts' runs (eligibility-v3)
+        "configurations", "recordsAt", "comparisonsAt",
     },
     # trustLevel: the measurements of its own subject (same workload revision) and their holds. suite, level,
     # problemNumber, workloadName: the run's own workload row, which under workload(slug:) is that very workload.

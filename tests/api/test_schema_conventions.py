@@ -33,6 +33,7 @@ DISPLAY_TEXT_WITH_ENUM = {
     "Implementation.availabilityDetail": "sourceAvailability",
     "Run.reviewStatus": "reviewState",
     "Run.figureDisplay": "figureUnit",
+    "EnvironmentRecord.figureDisplay": "figureUnit",
     "ReviewRunResult.reviewStatus": "reviewState",
 }
 # A description listing alternatives: 'a' or 'b', 'a', 'b' or 'c', or 'a', 'b', 'c'.

@@ -17,7 +17,7 @@ class Suite:
     workload_count: int = strawberry.field(description="Workloads of the suite, in any snapshot.")
     workloads_in_latest_snapshot: int = strawberry.field(description="Workloads its latest complete snapshot holds.")
     run_count: int = strawberry.field(description="Live runs of its workloads (not superseded, not retracted), of every metric.")
-    eligible_run_count: int = strawberry.field(description="Runs that count towards records (eligibility-v2), summed over its workloads.")
+    eligible_run_count: int = strawberry.field(description="Runs that count towards its workloads' headline records (eligibility-v3: canonical configuration, latency), summed.")
     latest_revision: str | None = strawberry.field(description="The upstream revision of its latest complete snapshot.")
     latest_revision_date: date | None = strawberry.field(description="The date of that snapshot.")
     families: list[str] = strawberry.field(description="The operation families its workloads state (none for KernelBench).")

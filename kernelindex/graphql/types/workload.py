@@ -10,7 +10,8 @@ import strawberry
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.cost import LONG_TEXT, cost_weight
-from kernelindex.graphql.enums import AxisBehaviour, Determinism, Evidence, RunOrder, WorkloadKind, of_rules
+from kernelindex.graphql.enums import AxisBehaviour, Determinism, Evidence, Metric, RunOrder, WorkloadKind, of_rules
+from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.pagination import (
     LIST_DEFAULT,
@@ -29,10 +30,11 @@ from kernelindex.graphql.types.headroom import Headroom, RooflineFloor
 from kernelindex.graphql.types.history import RecordEvent, record_events_page
 from kernelindex.graphql.types.page import Comparison, HardwareGap, Headline, ImplementationSummary
 from kernelindex.graphql.types.policy import Policy
-from kernelindex.graphql.types.records import EnvironmentRecord
+from kernelindex.graphql.types.records import EnvironmentRecord, RecordConfiguration
 from kernelindex.graphql.types.revision import WorkloadRevision
 from kernelindex.graphql.types.run import Configuration, Run
 from kernelindex.rules.display import format_date, plural
+from kernelindex.rules.eligibility import HEADLINE, RecordScope
 from kernelindex.rules.headroom_inputs import best_record_by_hardware, record_headroom_v1
 from kernelindex.rules.headroom_v2 import floors_for_catalogue, roofline_floor
 from kernelindex.rules.identity import IDENTITY_VERSION, short_digest
@@ -260,6 +262,57 @@ class Workload(Node):
         # implementation on its SKU, read for the rows shown.
         return [
             Comparison(record=r, summary=page.cohort_summaries[r.run.cohort_key], canonical_configuration_key=canonical,
+                       measured_runs=None)
+            for r in records
+        ]
+
+    @strawberry.field(description="The configurations and metrics of the current revision that hold records (eligibility-v3), the canonical configuration first: each has records of its own, compared only with its like (recordsAt, comparisonsAt). A capped list: the first `first` of them (at most 100).")
+    async def configurations(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[RecordConfiguration]:
+        scopes = await info.context.loaders.record_scopes_by_workload_id.load(self.row.id)
+        shown = first_of(scopes, first, info.context.settings.max_page_size)
+        catalogue = (await self._page(info)).catalogue if shown else ()
+        return [RecordConfiguration(summary=s, hardware_facts=[h for h in catalogue if h.id in s.hardware_ids]) for s in shown]
+
+    async def _scoped_page(self, info: strawberry.Info[Context, None], configuration: str | None, metric: Metric) -> WorkloadPage:
+        """The page of records at `configuration` (its key; None: the canonical one) for `metric`; a key
+        at which the workload holds no records of that metric is an error naming where to find those it holds."""
+        wanted = str(metric.value)  # the rules' word (an enum_value's value is typed loosely)
+        scope = RecordScope(configuration, wanted)
+        if configuration is not None:
+            scopes = await info.context.loaders.record_scopes_by_workload_id.load(self.row.id)
+            found = next((s for s in scopes if s.configuration_key == configuration and s.metric == wanted), None)
+            if found is None:
+                raise UserInputError(
+                    f"{self.row.slug} holds no {wanted} records at configuration {configuration!r}: "
+                    f"Workload.configurations lists the {len(scopes)} configuration and metric pairs that hold records")
+            scope = found.scope
+        if scope == HEADLINE:
+            return await self._page(info)
+        return await info.context.loaders.page_by_scope.load((self.row.id, scope))
+
+    @strawberry.field(description="Per environment, the best eligible run at a configuration for a metric (eligibility-v3), best first: the headline records (records) when both are left out. A capped list: the first `first` of them (at most 100).")
+    async def records_at(
+        self, info: strawberry.Info[Context, None],
+        configuration: Annotated[str | None, strawberry.argument(description="A configuration's key, as configurations gives it; null: the canonical configuration.")] = None,
+        metric: Annotated[Metric, strawberry.argument(description="The metric whose records to show.")] = Metric.LATENCY,
+        first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT,
+    ) -> list[EnvironmentRecord]:
+        page = await self._scoped_page(info, configuration, metric)
+        return [EnvironmentRecord(record=r) for r in first_of(page.records, first, info.context.settings.max_page_size)]
+
+    @strawberry.field(description="Every environment's ranked cohort of latencies at a configuration (eligibility-v3), in record order, each row with its speedup over the source's baseline: comparisons at another configuration. A capped list: the first `first` of them (at most 100).")
+    async def comparisons_at(
+        self, info: strawberry.Info[Context, None],
+        configuration: Annotated[str | None, strawberry.argument(description="A configuration's key, as configurations gives it; null: the canonical configuration.")] = None,
+        first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT,
+    ) -> list[Comparison]:
+        page = await self._scoped_page(info, configuration, Metric.LATENCY)
+        records = first_of(page.records, first, info.context.settings.max_page_size)
+        # Every row of a cohort is at the scope's configuration: 'exact' against it, as against the
+        # canonical one on the headline page.
+        at = configuration if configuration is not None else page.facts.canonical_configuration_key
+        return [
+            Comparison(record=r, summary=page.cohort_summaries[r.run.cohort_key], canonical_configuration_key=at,
                        measured_runs=None)
             for r in records
         ]
