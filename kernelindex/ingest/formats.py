@@ -39,7 +39,7 @@ def foreign_format(head: bytes) -> ForeignFormat | None:
     if head.startswith(ZSTD_MAGIC):
         return ForeignFormat(
             "zstd-compressed (a kernelindex.com catalogue export, *.jsonl.zst, is)",
-            "catalogue exports are a catalogue, not run records: decompress it only to read it",
+            "import a catalogue export with: kernelindex ingest kernelindex-export FILE",
         )
     if head.startswith(GZIP_MAGIC):
         return ForeignFormat("gzip-compressed", "decompress it first (gunzip -c FILE | kernelindex ingest runs -)")
@@ -54,7 +54,7 @@ def foreign_format(head: bytes) -> ForeignFormat | None:
     if _LIGER_COLUMNS <= header:
         return ForeignFormat(
             "Liger-Kernel's benchmark results (all_benchmark_data.csv)",
-            "its rows are benchmark results in Liger-Kernel's own columns, not run records",
+            "import it with: kernelindex ingest liger FILE --revision REV --observed YYYY-MM-DD",
         )
     try:
         line = json.loads(first)
@@ -63,7 +63,7 @@ def foreign_format(head: bytes) -> ForeignFormat | None:
     if isinstance(line, dict) and set(line) == {"table", "row"}:
         return ForeignFormat(
             "a kernelindex.com catalogue export (kernelindex.dev/v1alpha1 lines of {\"table\", \"row\"})",
-            "catalogue exports are a catalogue, not run records",
+            "import it with: kernelindex ingest kernelindex-export FILE",
         )
     return None
 

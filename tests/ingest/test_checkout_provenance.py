@@ -109,11 +109,16 @@ def test_levels_present_but_none_asked_for_is_fatal(cli, checkout, capsys):
         (b'{\n    "level1": {\n        "1_Square_matrix_multiplication_.py": {\n            "mean": 2.66', "ingest kernelbench CHECKOUT"),
         (b'{"level3": {"9_ResNet18.py": {"mean": 1.1}}}', "ingest kernelbench CHECKOUT"),
         (b"\x28\xb5\x2f\xfd\x00\x00", "zstd-compressed"),
+        (b"\x28\xb5\x2f\xfd\x00\x00", "kernelindex ingest kernelindex-export FILE"),
         (b'{"table": "sources", "row": {"id": "gpu-mode"}}\n{"table": "x", "row": {}}', "kernelindex.com catalogue export"),
+        (b'{"table": "sources", "row": {"id": "gpu-mode"}}\n{"table": "x", "row": {}}', "kernelindex ingest kernelindex-export FILE"),
         (b"kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,x_value,y_value_50\n",
          "Liger-Kernel's benchmark results"),
+        (b"kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,x_value,y_value_50\n",
+         "kernelindex ingest liger FILE --revision REV --observed"),
     ],
-    ids=["timing pretty", "timing one line", "zstd", "catalogue lines", "liger csv"],
+    ids=["timing pretty", "timing one line", "zstd", "zstd command", "catalogue lines", "catalogue command", "liger csv",
+         "liger command"],
 )
 def test_foreign_formats_are_named(head, named):
     found = foreign_format(head)
