@@ -13,13 +13,15 @@ here:
    checker before the ingest writer stores them, in the same transaction as the job's final state.
 
 A candidate that crashes, hangs, runs out of memory or computes the wrong answer ends its job failed
-with that reason, and the worker goes on. A job cancelled while it runs (kernelindex.fleet.jobs.cancel
-marks procrastinate's entry for abort, which this worker hears at once by LISTEN/NOTIFY, or polls for
-every ``poll_s``) has its sandbox stopped (the runner and everything it started killed) and nothing
-stored: the job's row, locked while a result is stored, is already cancelled. A failure on the worker's own side (the database went away)
+with that reason, and the worker goes on. A failure on the worker's own side (the database went away)
 puts the job back on the queue until it has been started ``max_attempts`` times. A worker that dies
 mid-job (SIGKILL, the machine gone) stops its heartbeat; every worker of the same SKU looks for such
 jobs and puts them back (or fails them, after ``max_attempts``).
+
+A job cancelled while it runs (kernelindex.fleet.jobs.cancel marks procrastinate's entry for abort,
+which this worker hears at once by LISTEN/NOTIFY, or polls for every ``poll_s``) has its sandbox
+stopped (the runner and everything it started killed; the zygote stays warm) and nothing stored: its
+row, which is locked while a result is stored, is cancelled first.
 
 This module never imports torch: the device is described by the sandbox (the zygote imports torch).
 """
