@@ -47,6 +47,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -76,8 +77,9 @@ MISSING_WITHOUT_NAMESPACES = (
 # ok: the function returned (value is what it returned); raised: it raised (detail is "Type: message");
 # timeout: past the wall-clock limit; cpu-limit: past the CPU-time limit; crash: the runner died
 # (a signal, os._exit, a segfault); bad-result: the result was too large or not the expected JSON;
-# sandbox-error: the confinement itself could not be set up, so the job never ran.
-STATUSES = ("ok", "raised", "timeout", "cpu-limit", "crash", "bad-result", "sandbox-error")
+# sandbox-error: the confinement itself could not be set up, so the job never ran; cancelled: stopped
+# on request (Sandbox.stop_running), whatever it had done.
+STATUSES = ("ok", "raised", "timeout", "cpu-limit", "crash", "bad-result", "sandbox-error", "cancelled")
 
 GiB = 1024**3
 MiB = 1024**2
@@ -171,6 +173,11 @@ class Sandbox:
         self.missing: list[str] = []
         self._process: subprocess.Popen[bytes] | None = None
         self._buffer = b""
+        # Requests are numbered across calls, so a stop meant for one job never reaches a later one; the
+        # numbers of the jobs the zygote holds now. stop_running() comes from another thread than map().
+        self._issued = 0
+        self._in_flight: set[int] = set()
+        self._write_lock = threading.Lock()
         self._start()
 
     def __enter__(self) -> Sandbox:
@@ -196,6 +203,7 @@ class Sandbox:
         """Call ``function`` ("module:name", a module the zygote can import) once per payload, each in a
         fresh confined process; outcomes in payload order. A payload and a result are JSON values."""
         requests = [json.dumps({"function": function, "payload": p}, allow_nan=False) for p in payloads]
+        base, self._issued = self._issued, self._issued + len(requests)
         outcomes: list[Outcome | None] = [None] * len(requests)
         pending = deque(range(len(requests)))
         running: dict[int, float] = {}  # index → backstop deadline
@@ -203,13 +211,16 @@ class Sandbox:
         while pending or running:
             while pending and len(running) < self.workers:
                 index = pending.popleft()
-                if not self._send(index, requests[index]):
+                self._in_flight.add(base + index)
+                if not self._send(base + index, requests[index]):
+                    self._in_flight.discard(base + index)
                     pending.appendleft(index)
                     break
                 running[index] = time.monotonic() + self.limits.wall_s + 2 * _BACKSTOP_S
             event = self._next_event(min(running.values()) if running else None)
             if event is None:  # the zygote died or stopped answering: the jobs it held fail, a new one takes the rest
                 for index in running:
+                    self._in_flight.discard(base + index)
                     outcomes[index] = Outcome("crash", None, "sandbox zygote stopped answering")
                     if on_done:
                         on_done(index, outcomes[index])  # type: ignore[arg-type]
@@ -221,15 +232,29 @@ class Sandbox:
                 if pending:
                     self._start()
                 continue
-            job_id = event.get("id")
-            if not isinstance(job_id, int) or job_id not in running:
+            number = event.get("id")
+            job_id = number - base if isinstance(number, int) else None
+            if job_id is None or job_id not in running:
                 continue
             del running[job_id]
+            self._in_flight.discard(base + job_id)
             outcome = _outcome_from_event(event, self.limits.result_bytes)
             outcomes[job_id] = outcome
             if on_done:
                 on_done(job_id, outcome)
         return [o if o is not None else Outcome("crash", None, "no result") for o in outcomes]
+
+    def stop_running(self) -> int:
+        """Stop the jobs running now (from any thread, while another waits in ``map``): each is killed
+        with everything it started and ends ``cancelled``; jobs asked for later run as usual. The number
+        of jobs asked to stop."""
+        numbers = sorted(self._in_flight)
+        for number in numbers:
+            try:
+                self._write(json.dumps({"cancel": number}))
+            except OSError:  # the zygote is gone: its jobs end anyway
+                return 0
+        return len(numbers)
 
     def close(self) -> None:
         self._kill()
@@ -274,9 +299,12 @@ class Sandbox:
             return False
 
     def _write(self, line: str) -> None:
-        assert self._process is not None and self._process.stdin is not None
-        self._process.stdin.write(line.encode() + b"\n")
-        self._process.stdin.flush()
+        with self._write_lock:  # whole lines: stop_running writes from another thread
+            process = self._process
+            if process is None or process.stdin is None:
+                raise OSError(errno.EPIPE, "the sandbox zygote is not running")
+            process.stdin.write(line.encode() + b"\n")
+            process.stdin.flush()
 
     def _next_event(self, deadline: float | None) -> dict[str, Any] | None:
         """The zygote's next message; None when it died, sent nonsense or passed the deadline."""
@@ -389,6 +417,8 @@ def describe_sandbox_failure(outcome: Outcome, limits: Limits | None = None) -> 
         return f"returned an unusable result: {detail}"
     if status == "sandbox-error":
         return f"the sandbox could not be set up (the job never ran): {detail}"
+    if status == "cancelled":
+        return "cancelled: stopped while it ran"
     return f"{status}: {detail}"
 
 
@@ -447,6 +477,7 @@ class _Job:
     oversize: bool = False
     backstop: float = math.inf
     killed_by_backstop: bool = False
+    cancelled: bool = False
 
 
 def _zygote_main() -> None:
@@ -529,7 +560,10 @@ def _zygote_loop(workers: int, limits: Limits, level: str, emit: Callable[[dict[
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     request = json.loads(line)
-                    pending.append(_Job(request.pop("id"), request))
+                    if "cancel" in request:
+                        _cancel(request["cancel"], pending, running, emit)
+                    else:
+                        pending.append(_Job(request.pop("id"), request))
                 continue
             job = running[fd]
             try:
@@ -562,6 +596,23 @@ def _zygote_loop(workers: int, limits: Limits, level: str, emit: Callable[[dict[
                 _kill_quietly(job.pid)
 
 
+def _cancel(index: Any, pending: deque[_Job], running: dict[int, _Job], emit: Callable[[dict[str, Any]], None]) -> None:
+    """Stop job ``index``: not started yet, it never is; running, its supervisor is told (SIGTERM) to kill
+    the runner and all it started and to report it cancelled. A job already finished is left alone."""
+    for job in list(pending):
+        if job.index == index:
+            pending.remove(job)
+            emit({"id": index, "status": "cancelled", "detail": "stopped before it started"})
+            return
+    for job in {id(j): j for j in running.values()}.values():
+        if job.index == index and not job.cancelled:
+            job.cancelled = True
+            try:
+                os.kill(job.pid, signal.SIGTERM)
+            except OSError:
+                pass
+
+
 def _kill_quietly(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
@@ -592,6 +643,8 @@ def _finish(job: _Job, running: dict[int, _Job], limits: Limits, emit: Callable[
         status = json.loads(bytes(job.status))
     except ValueError:
         status = {"status": "crash", "detail": "the sandbox supervisor died" + (" (backstop)" if job.killed_by_backstop else "")}
+        if job.cancelled:  # stopped before it could say so (the SIGTERM came before its handler)
+            status = {"status": "cancelled", "detail": "stopped on request"}
     event: dict[str, Any] = {"id": job.index, **status}
     if job.oversize:
         event = {"id": job.index, "status": "bad-result", "detail": f"result over {limits.result_bytes:,} bytes"}
@@ -650,6 +703,21 @@ def _supervise(job: _Job, zygote: int, result_w: int, status_w: int, limits: Lim
             os._exit(71)
     os.close(result_w)
     os.close(life_r)
+    stopped: list[bool] = []
+
+    def stop(signum: int, frame: Any) -> None:
+        # Sandbox.stop_running, through the zygote: the runner's session (at the namespaces level, its
+        # whole PID namespace) killed now; _wait then returns, and the job is reported cancelled.
+        stopped.append(True)
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    # Set here, not before the fork: the runner must not inherit it (a SIGTERM before this line kills the
+    # supervisor, and the zygote reports the job cancelled all the same).
+    signal.signal(signal.SIGTERM, stop)
     status, usage, timed_out = _wait(pid, started + limits.wall_s)
     if level != LEVEL_NAMESPACES:
         try:
@@ -660,6 +728,8 @@ def _supervise(job: _Job, zygote: int, result_w: int, status_w: int, limits: Lim
             shutil.rmtree(scratch, ignore_errors=True)
     cpu_used = usage.ru_utime + usage.ru_stime if usage else 0.0
     cpu_limit = _cpu_limit(limits)
+    if stopped:
+        report({"status": "cancelled", "detail": "stopped on request"})
     if timed_out:
         report({"status": "timeout", "detail": f"no result within {limits.wall_s:g} s; killed"})
     if os.WIFSIGNALED(status):

@@ -19,7 +19,7 @@ from sqlalchemy import select
 from benchmarks.naming import slug_for_path  # torch-free
 from benchmarks.records import cpu_hardware_line  # torch-free
 from kernelindex.cli.common import CommandError, database_url, say
-from kernelindex.cli.fleet import in_transaction, report_enqueued
+from kernelindex.cli.fleet import in_transaction, report_enqueued, with_subjects
 from kernelindex.cli.ingest import report
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.errors import shortage
@@ -59,13 +59,13 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     url = database_url()
 
     async def work(session):
-        return await enqueue_sweep(
+        return await with_subjects(session, await enqueue_sweep(
             session, workload_slugs=args.workload, level=args.level, everything=args.all,
             implementations=args.impl or ["torch_eager", "torch_compile_inductor"], hardware=args.hardware,
             bindings=dict(args.bindings), replicas=args.replicas,
-        )
+        ))
 
-    report_enqueued(asyncio.run(in_transaction(url, work)))
+    report_enqueued(*asyncio.run(in_transaction(url, work)))
     return 0
 
 

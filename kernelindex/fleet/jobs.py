@@ -5,7 +5,9 @@ runner, or a submitted ``ModelNew`` module) × a kind of hardware (a catalogue S
 configuration. The same request made again is the same row (``dedupe_key``), whatever its state, so a
 file submitted twice is one job; a new revision of the workload is a new measurement, so a new job.
 
-States: queued → running → passed | failed (with its reason) | cancelled. A job whose worker dies is
+States: queued → running → passed | failed (with its reason) | cancelled. A queued or running job can be
+cancelled (`cancel`: who and why go into its reason; a running one's worker stops its sandbox and stores
+nothing); a finished one cannot, and a cancelled one stays cancelled. A job whose worker dies is
 put back to queued by another worker of its SKU (kernelindex.fleet.worker) until it has been started
 ``max_attempts`` times, then failed with that reason. Nothing here runs submitted code: a submission's
 source is parsed in a bounded child process, never imported, on this side (kernelindex.fleet.submissions,
@@ -40,9 +42,10 @@ from kernelindex.fleet.submissions import (
     checked_title,
     shown_filename,
 )
-from kernelindex.rules.names import is_unstated_variant
+from kernelindex.rules.names import is_unstated_variant, shown_text_problem
 
 DEFAULT_MAX_ATTEMPTS = 3
+MAX_CANCEL_REASON_CHARS = 500
 # Measurements of one subject on distinct machines: two make the Replicated rung reachable.
 MAX_REPLICAS = 4
 # The builtin runners a sweep may queue (benchmarks.runners.IMPLEMENTATIONS, named here so the API
@@ -287,6 +290,30 @@ async def list_jobs(
     return list((await session.execute(statement.order_by(FleetJob.id.desc()).limit(limit))).scalars())
 
 
+@dataclass(frozen=True)
+class Subject:
+    """What a job measures, in the words a person reads: the workload's slug, the implementation's slug
+    and (a submission's) title."""
+
+    workload: str
+    implementation: str
+    title: str | None
+
+
+async def subjects_of(session: AsyncSession, found: list[FleetJob]) -> dict[int, Subject]:
+    """By job id, for the lines `submit`, `bench --enqueue`, `jobs` and `jobs cancel` print."""
+    if not found:
+        return {}
+    rows = await session.execute(
+        select(FleetJob.id, Workload.slug, FleetJob.implementation_slug, FleetJob.kind, Implementation.title)
+        .join(Workload, Workload.id == FleetJob.workload_id)
+        .outerjoin(Implementation, Implementation.slug == FleetJob.implementation_slug)
+        .where(FleetJob.id.in_([job.id for job in found]))
+    )
+    return {job_id: Subject(workload, slug, title if kind == "submission" else None)
+            for job_id, workload, slug, kind, title in rows}
+
+
 async def count_by_state(session: AsyncSession, *, hardware: str | None = None, workload_slug: str | None = None) -> dict[str, int]:
     statement = await jobs_of_hardware_and_workload(
         session, select(FleetJob.state, func.count()).group_by(FleetJob.state), hardware, workload_slug)
@@ -400,14 +427,22 @@ async def start(session: AsyncSession, job_id: int, worker: str, machine_id: str
 async def finish(
     session: AsyncSession, job_id: int, *, state: str, now: datetime, reason: str | None = None,
     run_id: int | None = None, baseline_run_id: int | None = None, environment_id: int | None = None,
-) -> None:
-    assert state in ("passed", "failed", "cancelled")
-    await session.execute(
-        update(FleetJob).where(FleetJob.id == job_id).values(
+) -> bool:
+    """The job's final state, from a worker. A job cancelled meanwhile stays cancelled (False)."""
+    assert state in ("passed", "failed")
+    done = await session.execute(
+        update(FleetJob).where(FleetJob.id == job_id, FleetJob.state.in_(("queued", "running"))).values(
             state=state, reason=reason, run_id=run_id, baseline_run_id=baseline_run_id, environment_id=environment_id,
             finished_at=now, updated_at=now,
-        )
+        ).returning(FleetJob.id)
     )
+    return done.first() is not None
+
+
+async def lock_state(session: AsyncSession, job_id: int) -> str | None:
+    """The job's state, its row locked until the transaction ends: a worker storing a result reads it so,
+    and a cancellation (which locks the row too) lands either before (nothing is stored) or after (too late)."""
+    return (await session.execute(select(FleetJob.state).where(FleetJob.id == job_id).with_for_update())).scalar_one_or_none()
 
 
 async def requeue(session: AsyncSession, job_id: int, *, reason: str, now: datetime) -> None:
@@ -423,17 +458,93 @@ async def attempts_of(session: AsyncSession, job_id: int) -> tuple[int, int] | N
     return None if row is None else (row[0], row[1])
 
 
-async def cancel(session: AsyncSession, job_id: int, now: datetime) -> bool:
-    """Cancel a queued job (a running one finishes). True when it was cancelled."""
-    done = await session.execute(
-        update(FleetJob).where(FleetJob.id == job_id, FleetJob.state == "queued")
-        .values(state="cancelled", reason="cancelled before it ran", finished_at=now, updated_at=now)
-        .returning(FleetJob.queue_job_id)
+# --- cancelling ------------------------------------------------------------------------------------------
+
+
+class JobNotFoundError(FleetInputError):
+    def __init__(self, job_id: int):
+        super().__init__("job", f"no job {job_id} (see `kernelindex jobs`)")
+
+
+class NotYourJobError(FleetInputError):
+    """The canceller may cancel only the jobs it asked for, and this one it did not."""
+
+    def __init__(self, job_id: int):
+        super().__init__("job", f"job {job_id} was not queued by this token: a token cancels the jobs it submitted "
+                                "(implementations:submit), or any job with the jobs:cancel scope")
+
+
+@dataclass(frozen=True)
+class Cancellation:
+    """What a request to cancel a job found and did. ``outcome``: 'cancelled' (by this request; ``was``
+    says whether it was queued or running), 'already cancelled' (nothing changed) or 'finished' (it
+    passed or failed before: nothing changed, and a finished job is never cancelled)."""
+
+    job: FleetJob
+    outcome: str
+    was: str
+
+    @property
+    def refused(self) -> bool:
+        return self.outcome == "finished"
+
+    def message(self) -> str:
+        if self.outcome == "cancelled":
+            stopped = "; its worker stops its sandbox and stores nothing" if self.was == "running" else ""
+            return f"cancelled job {self.job.id} (it was {self.was}{stopped})"
+        if self.outcome == "already cancelled":
+            return f"job {self.job.id} was already cancelled ({self.job.reason}); nothing changed"
+        return f"job {self.job.id} already {self.job.state}: a finished job cannot be cancelled"
+
+
+def checked_cancel_reason(reason: str | None) -> str | None:
+    """Why a job is cancelled: optional, one line of visible text."""
+    if reason is None:
+        return None
+    text = " ".join(reason.split())
+    if not text:
+        return None
+    if len(text) > MAX_CANCEL_REASON_CHARS:
+        raise FleetInputError("reason", f"a reason of {len(text):,} characters; at most {MAX_CANCEL_REASON_CHARS}")
+    problem = shown_text_problem(text)
+    if problem:
+        raise FleetInputError("reason", f"the reason {problem}")
+    return text
+
+
+async def cancel(
+    session: AsyncSession, job_id: int, *, now: datetime, by: str, reason: str | None = None,
+    only_requested_by: int | None = None,
+) -> Cancellation:
+    """Cancel a queued or running job in the session's transaction: its state 'cancelled', with who
+    (``by``) and why in its reason. A queued job's queue entry is cancelled with it; a running one's is
+    marked for abort, which procrastinate tells its worker at once (LISTEN/NOTIFY, polled as a fallback):
+    the worker stops the job's sandbox, and since the row is cancelled it stores no run for it.
+    ``only_requested_by``: a token that may cancel only the jobs it queued (NotYourJobError otherwise).
+    JobNotFoundError when there is no such job."""
+    reason = checked_cancel_reason(reason)
+    # The row locked first: a worker storing its result holds the same lock (lock_state), so the two never
+    # both win; a job found finished here stays as it finished.
+    job = (await session.execute(
+        select(FleetJob).where(FleetJob.id == job_id).with_for_update().execution_options(populate_existing=True)
+    )).scalar_one_or_none()
+    if job is None:
+        raise JobNotFoundError(job_id)
+    if only_requested_by is not None and job.requested_by_token_id != only_requested_by:
+        raise NotYourJobError(job_id)
+    was = job.state
+    if was == "cancelled":
+        return Cancellation(job, "already cancelled", was)
+    if was not in ("queued", "running"):
+        return Cancellation(job, "finished", was)
+    said = f"cancelled by {by}" + (f": {reason}" if reason else "") + (" (while running)" if was == "running" else "")
+    await session.execute(
+        update(FleetJob).where(FleetJob.id == job_id)
+        .values(state="cancelled", reason=said, finished_at=now, updated_at=now)
     )
-    row = done.first()
-    if row is None:
-        return False
-    if row[0] is not None:
-        # procrastinate's entry too (a no-op when a worker already took it: that worker finds the job cancelled).
-        await session.execute(text("SELECT procrastinate_cancel_job_v1(:id, false, false)"), {"id": row[0]})
-    return True
+    if job.queue_job_id is not None:
+        # procrastinate's entry: a waiting one cancelled, a running one marked for abort (a no-op when it
+        # is already finished: a worker that takes the job finds it cancelled and leaves it).
+        await session.execute(text("SELECT procrastinate_cancel_job_v1(:id, true, false)"), {"id": job.queue_job_id})
+    await session.refresh(job)
+    return Cancellation(job, "cancelled", was)

@@ -18,6 +18,11 @@ puts the job back on the queue until it has been started ``max_attempts`` times.
 mid-job (SIGKILL, the machine gone) stops its heartbeat; every worker of the same SKU looks for such
 jobs and puts them back (or fails them, after ``max_attempts``).
 
+A job cancelled while it runs (kernelindex.fleet.jobs.cancel marks procrastinate's entry for abort,
+which this worker hears at once by LISTEN/NOTIFY, or polls for every ``poll_s``) has its sandbox
+stopped (the runner and everything it started killed; the zygote stays warm) and nothing stored: its
+row, which is locked while a result is stored, is cancelled first.
+
 This module never imports torch: the device is described by the sandbox (the zygote imports torch).
 """
 
@@ -36,6 +41,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import procrastinate
+from procrastinate.job_context import AbortReason
 from procrastinate.jobs import Status
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 from sqlalchemy import select
@@ -136,6 +142,7 @@ class WorkerReport:
     failed: int = 0
     retried: int = 0
     recovered: int = 0  # jobs of dead workers put back (or failed)
+    cancelled: int = 0  # jobs cancelled while this worker ran them (their sandbox stopped)
 
 
 def utc_now() -> datetime:
@@ -284,6 +291,8 @@ class FleetWorker:
         worker_options: dict[str, Any] = dict(
             queues=[self.queue], name=self.name, concurrency=1, update_heartbeat_interval=options.heartbeat_s,
             stalled_worker_timeout=options.stalled_after_s, fetch_job_polling_interval=options.poll_s,
+            # A cancelled running job is told by NOTIFY at once; this poll is the fallback (a lost notification).
+            abort_job_polling_interval=options.poll_s,
             install_signal_handlers=not options.until_idle,
         )
         async with self.app.open_async():
@@ -372,11 +381,23 @@ class FleetWorker:
             "provider": self.options.provider, "label": self.options.label,
         }
         started = time.monotonic()
+        # Shielded: when procrastinate cancels this task (the job was cancelled), the measurement is stopped
+        # and waited for, never left running in its thread.
+        measuring = asyncio.ensure_future(asyncio.to_thread(self.sandbox.run, self.options.measure, payload))
         try:
-            outcome = await asyncio.to_thread(self.sandbox.run, self.options.measure, payload)
+            outcome = await asyncio.shield(measuring)
         except SandboxError as exc:
             await self._worker_failed(work, f"the sandbox failed: {exc}")
             raise WorkerSideError(str(exc)) from exc
+        except asyncio.CancelledError:
+            if context.abort_reason() == AbortReason.USER_REQUEST:
+                self.sandbox.stop_running()
+                with contextlib.suppress(Exception):
+                    await measuring
+                self.report.cancelled += 1
+                self.say(f"worker {self.name}: job {job_id} cancelled while it ran: its sandbox stopped after "
+                         f"{time.monotonic() - started:.1f} s, nothing stored")
+            raise
         try:
             state = await self._store(work, outcome)
         except Exception as exc:
@@ -402,6 +423,11 @@ class FleetWorker:
         assert self._sessions is not None and self.report is not None
         now = utc_now()
         async with self._sessions() as session, session.begin():
+            # Cancelled while it ran, before its worker heard (or a lost notification): nothing of it is stored.
+            # The row stays locked to the end of this transaction, so a cancellation waits for the result instead.
+            if await jobs.lock_state(session, work.job_id) == "cancelled":
+                self.report.cancelled += 1
+                return "cancelled (nothing stored)"
 
             async def failed(reason: str) -> str:
                 assert self.report is not None

@@ -80,7 +80,8 @@ class JobState(Enum):
     RUNNING = strawberry.enum_value("running", description="A worker has started it.")
     PASSED = strawberry.enum_value("passed", description="Measured; its run is stored.")
     FAILED = strawberry.enum_value("failed", description="Ended without a figure; reason says why.")
-    CANCELLED = strawberry.enum_value("cancelled", description="Withdrawn before it ended.")
+    CANCELLED = strawberry.enum_value("cancelled", description="Withdrawn before it ended (cancelJob, `kernelindex jobs "
+                                      "cancel`); reason says who and why. No run is stored for it.")
 
 
 @strawberry.enum(description="Why a fleet job exists: a submitted implementation, or one of KernelIndex's own sweeps.")

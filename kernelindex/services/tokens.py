@@ -35,11 +35,14 @@ SCOPE_RUNS_WRITE = "runs:write"
 SCOPE_RUNS_RETRACT = "runs:retract"
 SCOPE_RUNS_REVIEW = "runs:review"
 SCOPE_IMPLEMENTATIONS_SUBMIT = "implementations:submit"
+SCOPE_JOBS_CANCEL = "jobs:cancel"
 KNOWN_SCOPES: dict[str, str] = {
     SCOPE_RUNS_REVIEW: "review a run held as suspicious (reviewRun)",
     SCOPE_RUNS_WRITE: "submit run records (submitRuns)",
     SCOPE_RUNS_RETRACT: "retract a run or a suite snapshot with its runs (retractRun, retractSnapshot)",
-    SCOPE_IMPLEMENTATIONS_SUBMIT: "submit an implementation to be measured by the fleet (submitImplementation)",
+    SCOPE_IMPLEMENTATIONS_SUBMIT: "submit an implementation to be measured by the fleet (submitImplementation), and "
+                                  "cancel the jobs it queued (cancelJob)",
+    SCOPE_JOBS_CANCEL: "cancel any fleet job, queued or running (cancelJob): the fleet operator's",
 }
 
 INVALID_TOKEN_MESSAGE = "invalid or revoked API token"

@@ -153,3 +153,34 @@ def test_a_stopped_supervisor_restarts_nothing():
     server.running = False
     time.sleep(0.1)
     assert server.attempts == [] and supervisor.restarts == 0
+
+
+def test_the_message_says_whether_it_started_the_server_or_reused_a_running_one(data_dir, monkeypatch, capsys):
+    """`kernelindex` on the embedded default says which it did: a server it started stops when it exits; a
+    reused one is another process's and keeps running for it."""
+    from kernelindex.db import embedded
+
+    pgdata = (data_dir / "pgdata").resolve()
+    monkeypatch.setattr(embedded, "_current", None)
+    ours = embedded.ensure_embedded(data_dir)
+    line = capsys.readouterr().err.strip()
+    assert line.startswith(f"kernelindex: started embedded PostgreSQL in {pgdata} (pid {ours.pid}, "), line
+    assert not ours.reused
+    ours.stop()
+    deadline = time.monotonic() + 20
+    while ours.is_running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not ours.is_running()
+
+    holder = _run(data_dir, "write", hold=True)
+    theirs = json.loads(holder.stdout.readline())
+    try:
+        monkeypatch.setattr(embedded, "_current", None)
+        joined = embedded.ensure_embedded(data_dir)
+        assert capsys.readouterr().err.strip() == (
+            f"kernelindex: reusing the embedded PostgreSQL already running in {pgdata} (pid {theirs['pid']})")
+        assert joined.reused and joined.pid == theirs["pid"]
+        joined.stop()
+        assert psutil.pid_exists(theirs["pid"]), "letting go of a reused server must not stop it under its holder"
+    finally:
+        holder.communicate(input="\n", timeout=60)

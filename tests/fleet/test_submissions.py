@@ -127,13 +127,65 @@ async def test_a_new_revision_is_a_new_job(session, tiny_workload):
     assert second[0].job.workload_revision_id != first[0].job.workload_revision_id
 
 
-async def test_cancel_takes_a_queued_job_off_the_queue(session, tiny_workload):
-    made = (await jobs.enqueue_sweep(session, workload_slugs=[tiny_workload], level=None, everything=False,
-                                     implementations=["torch_eager"], hardware=["cpu"]))[0]
-    assert await jobs.cancel(session, made.job.id, made.job.created_at)
-    assert not await jobs.cancel(session, made.job.id, made.job.created_at)  # once
-    assert (await _queue_rows(session))[0][3] == "cancelled"
-    assert (await jobs.get_job(session, made.job.id)).state == "cancelled"
+async def test_cancel_takes_a_queued_job_off_the_queue_once_and_never_a_finished_one(session, tiny_workload):
+    made = await jobs.enqueue_sweep(session, workload_slugs=[tiny_workload], level=None, everything=False,
+                                    implementations=["torch_eager", "torch_compile_inductor"], hardware=["cpu"])
+    queued, finished = (m.job for m in made)
+    now = queued.created_at
+    done = await jobs.cancel(session, queued.id, now=now, by="alice@box", reason="  asked\nby mistake ")
+    assert (done.outcome, done.was, done.refused) == ("cancelled", "queued", False)
+    assert done.job.state == "cancelled" and done.job.reason == "cancelled by alice@box: asked by mistake"
+    assert done.job.finished_at == now and done.message() == f"cancelled job {queued.id} (it was queued)"
+    rows = {row[0]: row[3] for row in await _queue_rows(session)}
+    assert rows == {queued.queue_job_id: "cancelled", finished.queue_job_id: "todo"}  # its queue entry too, only its
+
+    again = await jobs.cancel(session, queued.id, now=now, by="bob@box")  # idempotent: the first one stands
+    assert (again.outcome, again.refused, again.job.reason) == ("already cancelled", False, "cancelled by alice@box: asked by mistake")
+    assert "already cancelled" in again.message()
+
+    await session.execute(text("UPDATE fleet_jobs SET state = 'passed' WHERE id = :id"), {"id": finished.id})
+    late = await jobs.cancel(session, finished.id, now=now, by="alice@box")
+    assert (late.outcome, late.refused, late.job.state) == ("finished", True, "passed")
+    assert late.message() == f"job {finished.id} already passed: a finished job cannot be cancelled"
+
+    with pytest.raises(jobs.JobNotFoundError, match="no job 999999"):
+        await jobs.cancel(session, 999999, now=now, by="alice@box")
+    with pytest.raises(FleetInputError, match="the reason holds an invisible format character"):
+        await jobs.cancel(session, queued.id, now=now, by="alice@box", reason="\u202eevil")
+
+
+async def test_a_token_cancels_only_the_jobs_it_queued(session, tiny_workload):
+    mine = await submit_one(session, workload_slug=tiny_workload, source=candidate("honest"), filename="honest.py",
+                            title="fair relu", licence=None, source_url=None, hardware="cpu", token_id=None)
+    with pytest.raises(jobs.NotYourJobError, match="was not queued by this token"):
+        await jobs.cancel(session, mine.job.id, now=mine.job.created_at, by="token 7", only_requested_by=7)
+    assert (await jobs.get_job(session, mine.job.id)).state == "queued"
+
+
+async def test_a_job_cancelled_while_it_runs_is_never_finished_by_its_worker(session, tiny_workload):
+    """The worker's transitions after a cancellation: its result (or its failure) changes nothing, and the row
+    it reads under lock before storing says cancelled."""
+    made = await submit_one(session, workload_slug=tiny_workload, source=candidate("honest"), filename="honest.py",
+                            title="fair relu", licence=None, source_url=None, hardware="cpu")
+    now = made.job.created_at
+    work = await jobs.start(session, made.job.id, "worker-a", "machine-a", now)
+    assert isinstance(work, jobs.Work)
+    # As procrastinate's worker holds it while it runs.
+    await session.execute(text("UPDATE procrastinate_jobs SET status = 'doing' WHERE id = :id"), {"id": made.job.queue_job_id})
+    done = await jobs.cancel(session, made.job.id, now=now, by="alice@box")
+    assert (done.outcome, done.was) == ("cancelled", "running")
+    assert done.job.reason == "cancelled by alice@box (while running)"
+    assert "its worker stops its sandbox" in done.message()
+    (status, abort) = (await session.execute(text("SELECT status::text, abort_requested FROM procrastinate_jobs WHERE id = :id"),
+                                             {"id": made.job.queue_job_id})).one()
+    assert (status, abort) == ("doing", True)  # marked for abort: its worker is told (NOTIFY) and stops the sandbox
+    assert await jobs.lock_state(session, made.job.id) == "cancelled"
+    assert not await jobs.finish(session, made.job.id, state="passed", now=now)
+    await jobs.requeue(session, made.job.id, reason="its worker stopped answering", now=now)
+    assert await jobs.start(session, made.job.id, "worker-b", "machine-b", now) is None
+    job = await jobs.get_job(session, made.job.id)
+    await session.refresh(job)
+    assert (job.state, job.run_id) == ("cancelled", None)
 
 
 async def test_a_rolled_back_submission_leaves_no_queue_entry(engine, tiny_workload):

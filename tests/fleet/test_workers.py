@@ -114,6 +114,41 @@ async def test_a_worker_killed_mid_job_has_its_job_finished_by_another(engine, d
     assert "stalled worker" in logs
 
 
+def test_a_job_cancelled_while_it_runs_has_its_sandbox_stopped_and_nothing_stored(cli, db_url, tiny_workload, start_worker, capsys):
+    """`kernelindex jobs cancel` on a running job (a candidate that never returns, under a 300 s limit): its
+    worker hears at once, stops the sandbox, stores no run, and goes on (here: finds the queue empty and exits)."""
+    import json
+
+    from tests.fleet.conftest import FIXTURES
+
+    async def runs() -> int:
+        conn = await asyncpg.connect(to_libpq_url(db_url))
+        try:
+            return await conn.fetchval("SELECT count(*) FROM runs")
+        finally:
+            await conn.close()
+
+    assert cli("submit", "--workload", tiny_workload, "--file", str(FIXTURES / "hang.py"), "--hardware", "cpu",
+               "--title", "never returns", "--json") == 0
+    job_id = json.loads(capsys.readouterr().out)["id"]
+    before = asyncio.run(runs())
+    worker = start_worker("--until-idle", "--job-timeout", "300", name="busy")
+    deadline = time.monotonic() + 120
+    while asyncio.run(_jobs(db_url))[job_id]["state"] != "running":
+        assert time.monotonic() < deadline and worker.poll() is None, worker.stdout.read() if worker.stdout else ""
+        time.sleep(0.2)
+
+    assert cli("jobs", "cancel", str(job_id), "--reason", "it hangs") == 0
+    assert f"cancelled job {job_id} (it was running; its worker stops its sandbox and stores nothing)" in capsys.readouterr().err
+    logs = _finish(worker, timeout=120)  # well inside the job's 300 s: stopped, not timed out
+    job = asyncio.run(_jobs(db_url))[job_id]
+    assert (job["state"], job["run_id"], job["baseline_run_id"], job["attempts"]) == ("cancelled", None, None, 1), logs
+    assert job["reason"].startswith("cancelled by ") and job["reason"].endswith(": it hangs (while running)")
+    assert f"job {job_id} cancelled while it ran: its sandbox stopped after" in logs
+    assert "0 passed, 0 failed, 1 cancelled while running" in logs
+    assert asyncio.run(runs()) == before  # neither the candidate's run nor its baseline's
+
+
 def run_sku(job: dict) -> str:
     return job["run"]["environment"]["hardware"]["sku"]
 

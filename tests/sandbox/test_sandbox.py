@@ -320,3 +320,23 @@ def test_a_job_imports_from_a_checkout_under_tmp_that_the_zygote_never_loaded(tm
     assert where.startswith(str(tmp_path / "checkout"))
     if level == sandbox.LEVEL_NAMESPACES:
         assert exists is False  # only the import folder came back, not its neighbours
+
+
+@pytest.mark.parametrize("level", ["auto", sandbox.LEVEL_RLIMITS])
+def test_a_running_job_is_stopped_on_request_and_the_sandbox_goes_on(level):
+    """Sandbox.stop_running (a fleet job cancelled while it runs): from another thread, the job and what it
+    started are killed at once and it ends 'cancelled'; the zygote stays, and the next job runs as usual."""
+    import threading
+
+    with sandbox.Sandbox(level=level, limits=sandbox.Limits(wall_s=60)) as box:
+        assert box.stop_running() == 0  # nothing running: nothing to stop
+        zygote = box._process
+        stopper = threading.Timer(0.5, box.stop_running)
+        stopper.start()
+        outcome = box.run("time:sleep", 50)  # would be "ok" after 50 s if it were not stopped
+        stopper.join()
+        assert outcome.status == "cancelled" and not outcome.ok, outcome
+        assert sandbox.describe_sandbox_failure(outcome) == "cancelled: stopped while it ran"
+        assert box.stop_running() == 0  # a stop that comes late reaches no later job
+        assert box.run("os:getenv", "PATH") == sandbox.Outcome("ok", "/usr/bin:/bin", "")
+        assert box._process is zygote

@@ -1,5 +1,5 @@
-"""The fleet: follow jobs (`job`, `jobs`) and submit an implementation to be measured
-(`submitImplementation`). Answers about jobs are never cached: a job moves while it is read
+"""The fleet: follow jobs (`job`, `jobs`), submit an implementation to be measured
+(`submitImplementation`) and cancel a job (`cancelJob`). Answers about jobs are never cached: a job moves while it is read
 (kernelindex.web.response_cache leaves these root fields out)."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from strawberry.scalars import JSON
 from kernelindex.db.models import FleetJob
 from kernelindex.fleet import jobs as fleet_jobs
 from kernelindex.fleet.jobs import FleetInputError
-from kernelindex.graphql.auth import token_with_scope
+from kernelindex.graphql.auth import forbidden, token_with_scope
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.enums import JobState, SubmissionInputField, of_rules
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import database_id_of
 from kernelindex.graphql.pagination import AfterArg, BeforeArg, Connection, LastArg, keyset_page
-from kernelindex.graphql.types.fleet import Job, SubmissionProblem, SubmitImplementationResult
-from kernelindex.services.tokens import SCOPE_IMPLEMENTATIONS_SUBMIT
+from kernelindex.graphql.types.fleet import CancelJobResult, Job, SubmissionProblem, SubmitImplementationResult
+from kernelindex.services.tokens import SCOPE_IMPLEMENTATIONS_SUBMIT, SCOPE_JOBS_CANCEL, has_scope
 
 MAX_JOBS_PER_PAGE = 200
 
@@ -137,3 +137,44 @@ class FleetMutations:
         await savepoint.commit()
         return SubmitImplementationResult(ok=True, created=any(r.created for r in result), job=Job(row=result[0].job),
                                           jobs=[Job(row=r.job) for r in result], problems=[])
+
+    @strawberry.mutation(
+        description="Cancel a queued or running fleet job: a queued one never runs; a running one's worker stops its "
+        "sandbox at once and stores no run. Who cancelled (the token) and why go into the job's reason. Needs the "
+        "jobs:cancel scope (any job), or implementations:submit for a job that token submitted. A job already "
+        "cancelled, or already finished (passed, failed: it stays as it finished), is reported in the result and "
+        "nothing changes."
+    )
+    async def cancel_job(
+        self, info: strawberry.Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="The job's global ID (Job.id) or its database id.")],
+        reason: Annotated[str | None, strawberry.argument(
+            description="Why, in a few words (at most 500 characters of visible text).")] = None,
+    ) -> CancelJobResult:
+        ctx = info.context
+        token = await token_with_scope(ctx, SCOPE_JOBS_CANCEL, SCOPE_IMPLEMENTATIONS_SUBMIT)
+        job_id = database_id_of(str(id), "Job")
+        savepoint = await ctx.session.begin_nested()
+        try:
+            done = await fleet_jobs.cancel(
+                ctx.session, job_id, now=ctx.now, by=f"token {token.id}" + (f" ({token.name})" if token.name else ""),
+                reason=reason, only_requested_by=None if has_scope(token, SCOPE_JOBS_CANCEL) else token.id,
+            )
+        except fleet_jobs.JobNotFoundError as exc:
+            await savepoint.rollback()
+            return CancelJobResult(ok=False, already_cancelled=False, was_running=False, job=None, error=str(exc))
+        except fleet_jobs.NotYourJobError as exc:
+            await savepoint.rollback()
+            raise forbidden(str(exc)) from None
+        except FleetInputError as exc:
+            await savepoint.rollback()
+            raise UserInputError(str(exc)) from None
+        except BaseException:
+            await savepoint.rollback()
+            raise
+        await savepoint.commit()
+        return CancelJobResult(
+            ok=done.outcome == "cancelled", already_cancelled=done.outcome == "already cancelled",
+            was_running=done.outcome == "cancelled" and done.was == "running", job=Job(row=done.job),
+            error=None if done.outcome == "cancelled" else done.message(),
+        )

@@ -73,7 +73,7 @@ class Job(Node):
     def kind(self) -> JobKind:
         return of_rules(JobKind, self.row.kind)
 
-    @strawberry.field(description="Why it failed, or why it was queued again; null otherwise.")
+    @strawberry.field(description="Why it failed, why it was queued again, or who cancelled it and why; null otherwise.")
     def reason(self) -> str | None:
         return self.row.reason
 
@@ -173,6 +173,16 @@ class Job(Node):
 class SubmissionProblem:
     key: SubmissionInputField = strawberry.field(description="The input field at fault.")
     reason: str = strawberry.field(description="Why, and what to do.")
+
+
+@strawberry.type(description="What cancelJob did. A job already cancelled, or already finished, is reported here, not as an error.")
+class CancelJobResult:
+    ok: bool = strawberry.field(description="True when this call cancelled the job.")
+    already_cancelled: bool = strawberry.field(description="True when it had been cancelled before; the earlier cancellation stands.")
+    was_running: bool = strawberry.field(description="True when this call cancelled a running job: its worker stops its "
+                                         "sandbox at once and stores no run.")
+    job: Job | None = strawberry.field(description="The job as it is after the call; null when no job has the given ID.")
+    error: str | None = strawberry.field(description="Why nothing changed; null when ok.")
 
 
 @strawberry.type(description="The outcome of submitImplementation.")
