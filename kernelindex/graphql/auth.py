@@ -12,9 +12,10 @@ from kernelindex.services.tokens import AuthenticationError, PermissionDeniedErr
 
 
 async def token_with_scope(context: Context, scope: str) -> ApiToken:
-    """The live token the request's Authorization header names, when it grants `scope`."""
+    """The live token the request's Authorization header names (or, without an HTTP request, the
+    context's `authorization`: an MCP tool's), when it grants `scope`."""
     request = context.request
-    header = request.headers.get("authorization") if request is not None else None
+    header = request.headers.get("authorization") if request is not None else context.authorization
     try:
         token = await authenticate(context.session, header, now=context.now)
         require_scope(token, scope)
