@@ -10,6 +10,10 @@ The session is the tool call's own (the HTTP request that carried the call may a
 streamable HTTP runs tools in the session manager's tasks), opened and ended here as
 kernelindex.web.middleware does for /graphql: a query rolls back, a mutation without errors commits,
 and a call cut short by the time limit discards its connection rather than hand it back mid-statement.
+
+A query's answer may come from the server's response cache (`cache`: the web server passes one in front
+of its ResponseCache, kernelindex.web.app.CachedOperations): the same entry, under the same key and data
+version, as the same operation POSTed to /graphql.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from kernelindex.db.engine import discard_connections
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import INTERNAL, TIMEOUT, code_of
+from kernelindex.graphql.loaders import Reads
 from kernelindex.services.read_model import ReadModel
 from kernelindex.settings import Settings
 
@@ -50,6 +55,13 @@ class GatewayError(Exception):
         self.message = message
 
 
+# execute(version): run the operation with the data version read before it (None: read when a loader
+# needs it, or never); its data and what it read. GatewayError when it answered with an error.
+Execute = Callable[[int | None], Awaitable[tuple[dict[str, Any], Reads]]]
+# cache(document, variables, execute): the operation's data, from a cache or from execute().
+Cache = Callable[[Document, dict[str, Any], Execute], Awaitable[dict[str, Any]]]
+
+
 @dataclass(frozen=True)
 class Gateway:
     schema: strawberry.Schema
@@ -60,18 +72,33 @@ class Gateway:
     # server's DataVersionReader.current); without both, every value is computed for the call.
     read_model: ReadModel | None = None
     data_version: Callable[[], Awaitable[int | None]] | None = None
+    # Queries' answers kept across calls (None: every call executes); never a write's.
+    cache: Cache | None = None
 
     async def execute(self, document: Document, variables: dict[str, Any], *,
                       authorization: str | None = None) -> dict[str, Any]:
         """The operation's data; GatewayError when it answered with any error."""
+
+        async def execute(version: int | None) -> tuple[dict[str, Any], Reads]:
+            return await self._execute(document, variables, authorization, version)
+
+        if self.cache is None or document.writes:
+            data, _ = await execute(None)
+            return data
+        return await self.cache(document, variables, execute)
+
+    async def _execute(self, document: Document, variables: dict[str, Any], authorization: str | None,
+                       version: int | None) -> tuple[dict[str, Any], Reads]:
         request_id = secrets.token_hex(8)  # as kernelindex.web.http.new_request_id: ties an error to the log
         session = self.sessionmaker()
         interrupted = False
         try:
             context = Context(session=session, now=self.clock(), settings=self.settings, request_id=request_id,
                               read_model=self.read_model, authorization=authorization)
-            if not document.writes and self.data_version is not None and self.read_model is not None \
-                    and self.read_model.enabled:
+            # The version the cache read before execution, as /graphql sets it for a cacheable query.
+            context.loaders.version = version
+            if version is None and not document.writes and self.data_version is not None \
+                    and self.read_model is not None and self.read_model.enabled:
                 # As /graphql does for a query it does not cache: the version is read when a loader needs it.
                 context.loaders.read_version_with(self.data_version)
             limit = self.settings.request_timeout_s
@@ -94,7 +121,7 @@ class Gateway:
             else:
                 await session.rollback()
             assert result.data is not None  # no errors: the operation's data is there
-            return result.data
+            return result.data, context.loaders.reads
         finally:
             if interrupted:
                 await discard_connections(session)

@@ -67,6 +67,49 @@ async def test_fastest_on_a_hardware_is_the_records_answer_with_its_interval_tru
         for r in answer["records"]]
 
 
+async def test_a_query_is_served_from_the_response_cache_and_a_job_never_is(live_server, db_url):
+    """A tool's query is one entry of the response cache with the same operation on /graphql: the second
+    call is a hit and answers the same; a write moves the data version and the answer with it. A job's
+    answer is never kept: its state shows at once."""
+    import asyncpg
+
+    from kernelindex.db.urls import to_libpq_url
+    from tests.fleet.conftest import candidate
+
+    arguments = {"workload": RESNET, "hardware": H100}
+
+    async def hits(client: httpx.AsyncClient) -> int:
+        text = (await client.get("/metrics")).text
+        return int(next(line.split()[-1] for line in text.splitlines()
+                        if line.startswith("kernelindex_response_cache_hits")))
+
+    token = await make_token(db_url, "implementations:submit")
+    async with httpx.AsyncClient(base_url=live_server) as client, http_session(live_server, token) as session:
+        first = await call(session, "fastest_implementation", arguments)
+        before = await hits(client)
+        assert await call(session, "fastest_implementation", arguments) == first
+        assert await hits(client) == before + 1
+        retracted = first["records"][0]["run"]["id"]
+        retract = "mutation ($id: ID!) { retractRun(id: $id, reason: \"test\") { ok } }"
+        body = (await client.post("/graphql", json={"query": retract, "variables": {"id": retracted}},
+                                  headers={"Authorization": f"Bearer {await make_token(db_url, 'runs:retract')}"})).json()
+        assert body["data"]["retractRun"]["ok"], body
+        moved = await call(session, "fastest_implementation", arguments)
+        assert retracted not in [r["run"]["id"] for r in moved["records"]]
+
+        submitted = await call(session, "submit_kernel", {"workload": RESNET, "source": candidate("honest"),
+                                                          "title": "fair", "hardware": "cpu"})
+        job = submitted["jobs"][0]
+        assert (await call(session, "follow_job", {"job_id": job["id"]}))["state"] == "QUEUED"
+        conn = await asyncpg.connect(to_libpq_url(db_url))
+        try:
+            await conn.execute("UPDATE fleet_jobs SET state = 'running', worker = 'w1' WHERE id = $1", job["databaseId"])
+        finally:
+            await conn.close()
+        running = await call(session, "follow_job", {"job_id": job["id"]})
+    assert (running["state"], running["worker"]) == ("RUNNING", "w1")
+
+
 async def test_errors_are_the_apis_with_their_codes_and_arguments_out_of_bounds_are_refused(live_server):
     async with http_session(live_server) as session:
         unknown_workload = await refused(session, "fastest_implementation", {"workload": "no-such-thing", "hardware": H100})
