@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser(
         "serve", help="serve the GraphQL API (and GraphiQL at /graphql outside production)",
-        description="Serve the API with uvicorn: POST or GET /graphql, /healthz, /workloads/SLUG.json, /exports/…, "
+        description="Serve the API with uvicorn: POST or GET /graphql, /mcp (the MCP server, streamable HTTP), /healthz, /workloads/SLUG.json, /exports/…, "
         "/policy. GraphiQL answers a browser on /graphql in development (KERNELINDEX_GRAPHIQL=true serves it in "
         "production too; `make graphiql` installs its assets).")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
