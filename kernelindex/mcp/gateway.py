@@ -29,8 +29,9 @@ import strawberry
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from kernelindex.db.engine import discard_connections
+from kernelindex.db.errors import is_unavailable, unavailable_message
 from kernelindex.graphql.context import Context
-from kernelindex.graphql.errors import INTERNAL, TIMEOUT, code_of
+from kernelindex.graphql.errors import INTERNAL, SERVICE_UNAVAILABLE, TIMEOUT, UNAVAILABLE_MESSAGE, code_of
 from kernelindex.graphql.loaders import Reads
 from kernelindex.services.read_model import ReadModel
 from kernelindex.settings import Settings
@@ -117,7 +118,14 @@ class Gateway:
                 error = result.errors[0]
                 raise GatewayError(code_of(error) or INTERNAL, error.message)
             if document.writes and not context.read_only:
-                await session.commit()
+                try:
+                    await session.commit()
+                except Exception as exc:
+                    # As kernelindex.web.middleware answers a failed commit: an outage said as one, nothing kept.
+                    await session.rollback()
+                    if is_unavailable(exc):
+                        raise GatewayError(SERVICE_UNAVAILABLE, unavailable_message(exc) or UNAVAILABLE_MESSAGE) from exc
+                    raise GatewayError(SERVICE_UNAVAILABLE, "the database did not accept the change; retry shortly.") from exc
             else:
                 await session.rollback()
             assert result.data is not None  # no errors: the operation's data is there

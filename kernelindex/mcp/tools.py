@@ -10,6 +10,7 @@ error's code and message as the API sent them.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -18,9 +19,11 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from kernelindex.graphql.errors import BAD_USER_INPUT
+from kernelindex.graphql.errors import BAD_USER_INPUT, INTERNAL, INTERNAL_MESSAGE
 from kernelindex.mcp import documents
 from kernelindex.mcp.gateway import Document, Gateway, GatewayError
+
+log = logging.getLogger("kernelindex.mcp")
 
 # The environment variable a stdio server reads its API token from (over HTTP the request's
 # Authorization header carries it, as for /graphql).
@@ -58,6 +61,10 @@ class Tools:
         except GatewayError as exc:
             # The API's code first, so that an agent can tell its mistake (BAD_USER_INPUT, FORBIDDEN) from an outage.
             raise ToolError(str(exc)) from exc
+        except Exception as exc:
+            # A bug: logged here, and said as GraphQL says one in production (the SDK would send the exception's text).
+            log.exception("MCP tool call failed (%s)", document.name)
+            raise ToolError(f"{INTERNAL}: {INTERNAL_MESSAGE}") from exc
 
     async def find_workloads(
         self,
