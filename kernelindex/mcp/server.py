@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -51,8 +52,17 @@ class GatewaySlot:
 def build_server(gateway: Callable[[], Gateway], authorization: Callable[[Context | None], str | None],
                  version: str = "") -> MCPServer:
     tools = Tools(gateway, authorization)
-    server: MCPServer = MCPServer(NAME, title="KernelIndex", instructions=INSTRUCTIONS, version=version,
-                                  log_level="WARNING")
+    # MCPServer configures the root logger (logging.basicConfig with a handler of its own) as it is made: a
+    # library's choice to make for a script, not inside our server, whose logging is uvicorn's and the
+    # operator's. What the root logger had is put back.
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        server: MCPServer = MCPServer(NAME, title="KernelIndex", instructions=INSTRUCTIONS, version=version,
+                                      log_level="WARNING")
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
     server.add_tool(tools.find_workloads, title="Find workloads", annotations=READ)
     server.add_tool(tools.fastest_implementation, title="Fastest implementation on a hardware", annotations=READ)
     server.add_tool(tools.compare_implementations, title="Compare a workload's implementations", annotations=READ)
