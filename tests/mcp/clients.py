@@ -11,10 +11,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = {"find_workloads", "fastest_implementation", "compare_implementations", "compare_runs", "workload_semantics",
@@ -24,7 +24,8 @@ TOOLS = {"find_workloads", "fastest_implementation", "compare_implementations", 
 @asynccontextmanager
 async def http_session(base_url: str, token: str | None = None) -> AsyncIterator[ClientSession]:
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    async with create_mcp_http_client(headers=headers) as http, \
+    # The SDK's HTTP client (httpx2), with the token, as its streamable_http_client says to pass one.
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120)) as http, \
             streamable_http_client(f"{base_url}/mcp", http_client=http) as (read, write), \
             ClientSession(read, write) as session:
         await session.initialize()
