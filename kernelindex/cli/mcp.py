@@ -1,6 +1,7 @@
 """`kernelindex mcp`: the MCP server over stdio, for an agent that starts it as a subprocess.
 
-The same server and tools as /mcp (kernelindex.mcp), on a pool and read model of this process's own.
+The same server and tools as /mcp (kernelindex.mcp), on a pool, read model and response cache of this
+process's own (each kept current by the change log, as the web server's are).
 Writes (submit_kernel) carry the token in KERNELINDEX_TOKEN. Stdout is the protocol's channel: nothing
 else may be written there (our messages go to stderr, as every command's do).
 """
@@ -21,6 +22,7 @@ from kernelindex.mcp.server import GatewaySlot, build_server
 from kernelindex.mcp.tools import TOKEN_VARIABLE, stdio_authorization
 from kernelindex.services.read_model import ReadModel
 from kernelindex.settings import get_settings
+from kernelindex.web.response_cache import CachedOperations, ResponseCache
 
 # As the web server's request pool (kernelindex.web.app.STATEMENT_TIMEOUT_MARGIN_S): the database ends a
 # statement shortly after the call's own limit has answered.
@@ -37,10 +39,13 @@ async def serve_stdio(url: str) -> None:
     engine = make_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow,
                          statement_timeout_s=limit_s, idle_in_transaction_timeout_s=limit_s)
     read_model = ReadModel(settings.read_model_workloads)
-    data_version = DataVersionReader(url, listeners=[read_model.advance])
+    response_cache = ResponseCache(settings.response_cache_entries, settings.response_cache_bytes,
+                                   settings.response_cache_ttl_s)
+    data_version = DataVersionReader(url, listeners=[response_cache.advance, read_model.advance])
     slot = GatewaySlot()
     slot.gateway = Gateway(schema=build_schema(settings), sessionmaker=make_sessionmaker(engine), settings=settings,
-                           clock=utc_now, read_model=read_model, data_version=data_version.current)
+                           clock=utc_now, read_model=read_model, data_version=data_version.current,
+                           cache=CachedOperations(response_cache, data_version.current, utc_now))
     server = build_server(slot, stdio_authorization)
     try:
         await server.run_stdio_async()

@@ -35,7 +35,7 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import HTTP_CODES, code_of, reported, response_status
 from kernelindex.graphql.schema import build_schema
-from kernelindex.mcp.gateway import Document, Execute, Gateway
+from kernelindex.mcp.gateway import Gateway
 from kernelindex.mcp.server import GatewaySlot, build_server, http_endpoint, serving
 from kernelindex.mcp.tools import http_authorization
 from kernelindex.services.read_model import METRICS as READ_MODEL_METRICS
@@ -65,6 +65,7 @@ from kernelindex.web.persisted import (
 )
 from kernelindex.web.response_cache import METRICS as CACHE_METRICS
 from kernelindex.web.response_cache import (
+    CachedOperations,
     ResponseCache,
     cache_key,
     is_query,
@@ -328,42 +329,6 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         )
 
 
-class CachedOperations:
-    """The response cache in front of the MCP tools' queries (kernelindex.mcp.gateway): keyed as
-    /graphql keys a request (document, operation name, variables), read at the data version read before
-    execution, stored with what the execution read, never for an answer that read a fleet job. A tool's
-    query and the same operation POSTed to /graphql are one entry; both store {"data": …}."""
-
-    def __init__(self, server: ServerState):
-        self.server = server
-
-    async def __call__(self, document: Document, variables: dict[str, Any], execute: Execute) -> dict[str, Any]:
-        cache = self.server.response_cache
-        key = cache_key(document.text, document.name, variables) if cache.enabled else None
-        if key is None:
-            data, _ = await execute(None)
-            return data
-        version = await self.server.data_version.current()
-        if version is None:
-            data, _ = await execute(None)
-            return data
-
-        async def compute() -> tuple[str | None, Dependencies, object]:
-            data, reads = await execute(version)
-            deps = response_dependencies(root_fields(key.query, key.operation_name), reads.workloads, reads.unscoped)
-            if reads.volatile:
-                return None, deps, data
-            return json.dumps({"data": data}, ensure_ascii=False, allow_nan=False, separators=(",", ":")), deps, data
-
-        answer = await cache.get_or_compute(key, version, self.server.clock(), compute)
-        if answer.hit:
-            assert answer.body is not None  # a hit is a stored body
-            cached: dict[str, Any] = json.loads(answer.body)["data"]
-            return cached
-        executed: dict[str, Any] = answer.result  # type: ignore[assignment]  # compute()'s data: this call executed
-        return executed
-
-
 async def healthz(request: Request) -> Response:
     problem = await server_state(request).health.problem()
     if problem is not None:
@@ -485,7 +450,8 @@ def create_app(
         app.state = AppState(server)
         mcp_gateway.gateway = Gateway(schema=schema, sessionmaker=server.sessionmaker, settings=settings,
                                       clock=server.clock, read_model=read_model,
-                                      data_version=server.data_version.current, cache=CachedOperations(server))
+                                      data_version=server.data_version.current,
+                                      cache=CachedOperations(response_cache, server.data_version.current, server.clock))
         tune_gc()
         try:
             # The MCP session manager's task group runs the tool calls /mcp receives, for as long as we serve.
