@@ -418,8 +418,8 @@ def create_app(
 ) -> Starlette:
     settings = settings or get_settings()
     schema = build_schema(settings)
-    # The MCP server's tools run their operations on this schema, with the pool and read model the
-    # lifespan makes (kernelindex.mcp.gateway): /mcp and /graphql answer alike.
+    # The MCP server's tools run their operations on this schema, with the pool, read model and response
+    # cache the lifespan makes (kernelindex.mcp.gateway): /mcp and /graphql answer alike.
     mcp_gateway = GatewaySlot()
     mcp_server = build_server(mcp_gateway, http_authorization)
     mcp_app = http_endpoint(mcp_server, settings.max_body_bytes)
