@@ -43,10 +43,11 @@ async def serve_stdio(url: str) -> None:
                                    settings.response_cache_ttl_s)
     data_version = DataVersionReader(url, listeners=[response_cache.advance, read_model.advance])
     slot = GatewaySlot()
-    slot.gateway = Gateway(schema=build_schema(settings), sessionmaker=make_sessionmaker(engine), settings=settings,
+    schema = build_schema(settings)
+    slot.gateway = Gateway(schema=schema, sessionmaker=make_sessionmaker(engine), settings=settings,
                            clock=utc_now, read_model=read_model, data_version=data_version.current,
                            cache=CachedOperations(response_cache, data_version.current, utc_now))
-    server = build_server(slot, stdio_authorization)
+    server = build_server(slot, stdio_authorization, schema._schema)
     try:
         await server.run_stdio_async()
     finally:

@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import types
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
+from graphql import GraphQLSchema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
@@ -20,7 +23,7 @@ from mcp_types import ToolAnnotations
 from starlette.types import ASGIApp
 
 from kernelindex.mcp.gateway import Gateway
-from kernelindex.mcp.tools import Tools
+from kernelindex.mcp.tools import Tools, tool_answers
 
 NAME = "kernelindex"
 INSTRUCTIONS = (
@@ -49,9 +52,25 @@ class GatewaySlot:
         return self.gateway
 
 
+def answering(method: Any, answer: Any) -> Any:
+    """`method` (a bound tool) with `answer` as its return annotation, from which the SDK makes the tool's
+    output schema and checks each answer: a copy of its function, so the class keeps its own annotations."""
+    function = method.__func__
+    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__, function.__defaults__,
+                              function.__closure__)
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__doc__ = function.__doc__
+    copy.__qualname__ = function.__qualname__
+    copy.__annotations__ = {**function.__annotations__, "return": answer}
+    return types.MethodType(copy, method.__self__)
+
+
 def build_server(gateway: Callable[[], Gateway], authorization: Callable[[Context | None], str | None],
-                 version: str = "") -> MCPServer:
+                 schema: GraphQLSchema, version: str = "") -> MCPServer:
+    """The server, its tools answering through `gateway`; `schema` (the API's, graphql-core's form) types
+    their answers."""
     tools = Tools(gateway, authorization)
+    answers = tool_answers(schema)
     # MCPServer configures the root logger (logging.basicConfig with a handler of its own) as it is made: a
     # library's choice to make for a script, not inside our server, whose logging is uvicorn's and the
     # operator's. What the root logger had is put back.
@@ -63,17 +82,21 @@ def build_server(gateway: Callable[[], Gateway], authorization: Callable[[Contex
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
-    server.add_tool(tools.find_workloads, title="Find workloads", annotations=READ)
-    server.add_tool(tools.fastest_implementation, title="Fastest implementation on a hardware", annotations=READ)
-    server.add_tool(tools.compare_implementations, title="Compare a workload's implementations", annotations=READ)
-    server.add_tool(tools.compare_runs, title="Compare runs", annotations=READ)
-    server.add_tool(tools.workload_semantics, title="A workload's semantics and floors", annotations=READ)
-    server.add_tool(tools.list_sources, title="Sources and their terms", annotations=READ)
-    server.add_tool(tools.submit_kernel, title="Submit a kernel for measurement", annotations=WRITE)
-    # Not idempotent in what it answers (a job moves), though it writes nothing.
-    server.add_tool(tools.follow_job, title="Follow a measurement job",
-                    annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False,
-                                                open_world_hint=False))
+    titles = {
+        "find_workloads": ("Find workloads", READ),
+        "fastest_implementation": ("Fastest implementation on a hardware", READ),
+        "compare_implementations": ("Compare a workload's implementations", READ),
+        "compare_runs": ("Compare runs", READ),
+        "workload_semantics": ("A workload's semantics and floors", READ),
+        "list_sources": ("Sources and their terms", READ),
+        "submit_kernel": ("Submit a kernel for measurement", WRITE),
+        # Not idempotent in what it answers (a job moves), though it writes nothing.
+        "follow_job": ("Follow a measurement job", ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                                                   idempotent_hint=False, open_world_hint=False)),
+    }
+    for name, (title, hints) in titles.items():
+        server.add_tool(answering(getattr(tools, name), answers[name]), title=title, annotations=hints,
+                        structured_output=True)
     return server
 
 

@@ -15,12 +15,14 @@ import os
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+from graphql import GraphQLSchema
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from kernelindex.graphql.errors import BAD_USER_INPUT, INTERNAL, INTERNAL_MESSAGE
 from kernelindex.mcp import documents
+from kernelindex.mcp.answers import answer_types, member, typed
 from kernelindex.mcp.gateway import Document, Gateway, GatewayError
 
 log = logging.getLogger("kernelindex.mcp")
@@ -211,6 +213,44 @@ class Tools:
         if data["job"] is None:
             raise ToolError(f"{BAD_USER_INPUT}: no job with id {job_id!r}")
         return data["job"]
+
+
+def described(kind: Any, description: str) -> Any:
+    return Annotated[kind, Field(description=description)]
+
+
+def tool_answers(schema: GraphQLSchema) -> dict[str, Any]:
+    """Each tool's answer type (its output schema), from its document's types (kernelindex.mcp.answers)
+    and the shape the tool gives them above."""
+    found = answer_types(schema, documents.FIND_WORKLOADS)["workloads"]
+    fastest = answer_types(schema, documents.FASTEST)
+    compared = answer_types(schema, documents.COMPARE_RUNS)["compareRuns"]
+    return {
+        "find_workloads": typed("FindWorkloadsAnswer", {
+            "total_count": described(int, "How many workloads match, in all."),
+            "workloads": described(list[member(found, "nodes")], "This page of them."),  # type: ignore[misc]
+            "next_cursor": described(str | None, "`after` for the next page; null on the last."),
+        }),
+        "fastest_implementation": typed("FastestImplementationAnswer", {
+            "workload": member(fastest["workload"]),
+            "hardware": described(str, "The hardware asked about, as asked."),
+            "measured": described(bool, "Whether the workload has an eligible run on that hardware."),
+            "records": described(list[member(fastest["records"], "nodes", "records")],  # type: ignore[misc]
+                                 "Its records there, one per environment, fastest first."),
+        }),
+        "compare_runs": typed("CompareRunsAnswer", {
+            "comparable": described(bool, "Whether all runs are in one cohort."),
+            "incomparable_because": described(str | None, "Why not, when they are not."),
+            "winner": described(str | None, "The fastest run's id, when they are comparable."),
+            "differences": described(list[member(compared, "differences")], "The fields that differ."),  # type: ignore[misc]
+            "runs": described(list[member(compared, "runs")], "The runs, in the order asked."),  # type: ignore[misc]
+        }),
+        "compare_implementations": member(answer_types(schema, documents.COMPARE_IMPLEMENTATIONS)["workload"]),
+        "workload_semantics": member(answer_types(schema, documents.SEMANTICS)["workload"]),
+        "list_sources": typed("ListSourcesAnswer", {"sources": answer_types(schema, documents.SOURCES)["sources"]}),
+        "submit_kernel": answer_types(schema, documents.SUBMIT)["submitImplementation"],
+        "follow_job": member(answer_types(schema, documents.JOB)["job"]),
+    }
 
 
 def stdio_authorization(_: Context | None = None) -> str | None:

@@ -421,7 +421,7 @@ def create_app(
     # The MCP server's tools run their operations on this schema, with the pool, read model and response
     # cache the lifespan makes (kernelindex.mcp.gateway): /mcp and /graphql answer alike.
     mcp_gateway = GatewaySlot()
-    mcp_server = build_server(mcp_gateway, http_authorization)
+    mcp_server = build_server(mcp_gateway, http_authorization, schema._schema)
     mcp_app = http_endpoint(mcp_server, settings.max_body_bytes)
 
     @contextlib.asynccontextmanager

@@ -36,6 +36,18 @@ async def test_the_tools_are_listed_with_descriptions_and_typed_bounded_inputs(l
     assert listed["submit_kernel"].annotations.read_only_hint is False
     assert listed["fastest_implementation"].annotations.read_only_hint is True
 
+    # Typed answers, read off the GraphQL schema (kernelindex.mcp.answers): the SDK's client checks every
+    # answer of these tests against them.
+    answer = listed["fastest_implementation"].output_schema
+    assert answer["required"] == ["workload", "hardware", "measured", "records"]
+    record = answer["$defs"][answer["properties"]["records"]["items"]["$ref"].rsplit("/", 1)[1]]
+    run = answer["$defs"][record["properties"]["run"]["$ref"].rsplit("/", 1)[1]]
+    assert run["properties"]["trustLevel"]["enum"] == ["REPORTED", "REPRODUCIBLE", "VERIFIED", "REPLICATED"]
+    assert "REPLICATED" in run["properties"]["trustLevel"]["description"]  # the schema's own words
+    assert run["properties"]["ciHalfWidthMs"]["anyOf"] == [{"type": "number"}, {"type": "null"}]
+    assert record["properties"]["latencyMs"] == {"description": "Record latency in milliseconds.", "type": "number"}
+    assert all(tool.output_schema and tool.output_schema["type"] == "object" for tool in listed.values())
+
 
 async def test_fastest_on_a_hardware_is_the_records_answer_with_its_interval_trust_source_and_licence(live_server):
     async with http_session(live_server) as session:

@@ -19,9 +19,10 @@ async def test_an_unreachable_database_is_service_unavailable():
     settings = Settings()
     engine = make_engine(f"postgresql+asyncpg://nobody@127.0.0.1:{free_port()}/nothing", pool_size=1, max_overflow=0)
     slot = GatewaySlot()
-    slot.gateway = Gateway(schema=build_schema(settings), sessionmaker=make_sessionmaker(engine), settings=settings,
+    schema = build_schema(settings)
+    slot.gateway = Gateway(schema=schema, sessionmaker=make_sessionmaker(engine), settings=settings,
                            clock=lambda: datetime.now(UTC))
-    server = build_server(slot, lambda _: "Bearer ki_not-a-token")
+    server = build_server(slot, lambda _: "Bearer ki_not-a-token", schema._schema)
     try:
         async with Client(server) as client:
             read = await client.call_tool("fastest_implementation", {"workload": "w", "hardware": "NVIDIA H100"})
