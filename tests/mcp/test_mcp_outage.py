@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from mcp.client import Client
 
 from kernelindex.db.engine import make_engine, make_sessionmaker
@@ -34,3 +35,26 @@ async def test_an_unreachable_database_is_service_unavailable():
         text = result.content[0].text
         assert result.is_error and "SERVICE_UNAVAILABLE" in text, text
         assert "Connect" not in text and "refused" not in text.lower(), text  # the outage said, not the driver's error
+
+
+async def test_a_call_past_the_time_limit_is_timeout_and_the_next_call_is_answered(db_url):
+    """The request timeout holds for a tool's operation as for /graphql: a limit no query can meet ends
+    the call as TIMEOUT, its connection discarded, and the pool answers the next call."""
+    from kernelindex.mcp import documents
+    from kernelindex.mcp.gateway import GatewayError
+
+    engine = make_engine(db_url, pool_size=1, max_overflow=0)
+    schema = build_schema(Settings())
+    try:
+        def gateway(timeout_s: float) -> Gateway:
+            return Gateway(schema=schema, sessionmaker=make_sessionmaker(engine),
+                           settings=Settings(request_timeout_s=timeout_s), clock=lambda: datetime.now(UTC))
+
+        variables = {"workload": "kernelbench-l3-p9-resnet18", "hardware": "NVIDIA H100", "first": 1}
+        with pytest.raises(GatewayError) as refused:
+            await gateway(1e-6).execute(documents.FASTEST, variables)
+        assert refused.value.code == "TIMEOUT" and "longer than" in refused.value.message
+        data = await gateway(30).execute(documents.FASTEST, variables)
+        assert data["records"]["nodes"][0]["records"][0]["latencyMs"] == 1.39
+    finally:
+        await engine.dispose()
