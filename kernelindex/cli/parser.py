@@ -85,6 +85,12 @@ def _serve(args: argparse.Namespace) -> int:
     return server.cmd_serve(args)
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    from kernelindex.cli import mcp
+
+    return mcp.cmd_mcp(args)
+
+
 def _migrate(args: argparse.Namespace) -> int:
     from kernelindex.cli import server
 
@@ -205,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser(
         "serve", help="serve the GraphQL API (and GraphiQL at /graphql outside production)",
-        description="Serve the API with uvicorn: POST or GET /graphql, /healthz, /workloads/SLUG.json, /exports/…, "
+        description="Serve the API with uvicorn: POST or GET /graphql, /mcp (the MCP server, streamable HTTP), /healthz, /workloads/SLUG.json, /exports/…, "
         "/policy. GraphiQL answers a browser on /graphql in development (KERNELINDEX_GRAPHIQL=true serves it in "
         "production too; `make graphiql` installs its assets).")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
@@ -216,6 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=1,
                        help="worker processes; each has its own event loop, connection pool and response cache")
     serve.set_defaults(func=_serve)
+
+    mcp = sub.add_parser(
+        "mcp", help="serve the MCP server over stdio (for an agent that starts it; `serve` has it at /mcp)",
+        description="Serve KernelIndex's MCP tools (find workloads, the fastest implementation on a hardware, "
+        "comparisons, semantics and floors, sources and terms, submit a kernel, follow a job) over stdin and stdout, "
+        "answered through the GraphQL API's schema. submit_kernel needs a token with implementations:submit in "
+        "KERNELINDEX_TOKEN.")
+    mcp.add_argument("--migrate", action="store_true", help="apply migrations first")
+    mcp.set_defaults(func=_mcp)
 
     migrate = sub.add_parser("migrate", help="apply database migrations (Alembic, migrations/)")
     migrate.set_defaults(func=_migrate)

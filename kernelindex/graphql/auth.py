@@ -12,10 +12,11 @@ from kernelindex.services.tokens import AuthenticationError, PermissionDeniedErr
 
 
 async def token_with_scope(context: Context, scope: str, *or_scopes: str) -> ApiToken:
-    """The live token the request's Authorization header names, when it grants `scope` (or one of
-    `or_scopes`: the caller then asks has_scope which, when they grant different rights)."""
+    """The live token the request's Authorization header names (or, without an HTTP request, the
+    context's `authorization`: an MCP tool's), when it grants `scope` (or one of `or_scopes`: the
+    caller then asks has_scope which, when they grant different rights)."""
     request = context.request
-    header = request.headers.get("authorization") if request is not None else None
+    header = request.headers.get("authorization") if request is not None else context.authorization
     try:
         token = await authenticate(context.session, header, now=context.now)
         if not any(has_scope(token, other) for other in or_scopes):

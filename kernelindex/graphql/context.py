@@ -30,6 +30,9 @@ class Context:
     read_only: bool = False
     # The process's read model (kernelindex.services.read_model); None: every value computed here.
     read_model: ReadModel | None = None
+    # The Authorization header's value when the operation came without an HTTP request of its own (an MCP
+    # tool, kernelindex.mcp): writes check the same token the same way (kernelindex.graphql.auth).
+    authorization: str | None = None
     loaders: Loaders = field(init=False)
 
     def __post_init__(self) -> None:

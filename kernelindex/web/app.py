@@ -1,4 +1,5 @@
-"""The Starlette application: /graphql (with GraphiQL outside production), /healthz, JSON twins, exports, the policy."""
+"""The Starlette application: /graphql (with GraphiQL outside production), /mcp (the MCP server over streamable
+HTTP), /healthz, JSON twins, exports, the policy."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import HTTP_CODES, code_of, reported, response_status
 from kernelindex.graphql.schema import build_schema
+from kernelindex.mcp.gateway import Gateway
+from kernelindex.mcp.server import GatewaySlot, build_server, http_endpoint, serving
+from kernelindex.mcp.tools import http_authorization
 from kernelindex.services.read_model import METRICS as READ_MODEL_METRICS
 from kernelindex.services.read_model import ReadModel
 from kernelindex.settings import Settings, get_settings
@@ -61,6 +65,7 @@ from kernelindex.web.persisted import (
 )
 from kernelindex.web.response_cache import METRICS as CACHE_METRICS
 from kernelindex.web.response_cache import (
+    CachedOperations,
     ResponseCache,
     cache_key,
     is_query,
@@ -413,6 +418,11 @@ def create_app(
 ) -> Starlette:
     settings = settings or get_settings()
     schema = build_schema(settings)
+    # The MCP server's tools run their operations on this schema, with the pool, read model and response
+    # cache the lifespan makes (kernelindex.mcp.gateway): /mcp and /graphql answer alike.
+    mcp_gateway = GatewaySlot()
+    mcp_server = build_server(mcp_gateway, http_authorization, schema._schema)
+    mcp_app = http_endpoint(mcp_server, settings.max_body_bytes)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -438,9 +448,15 @@ def create_app(
             export_slots=ExportSlots(settings.export_concurrency), health=HealthCheck(url),
         )
         app.state = AppState(server)
+        mcp_gateway.gateway = Gateway(schema=schema, sessionmaker=server.sessionmaker, settings=settings,
+                                      clock=server.clock, read_model=read_model,
+                                      data_version=server.data_version.current,
+                                      cache=CachedOperations(response_cache, server.data_version.current, server.clock))
         tune_gc()
         try:
-            yield
+            # The MCP session manager's task group runs the tool calls /mcp receives, for as long as we serve.
+            async with serving(mcp_server):
+                yield
         finally:
             await server.data_version.close()
             await server.health.close()
@@ -462,21 +478,26 @@ def create_app(
             Route("/exports/runs.csv", BoundedExport(runs_csv)),
             Route("/exports/catalog.jsonl", BoundedExport(catalog_jsonl)),
             Route("/graphql", graphql_app, methods=["GET", "POST"]),
+            Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]),
             *(graphiql.routes() if graphiql is not None else []),
         ],
         lifespan=lifespan,
     )
     # Outermost last: request id → body limit → timeout → CORS → ETag → database session → routes.
-    app.add_middleware(DatabaseSessionMiddleware)
+    # /mcp's tool calls open their own sessions (kernelindex.mcp.gateway): they run in the MCP session
+    # manager's tasks, not in the request's.
+    app.add_middleware(DatabaseSessionMiddleware, exempt_prefixes=("/exports/", "/healthz", "/mcp"))
     # GraphiQL's assets carry their own year-long caching (their URLs name their digest): no ETag pass over MBs.
+    # MCP answers are JSON-RPC over POST, never a cacheable GET.
     app.add_middleware(CacheableGetMiddleware, max_age_s=settings.cache_max_age_s,
-                       exempt_prefixes=("/exports/", "/healthz", ASSETS_PREFIX))
+                       exempt_prefixes=("/exports/", "/healthz", "/mcp", ASSETS_PREFIX))
     app.add_middleware(
         CORSMiddleware,
         allow_origins=settings.cors_allowed_origins,
-        allow_methods=["GET", "POST", "OPTIONS"],
-        allow_headers=["content-type", "authorization", "if-none-match", "x-request-id"],
-        expose_headers=["etag", "x-request-id", "x-cache"],
+        allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+        allow_headers=["content-type", "authorization", "if-none-match", "x-request-id", "mcp-protocol-version",
+                       "mcp-session-id"],
+        expose_headers=["etag", "x-request-id", "x-cache", "mcp-session-id"],
         max_age=600,
     )
     if settings.request_timeout_s > 0:

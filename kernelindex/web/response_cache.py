@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 from graphql import (
     DocumentNode,
@@ -47,6 +48,7 @@ from graphql import (
 )
 
 from kernelindex.db.changes import EVERYTHING, Change, ChangeHistory, Dependencies
+from kernelindex.mcp.gateway import Document, Execute
 
 log = logging.getLogger("kernelindex.web")
 
@@ -399,6 +401,45 @@ METRICS = {
     "bytes": ("gauge", "Bytes now held by the response cache."),
     "data_version": ("gauge", "The newest data version this process has seen."),
 }
+
+
+class CachedOperations:
+    """A response cache in front of the MCP tools' queries (kernelindex.mcp.gateway): keyed as
+    /graphql keys a request (document, operation name, variables), read at the data version read before
+    execution, stored with what the execution read, never for an answer that read a fleet job. A tool's
+    query and the same operation POSTed to /graphql are one entry; both store {"data": …}."""
+
+    def __init__(self, cache: ResponseCache, data_version: Callable[[], Awaitable[int | None]],
+                 clock: Callable[[], datetime]):
+        self.cache = cache
+        self.data_version = data_version
+        self.clock = clock
+
+    async def __call__(self, document: Document, variables: dict[str, Any], execute: Execute) -> dict[str, Any]:
+        cache = self.cache
+        key = cache_key(document.text, document.name, variables) if cache.enabled else None
+        if key is None:
+            data, _ = await execute(None)
+            return data
+        version = await self.data_version()
+        if version is None:
+            data, _ = await execute(None)
+            return data
+
+        async def compute() -> tuple[str | None, Dependencies, object]:
+            data, reads = await execute(version)
+            deps = response_dependencies(root_fields(key.query, key.operation_name), reads.workloads, reads.unscoped)
+            if reads.volatile:
+                return None, deps, data
+            return json.dumps({"data": data}, ensure_ascii=False, allow_nan=False, separators=(",", ":")), deps, data
+
+        answer = await cache.get_or_compute(key, version, self.clock(), compute)
+        if answer.hit:
+            assert answer.body is not None  # a hit is a stored body
+            cached: dict[str, Any] = json.loads(answer.body)["data"]
+            return cached
+        executed: dict[str, Any] = answer.result  # type: ignore[assignment]  # compute()'s data: this call executed
+        return executed
 
 
 def prometheus_text(prefix: str, values: dict[str, int], described: dict[str, tuple[str, str]]) -> str:

@@ -124,6 +124,14 @@ async def test_records_by_hardware(graphql):
     assert by_slug["kernelbench-l3-p9-resnet18"] == [{"latencyMs": 1.39, "label": "NVIDIA H100 · env 1"}]
     assert by_slug["kernelbench-l3-p12-vgg19"] == [{"latencyMs": 3.64, "label": "NVIDIA H100 · env 2"}]
     assert (await graphql('{ records(hardware: "NVIDIA B200") { totalCount } }'))["records"]["totalCount"] == 0
+    # One workload's records on the hardware (the MCP server's fastest_implementation asks this way).
+    one = await graphql('{ records(hardware: "NVIDIA H100 PCIe 80GB", workload: "kernelbench-l3-p12-vgg19") '
+                        '{ totalCount nodes { workload { slug } records { latencyMs label } } } }')
+    assert one["records"]["totalCount"] == 1
+    assert one["records"]["nodes"] == [{"workload": {"slug": "kernelbench-l3-p12-vgg19"},
+                                        "records": by_slug["kernelbench-l3-p12-vgg19"]}]
+    none = await graphql('{ records(hardware: "NVIDIA H100 PCIe 80GB", workload: "no-such-workload") { totalCount } }')
+    assert none["records"]["totalCount"] == 0
 
 
 async def test_depth_alias_and_token_limits(graphql):

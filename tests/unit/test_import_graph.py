@@ -5,7 +5,7 @@ functions alike: an import moved into a function to dodge a circle is still a ci
 imports under `if TYPE_CHECKING:`, which never run.
 
 - kernelindex/ is a stack of rooms. A module may import its own room and the rooms below it, never a
-  room above: cli → web → graphql → fleet → ingest → services → db → rules / settings.
+  room above: cli → web → mcp → graphql → fleet → ingest → services → db → rules / settings.
 - No import circle between modules, inside a room or across rooms.
 - An import inside a function is for a module that is heavy to load and not always needed (torch,
   the web stack): only the modules named in LAZY may be imported that way.
@@ -35,8 +35,9 @@ RANKS = {
     "kernelindex.ingest": 3,
     "kernelindex.fleet": 4,
     "kernelindex.graphql": 5,
-    "kernelindex.web": 6,
-    "kernelindex.cli": 7,
+    "kernelindex.mcp": 6,
+    "kernelindex.web": 7,
+    "kernelindex.cli": 8,
 }
 
 # Modules that are imported inside functions on purpose, and why.
@@ -57,6 +58,7 @@ LAZY = {
     "kernelindex.cli.bench": "`bench`: the database, and torch's sweep when it measures",
     "kernelindex.cli.fleet": "`submit`, `worker`, `jobs`: the fleet's jobs and the database",
     "kernelindex.cli.tokens": "`token create|list|revoke`: the database",
+    "kernelindex.cli.mcp": "`mcp`: the MCP SDK, the GraphQL schema and the database",
     "kernelindex.cli.snapshots": "`snapshot list|retract`: the database",
     "kernelindex.cli.sources": "`ingest kernelindex-export|liger`: the source import and the database",
     # Each source's adapter, imported by its own command only (cli.sources): zstandard, the CSV reader.

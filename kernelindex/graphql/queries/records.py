@@ -62,6 +62,7 @@ class RecordQueries:
         after: AfterArg = None,
         last: LastArg = None,
         before: BeforeArg = None,
+        workload: Annotated[str | None, strawberry.argument(description="Only this workload (slug): its records on that hardware, or an empty list when it has none there.")] = None,
     ) -> Connection[WorkloadRecords]:
         # The hardware the name matches, once (run_filters.hardware_matches): none is an error that
         # lists the close matches, not an empty list.
@@ -73,6 +74,10 @@ class RecordQueries:
             except FilterError as exc:
                 raise UserInputError(str(exc)) from exc
         statement = select(WorkloadRow).where(measured_on_clause(hardware))
+        if workload is not None:
+            # One workload's records on the hardware (the MCP server's "fastest on" asks this way): the same
+            # records as the full list's, so its answer is this list's and never a second opinion.
+            statement = statement.where(WorkloadRow.slug == workload)
         loaders = info.context.loaders
 
         def make_node(row):
