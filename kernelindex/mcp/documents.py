@@ -35,12 +35,12 @@ query McpFindWorkloads($first: Int!, $after: String, $suite: String, $level: Int
 }""")
 
 FASTEST = Document("McpFastest", f"""
-query McpFastest($workload: String!, $hardware: String!, $first: Int!) {{
+query McpFastest($workload: String!, $hardware: String!, $first: Int!, $configuration: String, $metric: Metric! = LATENCY) {{
   workload(slug: $workload) {{ slug title suite canonicalConfiguration {{ {CONFIGURATION} }} heldSummary }}
   records(hardware: $hardware, workload: $workload, first: 1) {{
     nodes {{
-      records(first: $first) {{
-        label latencyMs latencyDisplay runCount
+      records(first: $first, configuration: $configuration, metric: $metric) {{
+        label metric figure figureUnit figureDisplay latencyMs latencyDisplay runCount
         implementation {{ {IMPLEMENTATION} }}
         run {{ {RUN} }}
       }}
@@ -91,6 +91,7 @@ query McpSemantics($workload: String!, $first: Int!) {{
     }}
     semanticsError
     identity {{ sha256 short version }}
+    configurations(first: $first) {{ key canonical metric eligibleRunCount caseKey configuration {{ {CONFIGURATION} }} }}
     roofline {{ summary }}
     floors(first: $first) {{
       method hardware {{ {HARDWARE} }} bytes flops floorNs floorDisplay bound recordMs ratioAbove summary defect

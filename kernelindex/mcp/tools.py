@@ -24,6 +24,7 @@ from kernelindex.graphql.errors import BAD_USER_INPUT, INTERNAL, INTERNAL_MESSAG
 from kernelindex.mcp import documents
 from kernelindex.mcp.answers import answer_types, member, typed
 from kernelindex.mcp.gateway import Document, Gateway, GatewayError
+from kernelindex.rules.identity import canonical_json
 
 log = logging.getLogger("kernelindex.mcp")
 
@@ -35,6 +36,7 @@ TOKEN_VARIABLE = "KERNELINDEX_TOKEN"
 # small enough that an answer fits an agent's context.
 MAX_WORKLOADS = 50
 MAX_RECORDS = 10
+MAX_CONFIGURATION_CHARS = 4096
 MAX_ROWS = 25
 MAX_FLOORS = 25
 # submitImplementation's own limits (kernelindex.fleet.submissions): said here so that the input schema
@@ -105,14 +107,25 @@ class Tools:
         hardware: HardwareName,
         first: Annotated[int, Field(description=f"How many records to return, one per environment of that hardware, "
                                     f"fastest first (1 to {MAX_RECORDS}).", ge=1, le=MAX_RECORDS)] = 3,
+        # The SDK reads a string argument that holds JSON as the JSON's value: a key arrives as its object.
+        configuration: Annotated[str | dict[str, Any] | None, Field(
+            description="A configuration's key, as workload_semantics lists them (configurations): the records at "
+                        "that configuration; omitted: the canonical one.")] = None,
+        metric: Annotated[Literal["LATENCY", "MEMORY", "SCORE"], Field(
+            description="The metric whose records to return: LATENCY (the headline records), MEMORY (peak memory) "
+                        "or SCORE (a source's own score); lower is better for each.")] = "LATENCY",
     ) -> dict[str, Any]:
         """The fastest known implementation of a workload on a piece of hardware: its current records there
         (one per measured environment, fastest first), each with the implementation (and its licence), the
-        figure and its 95% interval, the configuration it was measured at (the workload's canonical one:
-        only those hold records), its trust level (REPORTED < REPRODUCIBLE < VERIFIED < REPLICATED), the
-        evidence, and the source with its licence and terms. `measured` is false, with no records, when
-        the workload has no eligible run on that hardware. An unknown workload or hardware is an error."""
-        data = await self._run(documents.FASTEST, {"workload": workload, "hardware": hardware, "first": first})
+        figure and its 95% interval, the configuration it was measured at (the canonical one unless another
+        is asked for), its trust level (REPORTED < REPRODUCIBLE < VERIFIED < REPLICATED), the evidence, and
+        the source with its licence and terms. `measured` is false, with no records, when the workload has
+        no eligible run on that hardware. An unknown workload, hardware or configuration is an error."""
+        key = canonical_json(configuration) if isinstance(configuration, dict) else configuration
+        if key is not None and len(key) > MAX_CONFIGURATION_CHARS:
+            raise ToolError(f"{BAD_USER_INPUT}: a configuration key is at most {MAX_CONFIGURATION_CHARS} characters")
+        data = await self._run(documents.FASTEST, {"workload": workload, "hardware": hardware, "first": first,
+                                                   "configuration": key, "metric": metric})
         if data["workload"] is None:
             raise ToolError(f"{BAD_USER_INPUT}: no workload with slug {workload!r} (find_workloads lists them)")
         nodes = data["records"]["nodes"]
@@ -155,8 +168,9 @@ class Tools:
                                      ge=1, le=MAX_FLOORS)] = 10,
     ) -> dict[str, Any]:
         """What a workload computes and how fast it could at best run: its description, inputs and outputs
-        (dtype, shape), axes, determinism and constraints, canonical configuration and identity, and its
-        roofline floors per hardware (bytes, FLOPs, floor time, which bound binds, the record's ratio above
+        (dtype, shape), axes, determinism and constraints, canonical configuration and identity, the
+        configurations and metrics that hold records (the first `floors` of them; pass a key to
+        fastest_implementation), and its roofline floors per hardware (bytes, FLOPs, floor time, which bound binds, the record's ratio above
         the floor). Floors are lower bounds, never measurements."""
         data = await self._run(documents.SEMANTICS, {"workload": workload, "first": floors})
         found = data["workload"]

@@ -45,7 +45,11 @@ async def test_the_tools_are_listed_with_descriptions_and_typed_bounded_inputs(l
     assert run["properties"]["trustLevel"]["enum"] == ["REPORTED", "REPRODUCIBLE", "VERIFIED", "REPLICATED"]
     assert "REPLICATED" in run["properties"]["trustLevel"]["description"]  # the schema's own words
     assert run["properties"]["ciHalfWidthMs"]["anyOf"] == [{"type": "number"}, {"type": "null"}]
-    assert record["properties"]["latencyMs"] == {"description": "Record latency in milliseconds.", "type": "number"}
+    assert record["properties"]["latencyMs"]["anyOf"] == [{"type": "number"}, {"type": "null"}]
+    assert record["properties"]["figure"]["type"] == "number" and record["properties"]["metric"]["enum"] == [
+        "LATENCY", "MEMORY", "SCORE"]
+    assert fastest["properties"]["metric"]["enum"] == ["LATENCY", "MEMORY", "SCORE"]
+    assert "configurations" in fastest["properties"]["configuration"]["description"]
     assert all(tool.output_schema and tool.output_schema["type"] == "object" for tool in listed.values())
 
 
@@ -53,6 +57,10 @@ async def test_fastest_on_a_hardware_is_the_records_answer_with_its_interval_tru
     async with http_session(live_server) as session:
         answer = await call(session, "fastest_implementation", {"workload": RESNET, "hardware": H100, "first": 5})
         not_there = await call(session, "fastest_implementation", {"workload": RESNET, "hardware": "NVIDIA B200"})
+        semantics = await call(session, "workload_semantics", {"workload": RESNET})
+        (canonical,) = [c for c in semantics["configurations"] if c["canonical"] and c["metric"] == "LATENCY"]
+        at_key = await call(session, "fastest_implementation", {"workload": RESNET, "hardware": H100, "first": 5,
+                                                                "configuration": canonical["key"]})
     assert answer["measured"] is True and answer["workload"]["slug"] == RESNET
     assert answer["workload"]["canonicalConfiguration"]["display"] == "batch_size = 2 · fp32"
     best = answer["records"][0]
@@ -66,6 +74,9 @@ async def test_fastest_on_a_hardware_is_the_records_answer_with_its_interval_tru
     latencies = [r["latencyMs"] for r in answer["records"]]
     assert latencies == sorted(latencies)
     assert not_there == {"workload": not_there["workload"], "hardware": "NVIDIA B200", "measured": False, "records": []}
+    # the canonical configuration asked for by its key is the default answer
+    assert at_key == answer and canonical["configuration"]["display"] == "batch_size = 2 · fp32"
+    assert all(r["metric"] == "LATENCY" and r["figure"] == r["latencyMs"] for r in answer["records"])
 
     # One truth: the same records, figures and runs as the GraphQL API's list of records on that hardware.
     query = """query ($h: String!) { records(hardware: $h) { nodes { workload { slug }
@@ -133,6 +144,10 @@ async def test_errors_are_the_apis_with_their_codes_and_arguments_out_of_bounds_
         no_job = await refused(session, "follow_job", {"job_id": "424242"})
         no_semantics = await refused(session, "workload_semantics", {"workload": "no-such-thing"})
         missing = await refused(session, "fastest_implementation", {"workload": RESNET})
+        no_configuration = await refused(session, "fastest_implementation", {"workload": RESNET, "hardware": H100,
+                                                                           "configuration": "{}"})
+        no_memory = await refused(session, "fastest_implementation", {"workload": RESNET, "hardware": H100,
+                                                                    "configuration": "{}", "metric": "MEMORY"})
     assert "BAD_USER_INPUT" in unknown_workload and "no workload with slug 'no-such-thing'" in unknown_workload
     assert "BAD_USER_INPUT" in unknown_hardware and "did you mean" in unknown_hardware and "H200" in unknown_hardware
     assert "less than or equal to 10" in too_many
@@ -140,6 +155,8 @@ async def test_errors_are_the_apis_with_their_codes_and_arguments_out_of_bounds_
     assert "BAD_USER_INPUT" in not_a_run and "Job ID" in not_a_run
     assert "BAD_USER_INPUT" in no_job and "BAD_USER_INPUT" in no_semantics
     assert "hardware" in missing and "required" in missing.lower()
+    assert "BAD_USER_INPUT" in no_configuration and "holds no latency records at configuration '{}'" in no_configuration
+    assert "BAD_USER_INPUT" in no_memory and "holds no memory records" in no_memory
 
 
 async def test_find_workloads_filters_and_pages(live_server):

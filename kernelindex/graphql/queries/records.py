@@ -10,6 +10,7 @@ from sqlalchemy import select
 from kernelindex.db.models import Hardware as HardwareRow
 from kernelindex.db.models import Workload as WorkloadRow
 from kernelindex.graphql.context import Context
+from kernelindex.graphql.enums import Metric
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import Node, workload_records_id
 from kernelindex.graphql.pagination import (
@@ -24,7 +25,7 @@ from kernelindex.graphql.pagination import (
 )
 from kernelindex.graphql.queries.workloads import measured_on_clause
 from kernelindex.graphql.types.records import EnvironmentRecord
-from kernelindex.graphql.types.workload import Workload
+from kernelindex.graphql.types.workload import CONFIGURATION_DOC, Workload, scoped_page
 from kernelindex.services.run_filters import FilterError, check_names, hardware_matches
 
 
@@ -41,12 +42,14 @@ class WorkloadRecords(Node):
     def workload(self) -> Workload:
         return Workload(row=self.workload_row)
 
-    @strawberry.field(description="Its records (one per environment) on that hardware, fastest first. A capped list: the first `first` of them (at most 100).")
+    @strawberry.field(description="Its records (one per environment) on that hardware, fastest first: the headline records, or those at another configuration or for another metric (Workload.recordsAt). A capped list: the first `first` of them (at most 100).")
     async def records(
         self, info: strawberry.Info[Context, None],
         first: Annotated[int, strawberry.argument(description="How many, at most (1 to 100; default 100).")] = LIST_DEFAULT,
+        configuration: Annotated[str | None, strawberry.argument(description=CONFIGURATION_DOC)] = None,
+        metric: Annotated[Metric, strawberry.argument(description="The metric whose records to show.")] = Metric.LATENCY,
     ) -> list[EnvironmentRecord]:
-        evidence = await info.context.loaders.page_by_workload_id.load(self.workload_row.id)
+        evidence = await scoped_page(info, self.workload_row, configuration, metric)
         mine = [r for r in evidence.records if r.run.environment.hardware.id in self.hardware_ids]
         return [EnvironmentRecord(record=r) for r in first_of(mine, first, info.context.settings.max_page_size)]
 

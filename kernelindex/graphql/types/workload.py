@@ -102,6 +102,28 @@ class Identity:
         return short_digest(self.sha256)
 
 
+async def scoped_page(info: strawberry.Info[Context, None], row: WorkloadRow, configuration: str | None, metric: Metric) -> WorkloadPage:
+    """A workload's page of records at `configuration` (its key; None: the canonical one) for `metric`
+    (eligibility-v3); a key at which it holds no records of that metric is an error naming where to find
+    those it holds."""
+    wanted = str(metric.value)  # the rules' word (an enum_value's value is typed loosely)
+    scope = RecordScope(configuration, wanted)
+    if configuration is not None:
+        scopes = await info.context.loaders.record_scopes_by_workload_id.load(row.id)
+        found = next((s for s in scopes if s.configuration_key == configuration and s.metric == wanted), None)
+        if found is None:
+            raise UserInputError(
+                f"{row.slug} holds no {wanted} records at configuration {configuration!r}: "
+                f"Workload.configurations lists the {len(scopes)} configuration and metric pairs that hold records")
+        scope = found.scope
+    if scope == HEADLINE:
+        return await info.context.loaders.page_by_workload_id.load(row.id)
+    return await info.context.loaders.page_by_scope.load((row.id, scope))
+
+
+CONFIGURATION_DOC = "A configuration's key, as Workload.configurations gives it; null: the canonical configuration."
+
+
 @strawberry.type(description="A benchmark problem: a reference PyTorch module's forward pass at a canonical configuration.")
 class Workload(Node):
     row: strawberry.Private[WorkloadRow]
@@ -274,26 +296,12 @@ class Workload(Node):
         return [RecordConfiguration(summary=s, hardware_facts=[h for h in catalogue if h.id in s.hardware_ids]) for s in shown]
 
     async def _scoped_page(self, info: strawberry.Info[Context, None], configuration: str | None, metric: Metric) -> WorkloadPage:
-        """The page of records at `configuration` (its key; None: the canonical one) for `metric`; a key
-        at which the workload holds no records of that metric is an error naming where to find those it holds."""
-        wanted = str(metric.value)  # the rules' word (an enum_value's value is typed loosely)
-        scope = RecordScope(configuration, wanted)
-        if configuration is not None:
-            scopes = await info.context.loaders.record_scopes_by_workload_id.load(self.row.id)
-            found = next((s for s in scopes if s.configuration_key == configuration and s.metric == wanted), None)
-            if found is None:
-                raise UserInputError(
-                    f"{self.row.slug} holds no {wanted} records at configuration {configuration!r}: "
-                    f"Workload.configurations lists the {len(scopes)} configuration and metric pairs that hold records")
-            scope = found.scope
-        if scope == HEADLINE:
-            return await self._page(info)
-        return await info.context.loaders.page_by_scope.load((self.row.id, scope))
+        return await scoped_page(info, self.row, configuration, metric)
 
     @strawberry.field(description="Per environment, the best eligible run at a configuration for a metric (eligibility-v3), best first: the headline records (records) when both are left out. A capped list: the first `first` of them (at most 100).")
     async def records_at(
         self, info: strawberry.Info[Context, None],
-        configuration: Annotated[str | None, strawberry.argument(description="A configuration's key, as configurations gives it; null: the canonical configuration.")] = None,
+        configuration: Annotated[str | None, strawberry.argument(description=CONFIGURATION_DOC)] = None,
         metric: Annotated[Metric, strawberry.argument(description="The metric whose records to show.")] = Metric.LATENCY,
         first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT,
     ) -> list[EnvironmentRecord]:
@@ -303,7 +311,7 @@ class Workload(Node):
     @strawberry.field(description="Every environment's ranked cohort of latencies at a configuration (eligibility-v3), in record order, each row with its speedup over the source's baseline: comparisons at another configuration. A capped list: the first `first` of them (at most 100).")
     async def comparisons_at(
         self, info: strawberry.Info[Context, None],
-        configuration: Annotated[str | None, strawberry.argument(description="A configuration's key, as configurations gives it; null: the canonical configuration.")] = None,
+        configuration: Annotated[str | None, strawberry.argument(description=CONFIGURATION_DOC)] = None,
         first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT,
     ) -> list[Comparison]:
         page = await self._scoped_page(info, configuration, Metric.LATENCY)
