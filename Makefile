@@ -12,14 +12,21 @@ TORCH_GPU ?= torch
 # GraphiQL's assets (kernelindex/web/graphiql.py) and the frontend tooling (`make frontend`): the npm packages
 # pinned in tooling/package.json and its lockfile, installed by one `npm ci` (only when the lockfile changed);
 # GraphiQL's files are then copied into the package (git-ignored).
+# The Python client's generator (clients/python): ariadne-codegen in a virtual environment of its own, since it
+# needs graphql-core < 3.3 and the server's strawberry needs 3.3; pinned exactly in codegen-requirements.txt,
+# so that every machine generates the same bytes (tests/clients/test_python_client.py compares them).
+CODEGEN_VENV ?= .venv-codegen
+CODEGEN_STAMP := $(CODEGEN_VENV)/.ariadne-codegen-installed
 GRAPHIQL_MANIFEST := kernelindex/web/static/graphiql/vendor/manifest.json
 NPM_TREE := tooling/node_modules/.package-lock.json
 
-.PHONY: setup serve lint test schema bench-ingest clean graphiql browser frontend
+.PHONY: setup serve lint test schema bench-ingest clean graphiql browser frontend client client-tool
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The Python client (clients/python) is installed beside the package, editable, with both DataFrame extras:
+# the examples and tests/clients import it.
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
@@ -27,7 +34,7 @@ $(STAMP): pyproject.toml
 	else \
 		$(BIN)/pip install -q "$(TORCH_CPU)"; \
 	fi
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test]' -e './clients/python[pandas,polars]'
 	touch $(STAMP)
 
 # Without npm the API is served all the same; /graphql then says how to install GraphiQL.
@@ -41,7 +48,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: setup lint graphiql browser frontend
+test: setup lint graphiql browser frontend client-tool
 	$(BIN)/python -m pytest -q
 
 graphiql: $(GRAPHIQL_MANIFEST)
@@ -73,5 +80,17 @@ browser:
 schema: setup
 	$(BIN)/kernelindex export-schema > schema.graphql
 
+client-tool: $(CODEGEN_STAMP)
+
+$(CODEGEN_STAMP): clients/python/codegen-requirements.txt
+	test -x $(CODEGEN_VENV)/bin/python || $(PYTHON) -m venv $(CODEGEN_VENV)
+	$(CODEGEN_VENV)/bin/pip install -q -r clients/python/codegen-requirements.txt
+	touch $(CODEGEN_STAMP)
+
+# Regenerates the Python client's generated package from schema.graphql and examples/operations: run it
+# after `make schema` or an edit of an operation, and commit the result (a stale client fails the tests).
+client: client-tool
+	cd clients/python && $(abspath $(CODEGEN_VENV))/bin/ariadne-codegen client
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache tooling/node_modules tooling/generated kernelindex/web/static/graphiql/vendor
+	rm -rf $(VENV) $(CODEGEN_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache tooling/node_modules tooling/generated kernelindex/web/static/graphiql/vendor

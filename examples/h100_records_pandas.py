@@ -1,13 +1,15 @@
 """Pull every current record on NVIDIA H100 hardware into a pandas DataFrame and plot it.
 
-    pip install -e '.[plot]'
+    pip install -e '.[plot]' './clients/python[pandas]'
     python examples/h100_records_pandas.py [--api http://127.0.0.1:8000] [--hardware "NVIDIA H100"] \
         [--out h100.png] [--csv h100.csv]
 
 Notebook-style: `records_frame(api)` returns the DataFrame (import it from a notebook started in this
-folder). `Query.records(hardware:)` takes a SKU or a family; the default, the family 'NVIDIA H100', matches
-every H100 SKU (SXM, PCIe, NVL, ...), and the script pages through the connection until `hasNextPage` is
-false. One row per record: a workload's fastest eligible run in one environment. The plot shows each
+folder). It asks through the typed Python client (clients/python, `kernelindex_client`): its
+`KernelIndex.records_frame` pages through `Query.records(hardware:)` (the HardwareRecordTable operation in
+examples/operations) until `hasNextPage` is false, and types every column (Int64 ids, float64 latencies,
+UTC datetimes). `hardware` is a SKU or a family; the default, the family 'NVIDIA H100', matches every H100
+SKU (SXM, PCIe, NVL, ...). One row per record: a workload's fastest eligible run in one environment. The plot shows each
 workload's record latency per environment, labelled by exact SKU and provider. With `--out` it renders with
 matplotlib's Agg backend and writes a PNG, so it needs no display; without it, it opens a window.
 """
@@ -19,45 +21,22 @@ import argparse
 try:
     import matplotlib
     import pandas as pd
+
+    from kernelindex_client import KernelIndex
 except ImportError:
-    raise SystemExit("pandas and matplotlib are needed: pip install -e '.[plot]'") from None
+    raise SystemExit("pandas, matplotlib and the client are needed: pip install -e '.[plot]' './clients/python[pandas]'") from None
 
-from graphql_client import nodes
-
-# Cost 100 + 100 × 100 = 10,100, inside the server's limit (extensions.cost in each answer).
-QUERY = """
-query Records($hardware: String!, $after: String) {
-  records(hardware: $hardware, first: 100, after: $after) {
-    pageInfo { hasNextPage endCursor }
-    nodes {
-      workload { slug level }
-      records(first: 100) {
-        latencyMs implementation { slug }
-        environment { databaseId provider hardware { sku family } }
-        run { databaseId numTrials ciHalfWidthMs evidence observedAt }
-      }
-    }
-  }
-}
-"""
-
+# The client's record columns this script writes, under the names it has always written them.
+RENAMED = {"hardware_sku": "sku", "hardware_family": "family", "ci95_half_width_ms": "ci95_ms", "num_trials": "trials"}
 COLUMNS = ["workload", "level", "sku", "family", "provider", "environment_id", "implementation", "latency_ms",
            "ci95_ms", "trials", "evidence", "observed_at", "run_id"]
 
 
 def records_frame(api: str, hardware: str = "NVIDIA H100") -> pd.DataFrame:
     """Every record on `hardware` (a SKU or a family), one row each, in the API's order."""
-    rows = []
-    for node in nodes(api, QUERY, {"hardware": hardware}, "records"):
-        for r in node["records"]:
-            env, run = r["environment"], r["run"]
-            rows.append((node["workload"]["slug"], node["workload"]["level"], env["hardware"]["sku"],
-                         env["hardware"]["family"], env["provider"], env["databaseId"], r["implementation"]["slug"],
-                         r["latencyMs"], run["ciHalfWidthMs"], run["numTrials"], run["evidence"], run["observedAt"],
-                         run["databaseId"]))
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    frame["observed_at"] = pd.to_datetime(frame["observed_at"], utc=True)
-    return frame
+    with KernelIndex(api) as index:
+        frame = index.records_frame(hardware=hardware)
+    return frame.rename(columns=RENAMED)[COLUMNS]
 
 
 def plot(frame: pd.DataFrame, title: str):  # -> matplotlib Figure

@@ -133,3 +133,39 @@ def test_h100_records_pandas(live_server, tmp_path):
     assert out.startswith(f"{len(api_rows)} records on NVIDIA H100")
     for sku in {row[1] for row in api_rows}:
         assert f"  {sku}: " in out
+
+
+def _export(url: str, **filters: str) -> list[dict[str, str]]:
+    response = httpx.get(f"{url}/exports/runs.csv", params=filters, timeout=30)
+    assert response.status_code == 200, response.text
+    return list(csv.DictReader(io.StringIO(response.text)))
+
+
+def test_runs_frame_reads_what_the_export_publishes(live_server, tmp_path):
+    pl = pytest.importorskip("polars", reason="polars is not installed (CI installs it with '.[test]')")
+    filters = {"workload": "kernelbench-l3-p9-resnet18", "status": "PASSED"}
+    exported = _export(live_server, **filters)
+    assert 0 < len(exported) < len(_export(live_server))  # the filters narrow the runs
+    out = _run("runs_frame.py", "--api", live_server, "--workload", filters["workload"], "--status", "PASSED")
+    lines = out.splitlines()
+    assert lines[0] == (f"the same runs as CSV: {live_server}/exports/runs.csv?workload=kernelbench-l3-p9-resnet18"
+                        "&status=PASSED")
+    assert lines[1] == f"{len(exported)} runs"
+    assert "run_id (Int64)" in lines[2] and "observed_at (datetime64[us, UTC])" in lines[2]
+    fastest: dict[tuple[str, str], float] = {}
+    for r in exported:
+        if r["mean_ms"]:
+            key = (r["implementation"], r["hardware_sku"])
+            fastest[key] = min(fastest.get(key, float("inf")), float(r["mean_ms"]))
+    assert len(lines) == 4 + len(fastest)
+    for implementation, sku, mean_ms in (line.rsplit(None, 1)[0].split(None, 1) + [line.rsplit(None, 1)[1]]
+                                         for line in lines[4:]):
+        assert float(mean_ms) == pytest.approx(fastest[(implementation, sku.strip())], abs=5e-4)
+
+    parquet = tmp_path / "runs.parquet"
+    out = _run("runs_frame.py", "--api", live_server, "--workload", filters["workload"], "--status", "PASSED",
+               "--polars", "--out", str(parquet))
+    assert "run_id (Int64)" in out and f"wrote {parquet}" in out
+    frame = pl.read_parquet(parquet)
+    assert sorted(frame["run_id"].to_list()) == sorted(int(r["run_id"]) for r in exported)
+    assert frame.schema["observed_at"] == pl.Datetime("us", "UTC")
