@@ -73,6 +73,7 @@ from kernelindex.web.response_cache import (
     response_dependencies,
     root_fields,
 )
+from kernelindex.web.runs_parquet import runs_parquet
 from kernelindex.web.state import AppState, Clock, ExportSlots, ServerState, server_state
 from kernelindex.web.twins import TwinError, twin_key, workload_twin
 
@@ -476,6 +477,7 @@ def create_app(
             Route("/workloads/{slug}.json", workload_json),
             Route("/policy", policy),
             Route("/exports/runs.csv", BoundedExport(runs_csv)),
+            Route("/exports/runs.parquet", BoundedExport(runs_parquet)),
             Route("/exports/catalog.jsonl", BoundedExport(catalog_jsonl)),
             Route("/graphql", graphql_app, methods=["GET", "POST"]),
             Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]),

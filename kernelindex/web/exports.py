@@ -1,4 +1,5 @@
-"""Streamed exports: /exports/runs.csv and /exports/catalog.jsonl, filtered like the runs query."""
+"""Streamed exports: /exports/runs.csv and /exports/catalog.jsonl, filtered like the runs query; the rows,
+refusals and bounds /exports/runs.parquet (kernelindex.web.runs_parquet) shares with them."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
-from typing import Any
+from enum import Enum, StrEnum
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, and_, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -131,71 +132,86 @@ async def _end_session(session: AsyncSession, *, clean: bool, request_id: str) -
 BATCH = 100
 
 
+class Kind(StrEnum):
+    """What a column's values are, which typed formats keep (runs.parquet: kernelindex.web.runs_parquet);
+    runs.csv writes every one as text. CATEGORY: text of a small vocabulary (an enum's values, SKUs,
+    sources), dictionary-encoded where a format can."""
+
+    TEXT = "text"
+    CATEGORY = "category"
+    INTEGER = "integer"
+    FLOAT = "float"
+    BOOLEAN = "boolean"
+    TIMESTAMP = "timestamp"
+
+
 @dataclass(frozen=True)
 class ExportColumn:
-    """One column of runs.csv: its name since runs.csv was first published (`names=csv`, the default,
-    so existing readers keep working) and the path of the same value from `Run` in the GraphQL schema
-    (`names=graphql`). This table is the one place both come from; tests/api/test_export_vocabulary.py
-    checks every path against the schema and every value against the GraphQL answer. `enum`: the
-    GraphQL enum of a fixed set; `names=graphql` writes its names (PASSED), the published columns the
-    lower-case values they always had (passed)."""
+    """One column of runs.csv (and runs.parquet): its name since runs.csv was first published
+    (`names=csv`, the default, so existing readers keep working) and the path of the same value from
+    `Run` in the GraphQL schema (`names=graphql`). This table is the one place both come from;
+    tests/api/test_export_vocabulary.py checks every path against the schema and every value against
+    the GraphQL answer. `kind`: what its values are (Kind). `enum`: the GraphQL enum of a fixed set;
+    `names=graphql` writes its names (PASSED), the published columns the lower-case values they
+    always had (passed)."""
 
     csv: str
     graphql: str
+    kind: Kind = Kind.TEXT
     enum: type[Enum] | None = None
 
 
 RUN_COLUMNS = (
-    ExportColumn("run_id", "databaseId"),
-    ExportColumn("workload", "workloadSlug"),
+    ExportColumn("run_id", "databaseId", Kind.INTEGER),
+    ExportColumn("workload", "workloadSlug", Kind.CATEGORY),
     ExportColumn("workload_source_sha256", "revision.sha256"),
     ExportColumn("bindings", "configuration.bindings"),
-    ExportColumn("dtype", "configuration.dtype"),
-    ExportColumn("implementation", "implementation.slug"),
-    ExportColumn("hardware_sku", "environment.hardware.sku"),
-    ExportColumn("hardware_family", "environment.hardware.family"),
-    ExportColumn("provider", "environment.provider"),
+    ExportColumn("dtype", "configuration.dtype", Kind.CATEGORY),
+    ExportColumn("implementation", "implementation.slug", Kind.CATEGORY),
+    ExportColumn("hardware_sku", "environment.hardware.sku", Kind.CATEGORY),
+    ExportColumn("hardware_family", "environment.hardware.family", Kind.CATEGORY),
+    ExportColumn("provider", "environment.provider", Kind.CATEGORY),
     ExportColumn("environment_fingerprint", "environment.fingerprint"),
-    ExportColumn("protocol", "protocol.name"),
-    ExportColumn("protocol_version", "protocol.version"),
-    ExportColumn("status", "status", RunStatus),
+    ExportColumn("protocol", "protocol.name", Kind.CATEGORY),
+    ExportColumn("protocol_version", "protocol.version", Kind.CATEGORY),
+    ExportColumn("status", "status", Kind.CATEGORY, enum=RunStatus),
     ExportColumn("failure_reason", "failureReason"),
-    ExportColumn("mean_ms", "meanMs"),
-    ExportColumn("std_ms", "stdMs"),
-    ExportColumn("min_ms", "minMs"),
-    ExportColumn("max_ms", "maxMs"),
-    ExportColumn("median_ms", "medianMs"),
-    ExportColumn("p5_ms", "p5Ms"),
-    ExportColumn("p95_ms", "p95Ms"),
-    ExportColumn("num_trials", "numTrials"),
-    ExportColumn("ci95_half_width_ms", "ciHalfWidthMs"),
-    ExportColumn("compile_time_ms", "compileTimeMs"),
-    ExportColumn("observed_at", "observedAt"),
-    ExportColumn("evidence", "evidence", Evidence),
-    ExportColumn("source", "source.name"),
-    ExportColumn("source_revision", "source.revision"),
-    ExportColumn("licence", "implementation.licence"),
-    ExportColumn("trust_label", "trustLabel"),
-    ExportColumn("stale", "stale"),
-    ExportColumn("superseded", "superseded"),
-    ExportColumn("retracted", "retracted"),
+    ExportColumn("mean_ms", "meanMs", Kind.FLOAT),
+    ExportColumn("std_ms", "stdMs", Kind.FLOAT),
+    ExportColumn("min_ms", "minMs", Kind.FLOAT),
+    ExportColumn("max_ms", "maxMs", Kind.FLOAT),
+    ExportColumn("median_ms", "medianMs", Kind.FLOAT),
+    ExportColumn("p5_ms", "p5Ms", Kind.FLOAT),
+    ExportColumn("p95_ms", "p95Ms", Kind.FLOAT),
+    ExportColumn("num_trials", "numTrials", Kind.INTEGER),
+    ExportColumn("ci95_half_width_ms", "ciHalfWidthMs", Kind.FLOAT),
+    ExportColumn("compile_time_ms", "compileTimeMs", Kind.FLOAT),
+    ExportColumn("observed_at", "observedAt", Kind.TIMESTAMP),
+    ExportColumn("evidence", "evidence", Kind.CATEGORY, enum=Evidence),
+    ExportColumn("source", "source.name", Kind.CATEGORY),
+    ExportColumn("source_revision", "source.revision", Kind.CATEGORY),
+    ExportColumn("licence", "implementation.licence", Kind.CATEGORY),
+    ExportColumn("trust_label", "trustLabel", Kind.CATEGORY),
+    ExportColumn("stale", "stale", Kind.BOOLEAN),
+    ExportColumn("superseded", "superseded", Kind.BOOLEAN),
+    ExportColumn("retracted", "retracted", Kind.BOOLEAN),
     # Appended, not inserted, so that readers of the published columns by position keep working.
-    ExportColumn("suite", "suite"),
-    ExportColumn("level", "level"),
-    ExportColumn("problem_number", "problemNumber"),
-    ExportColumn("workload_name", "workloadName"),
+    ExportColumn("suite", "suite", Kind.CATEGORY),
+    ExportColumn("level", "level", Kind.INTEGER),
+    ExportColumn("problem_number", "problemNumber", Kind.INTEGER),
+    ExportColumn("workload_name", "workloadName", Kind.CATEGORY),
     # The headline figure in its metric and unit (migration 0016), and the route it came through: a Liger
     # run states a median and no mean, a GPU MODE leaderboard run a score in seconds.
-    ExportColumn("metric", "metric", Metric),
-    ExportColumn("statistic", "protocol.statistic"),
-    ExportColumn("figure", "figure"),
-    ExportColumn("figure_unit", "figureUnit", FigureUnit),
-    ExportColumn("figure_low", "figureLow"),
-    ExportColumn("figure_high", "figureHigh"),
-    ExportColumn("low_quantile", "lowQuantile"),
-    ExportColumn("high_quantile", "highQuantile"),
-    ExportColumn("source_speedup", "sourceSpeedup"),
-    ExportColumn("source_route", "source.route"),
+    ExportColumn("metric", "metric", Kind.CATEGORY, enum=Metric),
+    ExportColumn("statistic", "protocol.statistic", Kind.CATEGORY),
+    ExportColumn("figure", "figure", Kind.FLOAT),
+    ExportColumn("figure_unit", "figureUnit", Kind.CATEGORY, enum=FigureUnit),
+    ExportColumn("figure_low", "figureLow", Kind.FLOAT),
+    ExportColumn("figure_high", "figureHigh", Kind.FLOAT),
+    ExportColumn("low_quantile", "lowQuantile", Kind.FLOAT),
+    ExportColumn("high_quantile", "highQuantile", Kind.FLOAT),
+    ExportColumn("source_speedup", "sourceSpeedup", Kind.FLOAT),
+    ExportColumn("source_route", "source.route", Kind.CATEGORY),
 )
 CSV_COLUMNS = tuple(c.csv for c in RUN_COLUMNS)
 GRAPHQL_COLUMNS = tuple(c.graphql for c in RUN_COLUMNS)
@@ -290,12 +306,49 @@ async def database_unavailable(request: Request) -> Response | None:
     return None
 
 
-async def runs_csv(request: Request) -> Response:
-    # Looked up by the raw query string first: only a request whose filters were valid ever stored
-    # an entry, and building the statement costs more than a cache hit.
-    export = CachedExport(request, "runs.csv", "text/csv; charset=utf-8")
-    if (cached := await export.hit()) is not None:
-        return cached
+@dataclass(frozen=True)
+class RunRows:
+    """The runs a runs export streams (runs.csv, runs.parquet), in one definition: each run a tuple in
+    RUN_COLUMNS' order, typed as its column's Kind (ints, floats, bools, an aware datetime, text; None
+    where there is no value), with every number as GraphQL returns it (numbers-v1) and the enum
+    columns in the vocabulary `names` asks for. Only how a format writes them differs."""
+
+    session: AsyncSession
+    statement: Select[Any]
+    now: datetime
+    graphql_names: bool
+
+    @property
+    def header(self) -> tuple[str, ...]:
+        return GRAPHQL_COLUMNS if self.graphql_names else CSV_COLUMNS
+
+    async def rows(self) -> AsyncIterator[tuple[Any, ...]]:
+        graphql_names, now = self.graphql_names, self.now
+        result = await self.session.stream(self.statement)
+        async for run, impl, env, hw, protocol, snapshot, source, slug, sha, suite, level, number, name in result:
+            half = stats.ci95_half_width(run.std_ms, run.num_trials)
+            bindings = ([{"axis": k, "value": int(v)} for k, v in sorted(run.bindings.items())] if graphql_names
+                        else run.bindings)
+            row = (run.id, slug, sha, json.dumps(bindings, sort_keys=True), run.dtype, impl.slug, hw.sku, hw.family,
+                   env.provider, env.fingerprint, protocol.name, protocol.version, run.status, run.failure_reason,
+                   run.mean_ms, run.std_ms, run.min_ms, run.max_ms, run.median_ms, run.p5_ms, run.p95_ms, run.num_trials,
+                   half, run.compile_time_ms, run.observed_at, run.evidence, source.name,
+                   snapshot.revision, impl.licence, trust.trust_label(run.evidence, implementation_facts(impl)),
+                   trust.is_stale(run.observed_at, now), run.superseded_at is not None, run.retracted_at is not None,
+                   suite, level, number, name, protocol.metric, protocol.statistic, run.figure, protocol.unit,
+                   run.figure_low, run.figure_high, run.low_quantile, run.high_quantile, run.source_speedup,
+                   snapshot.route)
+            # Every number as GraphQL returns it (numbers-v1: 12 significant figures, no binary noise in
+            # ci95_half_width_ms; a stored figure with fewer digits, every one a source states, unchanged).
+            # GraphQL names enums by name (PASSED); the published columns keep the lower-case values.
+            yield tuple(significant(v) if isinstance(v, float)
+                        else of_rules(c.enum, v).name if graphql_names and c.enum is not None else v
+                        for c, v in zip(RUN_COLUMNS, row, strict=True))
+
+
+async def run_rows(request: Request) -> RunRows | Response:
+    """The runs a runs export asks for, or the answer that refuses it, the same for every format: 400
+    for a bad filter or `names`, or a name that matches nothing; 503 when the database is down."""
     try:
         filters = filters_from_query(request, frozenset({"names"}))
         # The grouping columns (suite, level, problem, name) a researcher needs, after the published ones.
@@ -310,35 +363,31 @@ async def runs_csv(request: Request) -> Response:
     session = request.state.session
     if (refused := await unknown_names(session, filters)) is not None:
         return refused
-    now = server_state(request).clock()
-    graphql_names = names == "graphql"
+    return RunRows(session, statement, server_state(request).clock(), graphql_names=names == "graphql")
 
-    async def rows() -> AsyncIterator[str]:
+
+async def runs_csv(request: Request) -> Response:
+    # Looked up by the raw query string first: only a request whose filters were valid ever stored
+    # an entry, and building the statement costs more than a cache hit.
+    export = CachedExport(request, "runs.csv", "text/csv; charset=utf-8")
+    if (cached := await export.hit()) is not None:
+        return cached
+    runs = await run_rows(request)
+    if isinstance(runs, Response):
+        return runs
+    graphql_names = runs.graphql_names
+
+    async def chunks() -> AsyncIterator[str]:
         buffer = io.StringIO()
         writer = csv.writer(buffer)
-        writer.writerow(GRAPHQL_COLUMNS if graphql_names else CSV_COLUMNS)
-        result = await session.stream(statement)
+        writer.writerow(runs.header)
         count = 0
-        async for run, impl, env, hw, protocol, snapshot, source, slug, sha, suite, level, number, name in result:
-            half = stats.ci95_half_width(run.std_ms, run.num_trials)
-            bindings = ([{"axis": k, "value": int(v)} for k, v in sorted(run.bindings.items())] if graphql_names
-                        else run.bindings)
-            row = (run.id, slug, sha, json.dumps(bindings, sort_keys=True), run.dtype, impl.slug, hw.sku, hw.family,
-                   env.provider or "", env.fingerprint, protocol.name, protocol.version, run.status, run.failure_reason or "",
-                   run.mean_ms, run.std_ms, run.min_ms, run.max_ms, run.median_ms, run.p5_ms, run.p95_ms, run.num_trials,
-                   half, run.compile_time_ms, run.observed_at.isoformat(), run.evidence, source.name,
-                   snapshot.revision or "", impl.licence or "", trust.trust_label(run.evidence, implementation_facts(impl)),
-                   trust.is_stale(run.observed_at, now), run.superseded_at is not None, run.retracted_at is not None,
-                   suite, level, number, name, protocol.metric, protocol.statistic, run.figure, protocol.unit,
-                   run.figure_low, run.figure_high, run.low_quantile, run.high_quantile, run.source_speedup,
-                   snapshot.route or "")
-            # Every number as GraphQL returns it (numbers-v1: 12 significant figures, no binary noise in
-            # ci95_half_width_ms; a stored figure with fewer digits, every one a source states, unchanged).
-            values = tuple(significant(v) if isinstance(v, float) else v for v in row)
-            # GraphQL writes booleans as JSON does and enums by name; the published columns keep Python's
-            # True/False and the lower-case values.
-            writer.writerow(tuple(_graphql_value(c, v) for c, v in zip(RUN_COLUMNS, values, strict=True)) if graphql_names
-                            else values)
+        async for row in runs.rows():
+            # Text as runs.csv has always written it: no value empty, a time in ISO 8601, booleans as
+            # Python's True/False in the published columns and as JSON's true/false with GraphQL's names.
+            writer.writerow(tuple("" if v is None else v.isoformat() if isinstance(v, datetime)
+                                  else ("true" if v else "false") if graphql_names and isinstance(v, bool) else v
+                                  for v in row))
             count += 1
             if count % BATCH == 0:
                 yield buffer.getvalue()
@@ -346,15 +395,7 @@ async def runs_csv(request: Request) -> Response:
                 buffer.truncate()
         yield buffer.getvalue()
 
-    return export.stream(rows())
-
-
-def _graphql_value(column: ExportColumn, value: object) -> object:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if column.enum is not None:
-        return of_rules(column.enum, value).name
-    return value
+    return export.stream(chunks())
 
 
 async def unknown_names(session: AsyncSession, filters: RunFilters) -> Response | None:
@@ -367,6 +408,9 @@ async def unknown_names(session: AsyncSession, filters: RunFilters) -> Response 
         return JSONResponse({"error": str(exc)}, status_code=400)
     return None
 
+
+# A chunk of an export: text (runs.csv, catalog.jsonl) or bytes (runs.parquet).
+Chunk = TypeVar("Chunk", str, bytes)
 
 # Exports up to this size are kept in the response cache once streamed; bigger ones stream every time.
 CACHEABLE_EXPORT_BYTES = 1024 * 1024
@@ -402,26 +446,34 @@ class CachedExport:
     async def _tee(self, chunks: AsyncIterator[str]) -> AsyncIterator[str]:
         kept: list[str] | None = [] if self.version is not None else None
         size = 0
-        turn = self.turn
-        iterator = aiter(chunks)
-        while True:
-            async with turn:  # one export makes a chunk at a time (ExportSlots.turn)
-                try:
-                    chunk = await anext(iterator)
-                except StopAsyncIteration:
-                    break
+        async for chunk in in_turns(self.turn, chunks):
             if kept is not None:
                 size += len(chunk)
                 kept = kept if size <= CACHEABLE_EXPORT_BYTES else None
                 if kept is not None:
                     kept.append(chunk)
             yield chunk
-            # A turn for everyone else after every chunk: a send into a socket with room, and rows the
-            # driver already buffered, come back without ever yielding to the event loop, so an export
-            # starting over a fast connection would otherwise hold it for many chunks at once.
-            await asyncio.sleep(0)
         if kept is not None and self.key is not None and self.version is not None:
             self.cache.put(self.key, self.version, self.now, "".join(kept))
+
+
+async def in_turns(turn: asyncio.Lock, chunks: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
+    """An export's chunks, each made while holding `turn` (ExportSlots.turn): one export makes a chunk at
+    a time. An empty chunk is a turn for the others with nothing to send (an export that makes its
+    output in larger pieces than it fetches rows hands the turn on between fetches all the same)."""
+    iterator = aiter(chunks)
+    while True:
+        async with turn:
+            try:
+                chunk = await anext(iterator)
+            except StopAsyncIteration:
+                return
+        if chunk:
+            yield chunk
+        # A turn for everyone else after every chunk: a send into a socket with room, and rows the
+        # driver already buffered, come back without ever yielding to the event loop, so an export
+        # starting over a fast connection would otherwise hold it for many chunks at once.
+        await asyncio.sleep(0)
 
 
 # catalog.jsonl?revisions=: "current" (the default) carries each workload's current revision and the

@@ -169,9 +169,9 @@ async def test_slow_export_readers_cannot_starve_graphql_or_healthz_and_extra_on
         await asyncio.wait_for(asyncio.gather(*(r.blocked.wait() for r in readers)), timeout=10)
         assert server.app.state.export_slots.active == 2
         # Three more readers: refused at once, with Retry-After, not queued.
-        for _ in range(3):
+        for path in ("/exports/catalog.jsonl", "/exports/runs.parquet", "/exports/runs.csv"):
             started = time.perf_counter()
-            refused = await server.client.get("/exports/catalog.jsonl")
+            refused = await server.client.get(path)
             assert refused.status_code == 503 and time.perf_counter() - started < 0.5
             assert int(refused.headers["retry-after"]) > 0
             assert "too many exports" in refused.json()["error"]
@@ -247,7 +247,8 @@ async def test_exports_make_their_chunks_one_at_a_time():
     assert most == 1, f"{most} exports made a chunk at the same time"
 
 
-async def test_an_export_over_its_total_time_is_cut_off(db_url, monkeypatch):
+@pytest.mark.parametrize("path", ["/exports/runs.csv", "/exports/runs.parquet"])
+async def test_an_export_over_its_total_time_is_cut_off(db_url, monkeypatch, path):
     from kernelindex.web import exports
 
     original = exports.database_unavailable
@@ -259,7 +260,7 @@ async def test_an_export_over_its_total_time_is_cut_off(db_url, monkeypatch):
     monkeypatch.setattr(exports, "database_unavailable", slow_check)
     async with Running(db_url, export_concurrency=1, export_timeout_s=0.5, response_cache_entries=0) as server:
         started = time.perf_counter()
-        cut = await server.client.get("/exports/runs.csv")
+        cut = await server.client.get(path)
         assert cut.status_code == 504 and time.perf_counter() - started < 2
         assert "longer than 0.5 s" in cut.json()["error"]
         monkeypatch.setattr(exports, "database_unavailable", original)
@@ -344,7 +345,7 @@ async def test_production_error_bodies_of_exports_and_healthz_show_no_insides(db
 
     monkeypatch.setattr(exports, "_statement", broken)
     async with Running(db_url, environment="production", response_cache_entries=0) as server:
-        for path in ("/exports/runs.csv", "/exports/catalog.jsonl"):
+        for path in ("/exports/runs.csv", "/exports/runs.parquet", "/exports/catalog.jsonl"):
             response = await server.client.get(path)
             assert response.status_code == 500
             for leak in LEAKS:
