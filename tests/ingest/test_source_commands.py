@@ -83,3 +83,21 @@ def test_a_truncated_zst_is_one_error(cli, db_url, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("error:") == 1 and path.name in err
     assert counts(db_url) == before
+
+
+def test_a_table_the_format_does_not_carry_is_refused_line_by_line(cli, db_url, tmp_path, capsys):
+    """The format's tables the index does not model (record_events, serving_runs) are skipped and counted;
+    a table it is not known to carry is a refusal naming file, line and the field `table`: the rest of the
+    export lands (exit 1), and --strict writes nothing (exit 3)."""
+    lines = [*small_export(), {"table": "kernel_traces", "row": {"id": "kt1", "nsys": "…"}}]
+    path = write(tmp_path, lines)
+    before = counts(db_url)
+    assert cli("ingest", "kernelindex-export", "--strict", str(path)) == 3
+    assert counts(db_url) == before
+    capsys.readouterr()
+    assert cli("ingest", "kernelindex-export", str(path)) == 1
+    out, err = capsys.readouterr()
+    assert f"{path.name}: line {len(lines)} (kernel_traces) [table]: unknown table 'kernel_traces'" in err
+    assert "runs: 4 read = 4 inserted + 0 unchanged + 0 refused" in err and "4 skipped + 1 refused" in err
+    assert "skipped (serving_runs: not modelled)" in out and "refused (kernel_traces)" in out
+    assert "skipped (kernel_traces" not in out
