@@ -21,7 +21,7 @@ from kernelindex.rules import trust_ladder as evidence_rules
 from kernelindex.rules.comparison_text import MIXED_SOURCES_TITLE, SOURCE_NATIVE_TITLE, row_notes
 from kernelindex.rules.display import format_date, format_latency, format_ratio, half_width_display, plural, plus_minus_display
 from kernelindex.rules.facts import HardwareFacts, RunFacts
-from kernelindex.rules.trust_context import comparison_context
+from kernelindex.services import comparisons
 from kernelindex.services.workload_page import CohortSummary, WorkloadPage
 
 
@@ -293,24 +293,13 @@ class Comparison:
         check_first(first, info.context.settings.max_page_size)
         loaders = info.context.loaders
         top = await loaders.cohort_top.load((self.record.run.cohort_key, first))
-        ranked = ranking.rank_cohort(top.rows)[:first]
-        tied = {t.run.id: t for t in ties.tied_ranks(top.rows)}
-        shown = [row.run for row in ranked]
         measured = self.measured_runs
         if measured is None:
-            subjects = list(dict.fromkeys(
-                (r.workload_revision_id, r.configuration_key, r.implementation.id, r.environment.hardware.id) for r in shown
-            ))
+            subjects = comparisons.subjects_of(comparisons.shown_runs(top, first))
             measured = [m for runs in await loaders.subject_measurements.load_many(subjects) for m in runs]
-        # The trust ladder sees the measurements and the cohort's runs; of the cohort, only the rows
-        # themselves and each implementation's latest measurement can change a figure (CohortTop).
-        context = comparison_context(measured, [*shown, *top.cross_checks])
-        canonical = self.canonical_configuration_key
-        return [
-            ComparisonRow(row=row, tied=tied[row.run.id], baseline=top.baseline, exact=row.run.configuration_key == canonical,
-                          context_runs=context)
-            for row in ranked
-        ]
+        rows = comparisons.comparison_rows(top, first, measured, self.canonical_configuration_key)
+        return [ComparisonRow(row=r.row, tied=r.tied, baseline=r.baseline, exact=r.exact, context_runs=r.context_runs)
+                for r in rows]
 
 
 @strawberry.type(description="An implementation's best eligible latency on this workload over all environments.")
