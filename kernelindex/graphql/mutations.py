@@ -12,12 +12,8 @@ from typing import Annotated, Any, cast
 
 import strawberry
 from graphql import GraphQLError
-from sqlalchemy import select, update
 from strawberry.scalars import JSON
 
-from kernelindex.db.locks import hold_index_writes
-from kernelindex.db.models import Run as RunRow
-from kernelindex.db.models import RunFlag, RunReview
 from kernelindex.db.text import text_problem
 from kernelindex.graphql.auth import token_with_scope
 from kernelindex.graphql.context import Context
@@ -27,7 +23,7 @@ from kernelindex.graphql.node import decimal_id, from_global_id, to_global_id
 from kernelindex.ingest import snapshots
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record
 from kernelindex.ingest.writer import RunWriter
-from kernelindex.services.records import refresh_cohorts_of_runs
+from kernelindex.services import judgements
 from kernelindex.services.tokens import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE
 
 MAX_RECORDS_PER_CALL = 1000
@@ -192,38 +188,20 @@ class Mutation:
         reason: Annotated[str, strawberry.argument(description="Why the run should not count; 1 to 2,000 characters.")],
     ) -> RetractRunResult:
         ctx = info.context
-        session = ctx.session
         await token_with_scope(ctx, SCOPE_RUNS_RETRACT)
         reason = _check_reason(reason)
 
         run_id = _run_database_id(id)
         if run_id is None:
             return _not_found(id)
-        await hold_index_writes(session)  # before the run's row lock: records are refreshed below
-        retracted = (
-            await session.execute(
-                update(RunRow)
-                .where(RunRow.id == run_id, RunRow.retracted_at.is_(None))
-                .values(retracted_at=ctx.now, retraction_reason=reason)
-                .returning(RunRow.retracted_at, RunRow.retraction_reason)
-            )
-        ).one_or_none()
-        if retracted is not None:
-            await refresh_cohorts_of_runs(session, [run_id], now=ctx.now)
-            return RetractRunResult(
-                ok=True, run_id=to_global_id("Run", run_id), already_retracted=False,
-                retracted_at=retracted[0], reason=retracted[1], error=None,
-            )
-        earlier = (
-            await session.execute(select(RunRow.retracted_at, RunRow.retraction_reason).where(RunRow.id == run_id))
-        ).one_or_none()
-        if earlier is None:
+        done = await judgements.retract_run(ctx.session, run_id, reason, ctx.now)
+        if done is None:
             return _not_found(id)
-        assert earlier[0] is not None  # the update above matched no live run: this one was retracted
         return RetractRunResult(
-            ok=False, run_id=to_global_id("Run", run_id), already_retracted=True,
-            retracted_at=earlier[0], reason=earlier[1],
-            error=f"run {_short(id)} was already retracted at {earlier[0].isoformat()}; nothing changed",
+            ok=not done.already, run_id=to_global_id("Run", run_id), already_retracted=done.already,
+            retracted_at=done.retracted_at, reason=done.reason,
+            error=f"run {_short(id)} was already retracted at {done.retracted_at.isoformat()}; nothing changed"
+            if done.already else None,
         )
 
     @strawberry.mutation(
@@ -294,20 +272,16 @@ class ReviewMutations:
         note: Annotated[str | None, strawberry.argument(description="Why, in up to 2,000 characters.")] = None,
     ) -> ReviewRunResult:
         ctx = info.context
-        session = ctx.session
         token = await token_with_scope(ctx, SCOPE_RUNS_REVIEW)
         if note is not None:
             note = _check_reason(note)
         run_id = _run_database_id(id)
-        if run_id is None or await session.get(RunRow, run_id) is None:
+        refused = (judgements.NO_SUCH_RUN if run_id is None
+                   else await judgements.review_run(ctx.session, run_id, str(decision.value), token.name, note, ctx.now))
+        if refused == judgements.NO_SUCH_RUN:
             return ReviewRunResult(ok=False, review_status=None, review_state=None, error=f"no run with id {_short(id)}")
-        flagged = (await session.execute(select(RunFlag.id).where(RunFlag.run_id == run_id).limit(1))).first()
-        if flagged is None:
-            return ReviewRunResult(ok=False, review_status=None, review_state=None, error="the run is not flagged; there is nothing to review")
-        await hold_index_writes(session)  # before writing: records are refreshed below
-        session.add(RunReview(run_id=run_id, decision=decision.value, reviewer=token.name, note=note, created_at=ctx.now))
-        await session.flush()
-        await refresh_cohorts_of_runs(session, [run_id], now=ctx.now)
+        if refused is not None:
+            return ReviewRunResult(ok=False, review_status=None, review_state=None, error=refused)
         return ReviewRunResult(ok=True, review_status=f"{decision.value} after review", review_state=of_rules(ReviewState, decision.value),
                                error=None)
 
