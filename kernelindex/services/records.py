@@ -66,12 +66,24 @@ async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], 
     # Bests of cohorts that no longer hold records (an old revision) go; the others are rewritten
     # below only where they differ, so a refresh that changes nothing writes nothing (and moves no
     # data version).
-    stale = delete(CohortBest).where(CohortBest.workload_id.in_(ids))
-    if keys:
-        stale = stale.where(
-            tuple_(CohortBest.workload_revision_id, CohortBest.configuration_key, CohortBest.protocol_id,
-                   CohortBest.environment_id).not_in(keys)
+    # Said as "no live run of the current revision in that cohort" (the keys' own definition), not as a
+    # NOT IN list of the keys: a rebuild's fifty workloads can have tens of thousands of cohorts, and a
+    # list that long exceeds PostgreSQL's stack depth.
+    live_cohort = (
+        select(Run.id)
+        .join(Workload, Workload.id == Run.workload_id)
+        .where(
+            Run.workload_revision_id == CohortBest.workload_revision_id,
+            Run.workload_revision_id == Workload.current_revision_id,
+            Run.configuration_key == CohortBest.configuration_key,
+            Run.protocol_id == CohortBest.protocol_id,
+            Run.environment_id == CohortBest.environment_id,
+            Run.superseded_at.is_(None),
         )
+        .correlate(CohortBest)
+        .exists()
+    )
+    stale = delete(CohortBest).where(CohortBest.workload_id.in_(ids), ~live_cohort)
     # The sources of every (revision, configuration) that lost bests here follow them; those that
     # are refreshed below are rewritten again there.
     gone = (await session.execute(stale.returning(CohortBest.workload_revision_id, CohortBest.configuration_key))).all()
