@@ -113,6 +113,10 @@ async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
         runs_per_workload = max(1, n_runs // max(1, len(workloads)))
         snapshots = max(1, -(-runs_per_workload // per_snapshot))
         protocol = await conn.fetchval("SELECT id FROM protocols ORDER BY id LIMIT 1")
+        # Only the fleet stores "measured" (0013: ck_runs_measured_by_fleet): one synthetic worker's.
+        worker = await conn.fetchval(
+            "INSERT INTO fleet_workers (name, machine_id, hardware) VALUES ('synthetic-worker', 'synthetic-machine', 'synthetic') "
+            "ON CONFLICT (name, machine_id, hardware) DO UPDATE SET name = excluded.name RETURNING id")
         started = time.perf_counter()
         for w in workloads:
             # Two source snapshots at the canonical configuration (cohorts of 16 runs, as a busy index
@@ -121,11 +125,12 @@ async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
                 """
                 INSERT INTO runs (workload_id, workload_revision_id, bindings, dtype, configuration_key, implementation_id,
                   environment_id, protocol_id, source_snapshot_id, status, mean_ms, std_ms, min_ms, max_ms, num_trials,
-                  observed_at, evidence, content_sha256, figure)
+                  observed_at, evidence, content_sha256, figure, fleet_worker_id, fleet_machine_id)
                 SELECT $1, $2, c.bindings, 'fp32', c.key, i.id, e.id, $4, s.id, 'passed',
                        m.mean, m.mean * 0.02, m.mean * 0.97, m.mean * 1.05, 100,
                        timestamptz '2026-06-01' + (random() * interval '150 days'),
-                       CASE WHEN random() < 0.2 THEN 'measured' ELSE 'reported' END, md5(random()::text), m.mean
+                       CASE WHEN m.measured THEN 'measured' ELSE 'reported' END, md5(random()::text), m.mean,
+                       CASE WHEN m.measured THEN $7::bigint END, CASE WHEN m.measured THEN 'synthetic-machine' END
                 FROM (SELECT id FROM implementations ORDER BY id LIMIT 8) i
                 CROSS JOIN (SELECT id FROM environments WHERE fingerprint LIKE 'synthetic-env-%' AND (id + $1) % 10 = 0 ORDER BY id) e
                 CROSS JOIN (SELECT id, row_number() OVER (ORDER BY id) AS n FROM source_snapshots WHERE revision LIKE 'r%' ORDER BY id LIMIT $5) s
@@ -133,10 +138,12 @@ async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
                     SELECT CASE WHEN s.n <= 2 THEN '{"batch_size": 16}'::jsonb ELSE jsonb_build_object('batch_size', 16 * s.n) END AS bindings,
                            CASE WHEN s.n <= 2 THEN $3 ELSE '{"bindings":{"batch_size":' || (16 * s.n) || '},"dtype":"fp32"}' END AS key
                 ) c
-                CROSS JOIN LATERAL (SELECT 0.05 + random() * 5 + 0 * i.id * e.id * s.id AS mean) m
+                CROSS JOIN LATERAL (SELECT 0.05 + random() * 5 + 0 * i.id * e.id * s.id AS mean,
+                                           random() + 0 * i.id * e.id * s.id < 0.2 AS measured) m
                 LIMIT $6
                 """,
                 w["id"], w["current_revision_id"], w["canonical_configuration_key"], protocol, snapshots, runs_per_workload,
+                worker,
             )
         total = await conn.fetchval("SELECT count(*) FROM runs")
         print(f"dataset: {len(workloads) + 2} workloads, {total:,} runs (inserted in {time.perf_counter() - started:.0f} s)", file=sys.stderr)
