@@ -7,6 +7,12 @@ rows since the version it last knew) over one dedicated connection (DataVersionR
 new version, with its changes, to its listeners before any request sees that version: the response
 cache (kernelindex.web.response_cache) and the read model (kernelindex.services.read_model) evict
 exactly what the changes touch. `Dependencies` is what a cached thing read; `Change.touches` decides.
+
+A catalogue table's new row and a change to an existing row are told apart (migration 0021): a new
+row is read only by what reads that table whole (its lists; the hardware catalogue every workload
+page holds) and by the pages of the workloads whose runs name it, and those runs are rows of their
+own workloads, which the same log names. A change to an existing row goes to everything that read
+catalogue rows.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ MAX_CHANGES_READ = 2_000
 # snapshot, so the log is complete up to the version read. With no version known, $1 is far ahead
 # and no log row matches.
 VERSION_SQL = """
-SELECT d.version, l.version AS logged, l.workload_ids, l.catalogue_tables, l.everything
+SELECT d.version, l.version AS logged, l.workload_ids, l.catalogue_tables, l.catalogue_edited, l.everything
   FROM data_version d
   LEFT JOIN change_log l ON l.version > $1 AND l.version <= d.version AND d.version - $1 <= $2
  WHERE d.id = 1
@@ -44,31 +50,44 @@ NO_VERSION_KNOWN = 2**62
 
 @dataclass(frozen=True)
 class Dependencies:
-    """What a response read: these workloads' rows, the catalogue (hardware, environments,
-    implementations, protocols, sources, suite snapshots), or everything."""
+    """What a response read: these workloads' rows; catalogue rows (hardware, environments,
+    implementations, protocols, sources, suite snapshots), any of which a change to may concern it;
+    the catalogue tables it read whole (`catalogue_lists`), so that a new row in one concerns it too;
+    or everything."""
 
     workloads: frozenset[int] = frozenset()
     catalogue: bool = False
+    catalogue_lists: frozenset[str] = frozenset()
     everything: bool = False
 
 
 EVERYTHING = Dependencies(everything=True)
 
 
-
 @dataclass(frozen=True)
 class Change:
-    """What one data version changed (a row of change_log)."""
+    """What one data version changed (a row of change_log): the workloads whose rows changed, the
+    catalogue tables with a new or changed row, of those the ones an existing row of which changed
+    (`catalogue_edited`; None: all of them, as a log row before migration 0021 meant), or everything."""
 
     version: int
     workloads: frozenset[int]
     catalogue_tables: frozenset[str]
     everything: bool
+    catalogue_edited: frozenset[str] | None = None
+
+    @property
+    def edited_tables(self) -> frozenset[str]:
+        return self.catalogue_tables if self.catalogue_edited is None else self.catalogue_edited
 
     def touches(self, deps: Dependencies) -> bool:
         if self.everything or deps.everything:
             return True
-        return (deps.catalogue and bool(self.catalogue_tables)) or not self.workloads.isdisjoint(deps.workloads)
+        return (
+            not self.workloads.isdisjoint(deps.workloads)
+            or (deps.catalogue and bool(self.edited_tables))
+            or not self.catalogue_tables.isdisjoint(deps.catalogue_lists)
+        )
 
 
 # Called with each new version and what changed since the previous one (None: not known, so
@@ -171,12 +190,20 @@ def changes_between(known: int | None, version: int, rows: Sequence[Any]) -> lis
     if known is None or version < known:
         return None
     changes = [
-        Change(r["logged"], frozenset(r["workload_ids"]), frozenset(r["catalogue_tables"]), r["everything"])
+        Change(r["logged"], frozenset(r["workload_ids"]), frozenset(r["catalogue_tables"]), r["everything"],
+               _edited(r))
         for r in rows if r["logged"] is not None
     ]
     if [c.version for c in changes] != list(range(known + 1, version + 1)):
         return None
     return changes
+
+
+def _edited(row: Any) -> frozenset[str] | None:
+    """A log row's catalogue_edited; None (every catalogue table it names was edited) where the row
+    has no such column: a reader's statement written before migration 0021."""
+    edited = row.get("catalogue_edited")
+    return None if edited is None else frozenset(edited)
 
 
 def _settle(target: asyncio.Future[int | None], done: asyncio.Future[int | None]) -> None:

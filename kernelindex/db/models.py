@@ -616,14 +616,17 @@ class DataVersion(Base):
 
 class ChangeLog(Base):
     """What one data version changed: the workloads whose rows changed, the catalogue tables that
-    changed, or everything (a TRUNCATE). One row per writing transaction, written and pruned only by
-    the triggers of migration 0007; the response cache evicts by it (kernelindex.web.response_cache)."""
+    changed (new rows or changed ones) and of those the ones an existing row of which changed
+    (`catalogue_edited`, migration 0021), or everything (a TRUNCATE). One row per writing transaction,
+    written and pruned only by the triggers of migration 0007; the response cache evicts by it
+    (kernelindex.web.response_cache)."""
 
     __tablename__ = "change_log"
 
     version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     workload_ids: Mapped[list[int]] = mapped_column(ARRAY(Integer), server_default=text("'{}'"))
     catalogue_tables: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
+    catalogue_edited: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
     everything: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 

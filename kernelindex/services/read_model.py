@@ -12,8 +12,10 @@ list that a write to another workload invalidated) is still executed without rea
 Exact with respect to the data, as the response cache is, and by the same means
 (kernelindex.db.changes): every request that uses the read model reads the data version first
 (shared with the response cache's read), each new version's changes evict the workloads they touched
-(a catalogue change or "everything" evicts all), and a value computed at version V is stored only if
-no change after V touched its workload or the catalogue (a slow page finishing after a write does
+(a change to an existing catalogue row, a new hardware row or "everything" evicts all; a new row of
+another catalogue table evicts only the workloads whose new runs name it, which the same change
+names), and a value computed at version V is stored only if no change after V touched its workload
+or the catalogue rows every page reads (a slow page finishing after a write does
 not bring back what the write replaced). A request with no version (the reader failed) computes its
 values and stores none.
 
@@ -28,8 +30,11 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelindex.db.changes import Change, ChangeHistory, Dependencies
-from kernelindex.services.workload_page import WorkloadPage
+from kernelindex.db.changes import Change, ChangeHistory
+from kernelindex.services.workload_page import WorkloadPage, page_dependencies
+
+# What every page read besides its own workload's rows: a change that touches it evicts them all.
+EVERY_PAGE = page_dependencies(())
 
 # A value the read model holds besides the page: its kind (one per loader) and the loader's key.
 ValueKey = tuple[str, Hashable]
@@ -58,7 +63,7 @@ class ReadModel:
         self.value_hits = 0  # other values served from memory
         self.value_misses = 0
         self.invalidated = 0  # workloads dropped because their data changed
-        self.flushes = 0  # times every workload was dropped (changes not known, catalogue, everything)
+        self.flushes = 0  # times every workload was dropped (changes not known, catalogue rows, everything)
         self.not_stored = 0  # values computed before a change to what they read
         self.lru_evictions = 0
 
@@ -78,7 +83,9 @@ class ReadModel:
             self._flush()
             return
         for change in applied:
-            if change.everything or change.catalogue_tables:  # every page holds the catalogue
+            # Every page holds catalogue rows (those its runs name, and every hardware row); a new
+            # row elsewhere is named only by new runs, which their own workloads' changes carry.
+            if change.touches(EVERY_PAGE):
                 self._flush()
                 continue
             for workload in change.workloads:
@@ -112,7 +119,7 @@ class ReadModel:
     def _storable(self, workload_id: int, version: int) -> bool:
         if self._history.observe(version):
             self._flush()
-        if self._history.still_holds(version, Dependencies(workloads=frozenset({workload_id}), catalogue=True)):
+        if self._history.still_holds(version, page_dependencies((workload_id,))):
             return True
         self.not_stored += 1
         return False
@@ -186,7 +193,7 @@ METRICS = {
     "value_hits": ("counter", "Comparison rows and measurements served from the read model."),
     "value_misses": ("counter", "Comparison rows and measurements computed."),
     "invalidated": ("counter", "Workloads dropped from the read model because their data changed."),
-    "flushes": ("counter", "Times every workload was dropped (a catalogue change, or changes unknown)."),
+    "flushes": ("counter", "Times every workload was dropped (a change to catalogue rows every page reads, or changes unknown)."),
     "not_stored": ("counter", "Values not kept: a change to what they read arrived while they were computed."),
     "lru_evictions": ("counter", "Workloads dropped to stay within the bound."),
     "workloads": ("gauge", "Workloads now in the read model."),

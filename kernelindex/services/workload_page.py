@@ -11,10 +11,24 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
+from kernelindex.db.changes import Dependencies
 from kernelindex.db.models import Workload, WorkloadRevision
 from kernelindex.rules import ranking
 from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts, WorkloadFacts
 from kernelindex.services.facts import CohortKey
+
+# The catalogue tables a page reads every row of, new ones included: its `catalogue` (every hardware
+# row: notMeasured, floors, headroom and configurations show hardware no run of the workload names).
+# Every other catalogue row a page shows is one its runs name (kernelindex.db.changes: a new row in
+# one of these evicts every page, a new row elsewhere only the pages of the workloads whose runs name it).
+CATALOGUE_READ_WHOLE = frozenset({"hardware"})
+
+
+def page_dependencies(workloads: Iterable[int]) -> Dependencies:
+    """What something computed from these workloads' pages read: their rows, the catalogue rows
+    their runs name, and the tables a page reads whole."""
+    return Dependencies(workloads=frozenset(workloads), catalogue=True, catalogue_lists=CATALOGUE_READ_WHOLE)
+
 
 # How many sources the cohort-best path keeps, by name and revision: the most the page's `sources`
 # list shows (its `first` is at most the server's page size, 100 by default).

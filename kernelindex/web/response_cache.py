@@ -11,7 +11,9 @@ whose dependencies those changed are dropped before the request looks for its ow
 never served after a committed write it does not show, and a client that wrote sees its write at once.
 
 Each entry records what its execution read (`Dependencies`): a workload page the workloads its
-loaders looked up and the catalogue; anything whose reads cannot be told for sure (lists, runs,
+loaders looked up, the catalogue rows their runs name and the hardware catalogue (a new source,
+environment or implementation row leaves it be: the runs that name one are its workload's change);
+anything whose reads cannot be told for sure (lists, runs,
 search, `node`, exports) depends on everything and goes with any change. Correctness beats hit rate.
 
 Time also changes answers (a run turns stale after N days), so entries live at most `ttl_s`
@@ -49,6 +51,7 @@ from graphql import (
 
 from kernelindex.db.changes import EVERYTHING, Change, ChangeHistory, Dependencies
 from kernelindex.mcp.gateway import Document, Execute
+from kernelindex.services.workload_page import page_dependencies
 
 log = logging.getLogger("kernelindex.web")
 
@@ -67,7 +70,7 @@ def response_dependencies(root: frozenset[str] | None, workloads: Iterable[int],
     loaders read (unscoped: a look-up found nothing, so a new workload could change the answer)."""
     if root is None or unscoped or not root <= WORKLOAD_ROOT_FIELDS:
         return EVERYTHING
-    return Dependencies(workloads=frozenset(workloads), catalogue=True)
+    return page_dependencies(workloads)
 
 
 @dataclass(frozen=True)
@@ -212,7 +215,8 @@ class ResponseCache:
         self.ttl_s = ttl_s
         self._entries: OrderedDict[CacheKey, _Entry] = OrderedDict()
         self._by_workload: dict[int, set[CacheKey]] = {}
-        self._catalogue: set[CacheKey] = set()  # entries that read the catalogue
+        self._catalogue: set[CacheKey] = set()  # entries that read catalogue rows (an edit evicts them)
+        self._by_catalogue_list: dict[str, set[CacheKey]] = {}  # entries that read a catalogue table whole
         self._unscoped: set[CacheKey] = set()  # entries that depend on everything
         self._bytes = 0
         self._history = ChangeHistory()
@@ -252,8 +256,10 @@ class ResponseCache:
             self._flush()
             return
         doomed = set(self._unscoped)
-        if change.catalogue_tables:
+        if change.edited_tables:
             doomed |= self._catalogue
+        for table in change.catalogue_tables:
+            doomed |= self._by_catalogue_list.get(table, set())
         for workload in change.workloads:
             doomed |= self._by_workload.get(workload, set())
         for key in doomed:
@@ -267,6 +273,7 @@ class ResponseCache:
         self._entries.clear()
         self._by_workload.clear()
         self._catalogue.clear()
+        self._by_catalogue_list.clear()
         self._unscoped.clear()
         self._bytes = 0
 
@@ -316,6 +323,8 @@ class ResponseCache:
         else:
             if deps.catalogue:
                 self._catalogue.add(key)
+            for table in deps.catalogue_lists:
+                self._by_catalogue_list.setdefault(table, set()).add(key)
             for workload in deps.workloads:
                 self._by_workload.setdefault(workload, set()).add(key)
         while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
@@ -334,12 +343,8 @@ class ResponseCache:
             return
         if deps.catalogue:
             self._catalogue.discard(key)
-        for workload in deps.workloads:
-            keys = self._by_workload.get(workload)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del self._by_workload[workload]
+        _unindex(self._by_catalogue_list, deps.catalogue_lists, key)
+        _unindex(self._by_workload, deps.workloads, key)
 
     def dependencies(self, key: CacheKey) -> Dependencies | None:
         """What a stored entry read (for tests and diagnostics)."""
@@ -386,6 +391,15 @@ class ResponseCache:
             "flushes": self.flushes, "not_stored": self.not_stored, "lru_evictions": self.lru_evictions,
             "entries": len(self._entries), "bytes": self._bytes, "data_version": self._history.version or 0,
         }
+
+
+def _unindex(index: dict[Any, set[CacheKey]], names: Iterable[Any], key: CacheKey) -> None:
+    for name in names:
+        keys = index.get(name)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del index[name]
 
 
 # name: (type, help). Counters only grow; gauges are the state now.

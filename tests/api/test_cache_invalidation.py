@@ -1,6 +1,7 @@
 """Invalidation follows the data: a write to one workload drops only the cached responses that read it
-(and whatever depends on everything), a catalogue write drops what read the catalogue, and no response
-is ever served after a committed write it does not show, whichever process wrote."""
+(and whatever depends on everything), a new catalogue row only what reads its table whole (and the
+pages of the workloads whose new runs name it), an edit of a catalogue row what read catalogue rows,
+and no response is ever served after a committed write it does not show, whichever process wrote."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ import pytest
 from kernelindex.db import changes
 from kernelindex.db.changes import EVERYTHING, Change, Dependencies, changes_between
 from kernelindex.db.urls import to_libpq_url
+from kernelindex.services.workload_page import page_dependencies
 from kernelindex.settings import Settings
 from kernelindex.web.app import create_app
 from kernelindex.web.response_cache import ResponseCache, cache_key, root_fields
 from kernelindex.web.twins import WORKLOAD_PAGE_QUERY, twin_key
 from tests.api.helpers import make_token, synthetic_records
+from tests.api.other_process import run_elsewhere
 from tests.api.test_tokens import SUBMIT
 from tests.conftest import FIXED_NOW
 
@@ -126,7 +129,7 @@ async def test_the_json_twin_is_keyed_on_its_workload(app, client, db_url):
         assert (await client.get(f"/workloads/{slug}.json")).headers["x-cache"] == "miss"
         assert (await client.get(f"/workloads/{slug}.json")).headers["x-cache"] == "hit"
     cache: ResponseCache = app.state.response_cache
-    assert cache.dependencies(twin_key(A)) == Dependencies(workloads=frozenset({await workload_id(db_url, A)}), catalogue=True)
+    assert cache.dependencies(twin_key(A)) == page_dependencies({await workload_id(db_url, A)})
     await write_runs(db_url, slower(first, 0.25))
     assert (await client.get(f"/workloads/{B}.json")).headers["x-cache"] == "hit"
     a = await client.get(f"/workloads/{A}.json")
@@ -208,9 +211,9 @@ async def test_dependencies_recorded_per_response(app, client, db_url):
     mixed = "query ($slug: String!) { workload(slug: $slug) { name } workloads(first: 1) { totalCount } }"
     missing = "query { workload(slug: \"no-such-workload\") { name } }"
     cases = [
-        (RUNS, {"slug": A}, None, Dependencies(frozenset({a}), catalogue=True)),
-        (both, {}, None, Dependencies(frozenset({a, b}), catalogue=True)),
-        (fragment, {"slug": B}, "Q", Dependencies(frozenset({b}), catalogue=True)),
+        (RUNS, {"slug": A}, None, Dependencies(frozenset({a}), catalogue=True, catalogue_lists=frozenset({"hardware"}))),
+        (both, {}, None, page_dependencies({a, b})),
+        (fragment, {"slug": B}, "Q", page_dependencies({b})),
         (mixed, {"slug": A}, None, EVERYTHING),
         (missing, {}, None, EVERYTHING),  # a workload created later would answer it
         (LIST, {}, None, EVERYTHING),
@@ -295,8 +298,8 @@ async def test_the_writer_reads_its_own_write_at_once(app, client, db_url):
     assert "x-cache" not in response.headers  # mutations are never cached
     after, x = await page(client, RUNS, A)
     assert x == "miss" and after["eligibleRunCount"] == before["eligibleRunCount"] + 1
-    # The new run's environment is new to the catalogue: every page that read the catalogue goes too.
-    assert (await page(client, RUNS, B))[1] == "miss"
+    # The new run's environment is new to the catalogue, and no page but A's names it: B's stays.
+    assert (await page(client, RUNS, B))[1] == "hit"
 
 
 async def test_two_processes_each_see_the_others_writes(db_url):
@@ -372,6 +375,130 @@ async def test_no_stale_read_with_concurrent_writes_and_reads(app, client, db_ur
     assert problems == []
 
 
+# -- a new catalogue row ------------------------------------------------------------------------------
+
+SOURCES = ("query ($slug: String!) { workload(slug: $slug) { eligibleRunCount "
+           "runs(first: 100) { totalCount edges { node { source { name revision } } } } } }")
+SOURCE_LIST = "{ sources { name } }"
+NEW_SOURCE = "Synthetic source of its own"
+
+
+def on_a_new_source(records: list[dict], revision: str) -> list[dict]:
+    """The records, each from a source revision no row names yet: new sources and source_snapshots rows
+    (and new environments: synthetic_records' pools), written with the runs in one transaction."""
+    for rec in records:
+        rec["source"] = {"name": NEW_SOURCE, "revision": revision}
+    return records
+
+
+def revisions(workload: dict) -> set[tuple[str, str]]:
+    """The sources (name, revision) of the workload's runs."""
+    return {(e["node"]["source"]["name"], e["node"]["source"]["revision"]) for e in workload["runs"]["edges"]}
+
+
+async def log_of_last_version(db_url: str) -> dict:
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        row = await conn.fetchrow("SELECT workload_ids, catalogue_tables, catalogue_edited, everything FROM change_log "
+                                  "ORDER BY version DESC LIMIT 1")
+        return {"workloads": sorted(row[0]), "tables": sorted(row[1]), "edited": sorted(row[2]), "everything": row[3]}
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("order", ["read, then write", "write, then read"])
+async def test_a_new_catalogue_row_evicts_only_what_reads_it(app, client, db_url, order):
+    """One new run of B on a source revision of its own, committed by another process: B's page (which
+    names the new rows) and the lists go; A's page, which nothing new is shown on, is still a hit."""
+    a, b = await workload_id(db_url, A), await workload_id(db_url, B)
+    if order == "write, then read":
+        await run_elsewhere(db_url, records=on_a_new_source(synthetic_records(1, slug=B, start=70), "r1"))
+    before_a, _ = await page(client, SOURCES, A)
+    before_b, _ = await page(client, SOURCES, B)
+    assert (await post(client, SOURCE_LIST)).headers["x-cache"] == "miss"
+    assert [x for _, x in [await page(client, SOURCES, A), await page(client, SOURCES, B)]] == ["hit", "hit"]
+    assert (await post(client, SOURCE_LIST)).headers["x-cache"] == "hit"
+
+    revision = "r2" if order == "write, then read" else "r1"
+    await run_elsewhere(db_url, records=on_a_new_source(synthetic_records(1, slug=B, start=80), revision))
+    log = await log_of_last_version(db_url)
+    assert log["workloads"] == [b] and log["edited"] == [] and not log["everything"], log
+    assert {"source_snapshots", "environments"} <= set(log["tables"]), log
+
+    after_a, x_a = await page(client, SOURCES, A)
+    after_b, x_b = await page(client, SOURCES, B)
+    assert (x_a, x_b) == ("hit", "miss")
+    assert after_a == before_a and a != b
+    assert revisions(after_b) == revisions(before_b) | {(NEW_SOURCE, revision)}
+    assert after_b["runs"]["totalCount"] == before_b["runs"]["totalCount"] + 1
+    # The list of sources reads the table whole: it goes.
+    listed = await post(client, SOURCE_LIST)
+    assert listed.headers["x-cache"] == "miss" and NEW_SOURCE in listed.text
+    # The read model kept A's page too: nothing every page reads changed.
+    assert app.state.read_model.flushes == 0
+
+
+async def test_a_catalogue_row_added_alone_evicts_no_page_and_its_first_run_evicts_its_workload(app, client, db_url):
+    """The row first, in a transaction of its own, then (later) the run that names it: neither evicts
+    A's page; the run evicts B's, which then shows the row."""
+    for slug in (A, B):
+        await page(client, SOURCES, slug)
+    await run_elsewhere(db_url, statements=(
+        f"INSERT INTO sources (name) VALUES ('{NEW_SOURCE}')",
+        f"INSERT INTO source_snapshots (source_id, revision) SELECT id, 'r1' FROM sources WHERE name = '{NEW_SOURCE}'",
+    ))
+    assert (await log_of_last_version(db_url))["tables"] == ["source_snapshots"]
+    assert [x for _, x in [await page(client, SOURCES, A), await page(client, SOURCES, B)]] == ["hit", "hit"]
+    await run_elsewhere(db_url, records=on_a_new_source(synthetic_records(1, slug=B, start=90), "r1"))
+    after_b, x_b = await page(client, SOURCES, B)
+    assert x_b == "miss" and (NEW_SOURCE, "r1") in revisions(after_b)
+    assert (await page(client, SOURCES, A))[1] == "hit"
+
+
+async def test_a_new_hardware_row_evicts_every_page(app, client, db_url):
+    """Every page reads the whole hardware catalogue (notMeasured, floors, headroom): a new hardware
+    row, committed by another process, is on every page."""
+    gaps = "query ($slug: String!) { workload(slug: $slug) { notMeasured(first: 100) { hardware { sku } } } }"
+    before, _ = await page(client, gaps, A)
+    await page(client, gaps, B)
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        columns = [r[0] for r in await conn.fetch(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'hardware' AND column_name NOT IN "
+            "('id', 'sku', 'priority') ORDER BY ordinal_position")]
+    finally:
+        await conn.close()
+    names = ", ".join(columns)
+    await run_elsewhere(db_url, statements=(
+        f"INSERT INTO hardware (sku, priority, {names}) SELECT 'TEST GPU 1', true, {names} FROM hardware "
+        "WHERE sku = 'NVIDIA H100 SXM5 80GB'",
+    ))
+    log = await log_of_last_version(db_url)
+    assert (log["tables"], log["edited"]) == (["hardware"], []), log
+    after, x_a = await page(client, gaps, A)
+    assert x_a == "miss" and (await page(client, gaps, B))[1] == "miss"
+    assert {"sku": "TEST GPU 1"} in [g["hardware"] for g in after["notMeasured"]]
+    assert len(after["notMeasured"]) == len(before["notMeasured"]) + 1
+
+
+async def test_an_edit_of_a_catalogue_row_evicts_the_pages_that_read_it(app, client, db_url):
+    """A new source revision named by B's run, then an edit of that row by another process: B's page
+    shows the edit at once (every page that reads catalogue rows goes, A's too: not bounded further)."""
+    await run_elsewhere(db_url, records=on_a_new_source(synthetic_records(1, slug=B, start=70), "r1"))
+    for slug in (A, B):
+        await page(client, SOURCES, slug)
+    assert [x for _, x in [await page(client, SOURCES, A), await page(client, SOURCES, B)]] == ["hit", "hit"]
+    await run_elsewhere(db_url, statements=(
+        "UPDATE source_snapshots SET revision = 'r1-renamed' WHERE revision = 'r1' AND source_id = "
+        f"(SELECT id FROM sources WHERE name = '{NEW_SOURCE}')",
+    ))
+    log = await log_of_last_version(db_url)
+    assert (log["tables"], log["edited"]) == (["source_snapshots"], ["source_snapshots"]), log
+    after_b, x_b = await page(client, SOURCES, B)
+    assert x_b == "miss" and (NEW_SOURCE, "r1-renamed") in revisions(after_b)
+    assert (await page(client, SOURCES, A))[1] == "miss"
+
+
 # -- the cache and the log on their own -------------------------------------------------------------
 
 
@@ -379,8 +506,8 @@ def test_changes_evict_only_the_entries_that_read_them():
     cache = ResponseCache(max_entries=100, max_bytes=100_000, ttl_s=60)
     keys = {name: cache_key(f"{{ {name} }}", None, None) for name in ("a", "b", "ab", "plain", "all")}
     deps = {
-        "a": Dependencies(frozenset({1}), catalogue=True), "b": Dependencies(frozenset({2}), catalogue=True),
-        "ab": Dependencies(frozenset({1, 2}), catalogue=True), "plain": Dependencies(frozenset({3})), "all": EVERYTHING,
+        "a": page_dependencies({1}), "b": page_dependencies({2}), "ab": page_dependencies({1, 2}),
+        "plain": Dependencies(frozenset({3})), "all": EVERYTHING,
     }
     cache.advance(10, None)
 
@@ -401,10 +528,23 @@ def test_changes_evict_only_the_entries_that_read_them():
     cache.advance(14, [Change(13, frozenset({9}), frozenset(), False), Change(14, frozenset({3}), frozenset(), False)])
     assert alive() == {"a", "b", "ab"}
     fill()
-    cache.advance(15, [Change(15, frozenset(), frozenset(), True)])
+    # New rows (nothing edited): only what reads that table whole goes (and what depends on everything).
+    cache.advance(15, [Change(15, frozenset(), frozenset({"sources", "source_snapshots"}), False, frozenset())])
+    assert alive() == {"a", "b", "ab", "plain"}
+    cache.advance(16, [Change(16, frozenset({2}), frozenset({"environments"}), False, frozenset())])
+    assert alive() == {"a", "plain"}
+    fill()
+    cache.advance(17, [Change(17, frozenset(), frozenset({"hardware"}), False, frozenset())])
+    assert alive() == {"plain"}
+    fill()
+    # A new row and an edit in one transaction: the edit decides.
+    cache.advance(18, [Change(18, frozenset(), frozenset({"sources", "environments"}), False, frozenset({"environments"}))])
+    assert alive() == {"plain"}
+    fill()
+    cache.advance(19, [Change(19, frozenset(), frozenset(), True)])
     assert alive() == set()
     fill()
-    cache.advance(20, None)  # changes not known
+    cache.advance(25, None)  # changes not known
     assert alive() == set()
 
 
@@ -419,6 +559,33 @@ def test_a_late_result_is_stored_only_if_nothing_it_read_changed_since():
     assert cache.put(b, 4, FIXED_NOW, "b", Dependencies(frozenset({2}))) is False  # before what is remembered
     assert cache.put(a, 5, FIXED_NOW, "a", EVERYTHING) is False
     assert cache.not_stored == 3
+
+
+NEW_SOURCE_ROW = frozenset({"sources", "source_snapshots"})
+
+
+@pytest.mark.parametrize("order", ["change learnt before the put", "change learnt after the put"])
+@pytest.mark.parametrize(("change", "kept"), [
+    (Change(6, frozenset({2}), NEW_SOURCE_ROW, False, frozenset()), True),  # another workload's run on a new source
+    (Change(6, frozenset({1}), NEW_SOURCE_ROW, False, frozenset()), False),  # a run of its own on it
+    (Change(6, frozenset(), frozenset({"hardware"}), False, frozenset()), False),  # every page lists hardware
+    (Change(6, frozenset(), NEW_SOURCE_ROW, False, frozenset({"sources"})), False),  # an edit
+    (Change(6, frozenset(), NEW_SOURCE_ROW, False), False),  # a log row before 0021: taken as an edit
+])
+def test_a_page_computed_before_a_new_catalogue_row_is_kept_unless_it_reads_it(order, change, kept):
+    """Workload 1's page, computed by a request that read version 5, while version 6 committed: kept
+    and served at version 6 exactly when version 6 changed nothing it read, whichever the cache learns
+    of first."""
+    cache = ResponseCache(max_entries=100, max_bytes=100_000, ttl_s=60)
+    key = cache_key("{ a }", None, None)
+    cache.advance(5, None)
+    if order == "change learnt before the put":
+        cache.advance(6, [change])
+        assert cache.put(key, 5, FIXED_NOW, "a", page_dependencies({1})) is kept
+    else:
+        assert cache.put(key, 5, FIXED_NOW, "a", page_dependencies({1})) is True
+        cache.advance(6, [change])
+    assert (cache.get(key, 6, FIXED_NOW) is not None) is kept
 
 
 def test_the_log_must_be_complete_to_be_used():

@@ -177,8 +177,9 @@ def fake_page(workload: int, revision: int) -> Any:
     return _Page(_Row(workload, revision))
 
 
-def change(version: int, workloads=(), catalogue=(), everything=False) -> Change:
-    return Change(version, frozenset(workloads), frozenset(catalogue), everything)
+def change(version: int, workloads=(), catalogue=(), everything=False, added=()) -> Change:
+    """Catalogue tables `catalogue` edited, `added` given new rows only."""
+    return Change(version, frozenset(workloads), frozenset(catalogue) | frozenset(added), everything, frozenset(catalogue))
 
 
 def test_a_change_evicts_exactly_the_workloads_it_names():
@@ -192,10 +193,16 @@ def test_a_change_evicts_exactly_the_workloads_it_names():
     assert model.page(2, 6) is None
     assert model.value(2, ("k", 2), 6) is MISSING and model.value(1, ("k", 1), 6) == "value 1"
     assert model.workload_of_revision(12) is None and model.workload_of_revision(11) == 1
-    model.advance(7, [change(7, catalogue={"hardware"})])  # every page holds the catalogue
+    # A new source, environment or implementation row: only the workloads whose runs name it.
+    model.advance(7, [change(7, workloads={3}, added={"sources", "source_snapshots", "environments", "implementations"})])
+    assert model.page(1, 7) is not None and model.page(3, 7) is None and model.flushes == 0
+    model.advance(8, [change(8, added={"hardware"})])  # every page holds every hardware row
     assert len(model) == 0
-    model.put_page(1, 7, fake_page(1, 11))
-    model.advance(8, [change(8, everything=True)])
+    model.put_page(1, 8, fake_page(1, 11))
+    model.advance(9, [change(9, catalogue={"sources"})])  # an edit: every page holds catalogue rows
+    assert len(model) == 0
+    model.put_page(1, 9, fake_page(1, 11))
+    model.advance(10, [change(10, everything=True)])
     assert len(model) == 0
 
 

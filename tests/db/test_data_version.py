@@ -62,6 +62,7 @@ async def test_one_bump_per_committed_transaction_with_everything_it_changed(con
         await conn.execute("UPDATE cohort_bests SET last_observed_at = last_observed_at - interval '1 second' WHERE workload_id = $1", vgg)
     assert await _version(conn) == start + 1
     assert await _log(conn, start + 1) == {"workloads": sorted([resnet, vgg]), "tables": ["hardware"], "everything": False}
+    assert await _edited(conn, start + 1) == ["hardware"]
 
 
 async def test_statements_that_change_no_row_move_nothing(conn):
@@ -78,6 +79,37 @@ async def test_statements_that_change_no_row_move_nothing(conn):
         await conn.execute("UPDATE implementations SET title = title")
     assert await _version(conn) == start
     assert await conn.fetchval("SELECT count(*) FROM change_log WHERE version > $1", start) == 0
+
+
+async def _edited(conn, version: int) -> list[str]:
+    return sorted(await conn.fetchval("SELECT catalogue_edited FROM change_log WHERE version = $1", version))
+
+
+async def test_a_new_catalogue_row_is_logged_apart_from_an_edited_one(conn):
+    """0021: catalogue_tables names every catalogue table with a new or changed row (as before), and
+    catalogue_edited those an existing row of which changed: what a new row alone does not do."""
+    start = await _version(conn)
+    await conn.execute("INSERT INTO sources (name) VALUES ('a new source')")
+    assert await _log(conn, start + 1) == {"workloads": [], "tables": ["sources"], "everything": False}
+    assert await _edited(conn, start + 1) == []
+    async with conn.transaction():  # new rows in two tables, one existing row edited in one of them
+        await conn.execute("INSERT INTO source_snapshots (source_id, revision) SELECT id, 'r1' FROM sources WHERE name = 'a new source'")
+        await conn.execute("INSERT INTO sources (name) VALUES ('another new source')")
+        await conn.execute("UPDATE sources SET url = 'https://example.org' WHERE name = 'a new source'")
+    assert (await _log(conn, start + 2))["tables"] == ["source_snapshots", "sources"]
+    assert await _edited(conn, start + 2) == ["sources"]
+    # An upsert that changes an existing row is an edit; one that only inserts is not.
+    await conn.execute("INSERT INTO sources (name, url) VALUES ('a new source', 'https://example.com') "
+                       "ON CONFLICT (name) DO UPDATE SET url = excluded.url")
+    assert await _edited(conn, start + 3) == ["sources"]
+    await conn.execute("INSERT INTO sources (name, url) VALUES ('a third source', 'https://example.com') "
+                       "ON CONFLICT (name) DO UPDATE SET url = excluded.url")
+    assert (await _log(conn, start + 4))["tables"] == ["sources"] and await _edited(conn, start + 4) == []
+    await conn.execute("DELETE FROM sources WHERE name = 'a third source'")
+    assert await _edited(conn, start + 5) == ["sources"]
+    # A workload's row is never a catalogue table, new or not.
+    await conn.execute("UPDATE workloads SET name = name || '!' WHERE id = (SELECT min(id) FROM workloads)")
+    assert await _edited(conn, start + 6) == []
 
 
 async def test_an_update_of_a_primary_key_is_logged_by_both_images(conn):
