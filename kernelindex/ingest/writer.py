@@ -160,7 +160,8 @@ class RunStatistics:
             self._known = (await session.execute(_RUNS_ESTIMATE)).scalar_one()
         self._since += inserted
         if self._since > max(ANALYZE_AFTER_RUNS, self._known):
-            await session.execute(text("ANALYZE runs"))
+            # The records the runs make grow with them (and are read back by each refresh).
+            await session.execute(text("ANALYZE runs, cohort_bests, workload_sources"))
             self._known += self._since
             self._since = 0
 
