@@ -8,7 +8,7 @@ from collections import namedtuple
 from dataclasses import fields
 from typing import Any
 
-from sqlalchemy import FromClause, Row, Select, select, true
+from sqlalchemy import Row, Select, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Bundle
@@ -188,30 +188,6 @@ _RUN_COLUMNS_STATEMENT: Select[Any] = (
     .join(Source.__table__, _SNAPSHOTS.source_id == _SOURCES.id)
 )
 RUN_ID_COLUMN = _RUNS.id
-
-
-# What run_columns_from's `runs` must carry besides the columns run_facts reads: the joins' keys.
-RUN_JOIN_COLUMNS = ("implementation_id", "environment_id", "protocol_id", "source_snapshot_id")
-RUN_READ_COLUMNS = _RUN_READ
-
-
-def run_columns_from(start: FromClause, runs: FromClause) -> Select[Any]:
-    """run_columns_statement()'s columns, in its order (for FactsBuilder.run_of_columns), with the
-    run's own read from `runs`: a subquery of RUN_READ_COLUMNS and RUN_JOIN_COLUMNS, a LATERAL one
-    over `start` (joined to it ON true), so the runs are found from `start`'s rows whatever the planner
-    thinks the runs table holds."""
-    c = runs.c
-    return (
-        select(*(c[name].label(name) for name in _RUN_READ), *(col for group in _COLUMN_GROUPS[1:] for col in group))
-        .select_from(start)
-        .join(runs, true())
-        .join(Implementation.__table__, c.implementation_id == _IMPLEMENTATIONS.id)
-        .join(Environment.__table__, c.environment_id == _ENVIRONMENTS.id)
-        .join(Hardware.__table__, _ENVIRONMENTS.hardware_id == _HARDWARE.id)
-        .join(Protocol.__table__, c.protocol_id == _PROTOCOLS.id)
-        .join(SourceSnapshot.__table__, c.source_snapshot_id == _SNAPSHOTS.id)
-        .join(Source.__table__, _SNAPSHOTS.source_id == _SOURCES.id)
-    )
 
 
 def run_columns_statement() -> Select[Any]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Integer, Text, and_, bindparam, delete, func, literal_column, select, text, tuple_
+from sqlalchemy import Integer, Text, and_, bindparam, delete, func, select, text, tuple_
 from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,25 +27,11 @@ from kernelindex.rules import headroom_v1 as headroom
 from kernelindex.rules.facts import HardwareFacts, RunFacts, WorkloadFacts
 from kernelindex.rules.headroom_v2 import roofline_floor
 from kernelindex.rules.history import HISTORY_VERSION, REVISION_CHANGED, events_for
-from kernelindex.services.facts import (
-    RUN_JOIN_COLUMNS,
-    RUN_READ_COLUMNS,
-    CohortKey,
-    FactsBuilder,
-    load_catalogue,
-    run_columns_from,
-    workload_facts,
-)
+from kernelindex.services.facts import CohortKey, FactsBuilder, load_catalogue, run_columns_statement, workload_facts
 from kernelindex.services.holds import load_holds
 
 COHORTS_PER_CALL = 1000
 _RUN_TABLE = Run.__table__.c
-# ix_runs_cohort_top's order within a cohort (migration 0010), as that index spells it.
-_COHORT_TOP_ORDER = (
-    func.least(func.greatest(_RUN_TABLE.figure, literal_column("'1e-06'::double precision")),
-               literal_column("'86400000'::double precision")),
-    _RUN_TABLE.observed_at, _RUN_TABLE.id,
-)
 
 
 @dataclass
@@ -151,20 +137,20 @@ async def refresh_cohorts(
     metric_of = dict((await session.execute(
         select(Protocol.id, Protocol.metric).where(Protocol.id.in_({k[2] for k in keys}))
     )).all())
-    # Plain columns (no ORM entity per run or dimension); each cohort's runs read as a range of
-    # ix_runs_cohort_top: a LATERAL subquery in that index's order, so the plan is the same whatever the
-    # planner's statistics say (during an import they say runs is nearly empty, and it read every
-    # passed run for each chunk of cohorts, or every run of a configuration for each cohort).
+    # Plain columns (no ORM entity per run or dimension), the cohorts joined as arrays (see _cohorts).
+    # A join, not a LATERAL subquery per cohort: with a young index's statistics PostgreSQL read each
+    # cohort's runs through ix_runs_eligible_lookup, every run of the configuration for every cohort
+    # (submitRuns' fifth call of 1,000 new machines was twice its first); a join reads the passed runs
+    # once at worst, and an import keeps the statistics current (kernelindex.ingest.writer.RunStatistics).
     cohort = _cohorts(keys)
-    live = (
-        select(*(_RUN_TABLE[name] for name in (*RUN_READ_COLUMNS, *RUN_JOIN_COLUMNS)))
-        .where(_RUN_TABLE.workload_revision_id == cohort.c.rev, _RUN_TABLE.configuration_key == cohort.c.cfg,
-               _RUN_TABLE.protocol_id == cohort.c.proto, _RUN_TABLE.environment_id == cohort.c.env,
-               _RUN_TABLE.superseded_at.is_(None), _RUN_TABLE.retracted_at.is_(None), _RUN_TABLE.status == "passed")
-        .order_by(*_COHORT_TOP_ORDER)
-        .lateral("cohort_runs")
-    )
-    rows = (await session.execute(run_columns_from(cohort, live))).all()
+    rows = (
+        await session.execute(
+            run_columns_statement()
+            .join(cohort, and_(_RUN_TABLE.workload_revision_id == cohort.c.rev, _RUN_TABLE.configuration_key == cohort.c.cfg,
+                               _RUN_TABLE.protocol_id == cohort.c.proto, _RUN_TABLE.environment_id == cohort.c.env))
+            .where(_RUN_TABLE.superseded_at.is_(None), _RUN_TABLE.retracted_at.is_(None), _RUN_TABLE.status == "passed")
+        )
+    ).all()
     by_cohort: dict[CohortKey, list[RunFacts]] = defaultdict(list)
     snapshot_of: dict[int, int] = {}
     for row in rows:
