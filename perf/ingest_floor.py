@@ -30,9 +30,10 @@ COLUMNS = (
     "workload_id", "workload_revision_id", "bindings", "dtype", "configuration_key", "implementation_id", "environment_id",
     "protocol_id", "source_snapshot_id", "status", "failure_reason", "mean_ms", "std_ms", "min_ms", "max_ms", "median_ms",
     "p5_ms", "p95_ms", "num_trials", "samples_ms", "compile_time_ms", "correctness", "observed_at", "evidence",
-    "content_sha256",
+    "content_sha256", "figure",
 )
-KEY = "workload_revision_id, configuration_key, implementation_id, environment_id, protocol_id, source_snapshot_id"
+# The live natural-key index of runs (migration 0016 added upstream_id; a run record names none: '').
+KEY = "workload_revision_id, configuration_key, implementation_id, environment_id, protocol_id, source_snapshot_id, upstream_id"
 
 
 def _ids(names: dict[str, int], name: str) -> int:
@@ -67,6 +68,7 @@ async def main(url: str, path: str) -> dict[str, float]:
             data.get("samples_ms"), data.get("compile_time_ms"),
             None if data.get("correctness") is None else json.dumps(data["correctness"]),
             datetime.fromisoformat(data["observed_at"].replace("Z", "+00:00")), data["evidence"], "floor",
+            stats.get("mean"),  # the headline figure a run record's mean is (ck_runs_passed_has_figure)
         ))
     rows_s = time.perf_counter() - started - decode_s
 

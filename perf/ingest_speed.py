@@ -5,6 +5,7 @@
     python -m perf.ingest_speed --lines 50000 --samples 100 --environments 5000
     python -m perf.ingest_speed --generate-only runs.jsonl --lines 2000000   # just write the file
     python -m perf.ingest_speed --lines 50000 --workloads 1 --environments 200 --implementations 2 --skip-kernelbench
+    python -m perf.ingest_speed --lines 20000 --own-revisions --skip-kernelbench   # every run its own source revision
 
 It starts an embedded PostgreSQL in a temporary folder, migrates and seeds it, writes N run records
 spread over the seeded workloads (with --all-workloads: every workload in the database, after the
@@ -59,11 +60,12 @@ IMPLEMENTATIONS = (
 
 
 def synthetic_lines(count: int, workloads: list[tuple], environments: int, samples: int, seed: int = 0,
-                    implementations: int = len(IMPLEMENTATIONS)):
+                    implementations: int = len(IMPLEMENTATIONS), own_revisions: bool = False):
     """`count` distinct run records (one JSON line each). A run's natural key is spread in mixed radix
     over environments, implementations, workloads and then batch sizes, so every line is a new run.
     workloads: (slug, canonical bindings, dtype[, typical mean in ms]); means fall within 1–1.5× the
-    typical one, so no run looks implausibly fast (below its roofline floor)."""
+    typical one, so no run looks implausibly fast (below its roofline floor). own_revisions: each run
+    names a source revision of its own (bench-<i>), so every line brings a new source snapshot."""
     impls = IMPLEMENTATIONS[:implementations]
     per_round = environments * len(impls) * len(workloads)
     for i in range(count):
@@ -102,7 +104,7 @@ def synthetic_lines(count: int, workloads: list[tuple], environments: int, sampl
                            "median": mean, "p5": round(mean * 0.98, 4), "p95": round(mean * 1.03, 4), "num_trials": 100},
             "observed_at": "2026-06-01T12:00:00Z",
             "evidence": "reported",  # an outside file is stored reported whatever it says (rungs: 74b35d6)
-            "source": {"name": "KernelIndex benchmark runner", "revision": "bench-1"},
+            "source": {"name": "KernelIndex benchmark runner", "revision": f"bench-{i}" if own_revisions else "bench-1"},
         }
         if samples:
             record["statistics"]["num_trials"] = samples
@@ -232,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", type=int, default=0, help="spread the runs over only the first N workloads (0: all)")
     parser.add_argument("--implementations", type=int, default=len(IMPLEMENTATIONS), choices=range(1, len(IMPLEMENTATIONS) + 1),
                         help=f"implementations per workload and environment (default {len(IMPLEMENTATIONS)})")
+    parser.add_argument("--own-revisions", action="store_true",
+                        help="each run names a source revision of its own (a new source snapshot per line)")
     parser.add_argument("--skip-floor", action="store_true", help="do not measure the floor")
     parser.add_argument("--skip-dry-run", action="store_true", help="do not time a --dry-run of the file")
     parser.add_argument("--all-workloads", action="store_true",
@@ -277,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         runs_file = tmp / "runs.jsonl"
         start = time.perf_counter()
         size = write_file(
-            runs_file, synthetic_lines(args.lines, workloads, args.environments, args.samples, implementations=args.implementations)
+            runs_file, synthetic_lines(args.lines, workloads, args.environments, args.samples, implementations=args.implementations,
+                                       own_revisions=args.own_revisions),
         )
         figures["file_mb"] = round(size / 1e6, 1)
         figures["generate_s"] = round(time.perf_counter() - start, 2)

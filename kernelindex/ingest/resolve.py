@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
-from sqlalchemy import Table, or_, select, text, tuple_
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import Table, and_, bindparam, func, or_, select, text, tuple_
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -506,14 +506,26 @@ class Resolver:
                 pg_insert(table).on_conflict_do_nothing(index_elements=list(key_columns)), [wanted[k] for k in missing]
             )
         for chunk in chunks(missing, KEYS_PER_LOOKUP):
-            condition = columns[0].in_(list(chunk)) if single else tuple_(*columns).in_(list(chunk))
-            for row in (await session.execute(select(table.c.id, *columns).where(condition))).all():
+            keys = _keys_table(columns, [(k,) for k in chunk] if single else list(chunk))
+            lookup = select(table.c.id, *columns).join(keys, and_(*(c == keys.c[c.name] for c in columns)))
+            for row in (await session.execute(lookup)).all():
                 cache[row[1] if single else tuple(row[1:])] = row[0]
         for k in missing:
             if k not in cache:
                 if not dry_run:
                     raise RuntimeError(f"{table.name}: the row for {k!r} was inserted but cannot be read back")
                 cache[k] = next(self._placeholders)
+
+
+def _keys_table(columns: Sequence[Any], keys: list[tuple[Any, ...]]) -> Any:
+    """Keys as a derived table of the columns' names: one array parameter a column, however many
+    keys (an IN list binds one a value, a thousand machines' fingerprints a thousand, and is compiled
+    anew for each length)."""
+    arrays = [
+        bindparam(f"keys_{column.name}", [key[i] for key in keys], type_=ARRAY(column.type), unique=True)
+        for i, column in enumerate(columns)
+    ]
+    return func.unnest(*arrays).table_valued(*(column.name for column in columns)).render_derived(name="wanted_keys")
 
 
 async def _insert_staged(session: AsyncSession, table: Table, rows: list[dict[str, Any]], key_columns: Sequence[str]) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.locks import hold_index_writes
@@ -64,6 +65,7 @@ class RunWriter:
         self.resolver = Resolver(known)
         self.stage = Stage(track_keys=track_keys)
         self.refresh = CohortRefresh(now=self.now, defer_events=defer_events, spill=track_keys)
+        self.statistics = RunStatistics() if track_keys else None  # an import's batches grow runs
 
     def forget(self) -> None:
         """Drop every id this writer has resolved (after a rollback they may name rows that are gone)."""
@@ -82,6 +84,8 @@ class RunWriter:
         if rows:
             await self.stage.runs(session, rows)
             merged = await merge_stage(session, resolved, now=self.now, fleet_worker=self.fleet_worker is not None, dry_run=dry_run)
+            if self.statistics is not None and not dry_run:
+                await self.statistics.grew(session, merged.inserted)
         touched = {key.cohort for key in merged.written} & _record_cohorts(resolved, rows)
         await self.refresh.after_merge(session, touched, set(merged.inserted_run_ids))
         return _summary(resolved, ids, refused + merged.refused, merged)
@@ -135,6 +139,35 @@ class RunWriter:
                 summary.implementations.add(run.implementation_id)
                 summary.environments.add(run.environment_id)
         return summary, [line for ord_, line in enumerate(lines) if ord_ not in found]
+
+
+class RunStatistics:
+    """ANALYZE runs whenever an import has inserted more runs than the planner's statistics knew of.
+
+    A fresh or young index's statistics say `runs` holds next to nothing, and an import does not
+    commit long enough for autovacuum to catch up: the planner then reads a cohort's runs through
+    whichever index comes first (every run of the configuration, thousands, for each cohort of the
+    refresh). Re-analysed each time the table has doubled (a few times an import, each a sample of
+    at most 30,000 rows), plans follow the table, and a batch's cost does not grow with the index.
+    ANALYZE in the import's transaction counts its own uncommitted rows and rolls back with it."""
+
+    def __init__(self) -> None:
+        self._known: int | None = None  # the live runs the statistics were last taken over
+        self._since = 0  # inserted since
+
+    async def grew(self, session: AsyncSession, inserted: int) -> None:
+        if self._known is None:
+            self._known = (await session.execute(_RUNS_ESTIMATE)).scalar_one()
+        self._since += inserted
+        if self._since > max(ANALYZE_AFTER_RUNS, self._known):
+            # The records the runs make grow with them (and are read back by each refresh).
+            await session.execute(text("ANALYZE runs, cohort_bests, workload_sources"))
+            self._known += self._since
+            self._since = 0
+
+
+ANALYZE_AFTER_RUNS = 2000
+_RUNS_ESTIMATE = text("SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'runs'::regclass")
 
 
 def _record_cohorts(resolved: list[ResolvedRecord], rows: list[StagedRun]) -> set[CohortKey]:

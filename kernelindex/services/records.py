@@ -13,9 +13,10 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import delete, select, text, tuple_
-from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy import Integer, Text, and_, bindparam, delete, func, select, text, tuple_
+from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,13 +24,14 @@ from kernelindex.db.copy import copy_rows, dict_rows
 from kernelindex.db.models import CohortBest, Protocol, RecordEvent, Run, RunFlag, Workload, WorkloadRevision
 from kernelindex.rules import eligibility, plausibility, ranking
 from kernelindex.rules import headroom_v1 as headroom
-from kernelindex.rules.facts import RunFacts
+from kernelindex.rules.facts import HardwareFacts, RunFacts, WorkloadFacts
 from kernelindex.rules.headroom_v2 import roofline_floor
 from kernelindex.rules.history import HISTORY_VERSION, REVISION_CHANGED, events_for
-from kernelindex.services.facts import CohortKey, FactsBuilder, load_catalogue, run_rows_statement, workload_facts
+from kernelindex.services.facts import CohortKey, FactsBuilder, load_catalogue, run_columns_statement, workload_facts
 from kernelindex.services.holds import load_holds
 
 COHORTS_PER_CALL = 1000
+_RUN_TABLE = Run.__table__.c
 
 
 @dataclass
@@ -37,10 +39,6 @@ class RefreshSummary:
     cohorts: int = 0
     flagged_runs: list[int] = field(default_factory=list)
     events: int = 0
-
-
-def _cohort_of(run: Run) -> CohortKey:
-    return (run.workload_revision_id, run.configuration_key, run.protocol_id, run.environment_id)
 
 
 async def refresh_workloads(session: AsyncSession, workload_ids: Iterable[int], now: datetime | None = None) -> RefreshSummary:
@@ -151,22 +149,26 @@ async def refresh_cohorts(
     metric_of = dict((await session.execute(
         select(Protocol.id, Protocol.metric).where(Protocol.id.in_({k[2] for k in keys}))
     )).all())
+    # Plain columns (no ORM entity per run or dimension), the cohorts joined as arrays (see _cohorts).
+    # A join, not a LATERAL subquery per cohort: with a young index's statistics PostgreSQL read each
+    # cohort's runs through ix_runs_eligible_lookup, every run of the configuration for every cohort
+    # (submitRuns' fifth call of 1,000 new machines was twice its first); a join reads the passed runs
+    # once at worst, and an import keeps the statistics current (kernelindex.ingest.writer.RunStatistics).
+    cohort = _cohorts(keys)
     rows = (
         await session.execute(
-            run_rows_statement().where(
-                tuple_(Run.workload_revision_id, Run.configuration_key, Run.protocol_id, Run.environment_id).in_(keys),
-                Run.superseded_at.is_(None),
-                Run.retracted_at.is_(None),
-                Run.status == "passed",
-            )
+            run_columns_statement()
+            .join(cohort, and_(_RUN_TABLE.workload_revision_id == cohort.c.rev, _RUN_TABLE.configuration_key == cohort.c.cfg,
+                               _RUN_TABLE.protocol_id == cohort.c.proto, _RUN_TABLE.environment_id == cohort.c.env))
+            .where(_RUN_TABLE.superseded_at.is_(None), _RUN_TABLE.retracted_at.is_(None), _RUN_TABLE.status == "passed")
         )
     ).all()
     by_cohort: dict[CohortKey, list[RunFacts]] = defaultdict(list)
     snapshot_of: dict[int, int] = {}
     for row in rows:
-        facts = builder.run(*row)
-        by_cohort[_cohort_of(row[0])].append(facts)
-        snapshot_of[facts.id] = row[0].source_snapshot_id
+        facts = builder.run_of_columns(row)
+        by_cohort[facts.cohort_key].append(facts)
+        snapshot_of[facts.id] = facts.source.id  # a run's source facts are its snapshot's
     run_ids = [r.id for runs in by_cohort.values() for r in runs]
     holds = await load_holds(session, run_ids)
 
@@ -174,19 +176,23 @@ async def refresh_cohorts(
     bests: list[dict] = []
     latest = await _latest_events(session, keys) if events else {}
     drafts: list[dict] = []
+    workload_facts_of: dict[int, WorkloadFacts] = {}
+    floors = _Floors(catalogue)
     for key in keys:
         revision = revisions.get(key[0])
         if revision is None:
             continue
         workload = workloads[revision.workload_id]
-        facts_of_workload = workload_facts(workload, revision)
+        facts_of_workload = workload_facts_of.get(revision.id)
+        if facts_of_workload is None:
+            facts_of_workload = workload_facts_of[revision.id] = workload_facts(workload, revision)
         runs = by_cohort.get(key, [])
         baseline = next((r for r in sorted(runs, key=ranking.order_key) if r.implementation.is_baseline), None)
         judged: list[RunFacts] = []
         for run in runs:
             # A stale flag (below_floor judged against an older floor) is judged again: replaced below if still earned.
             found = [f for f in holds[run.id].flags if plausibility.is_current(f)]
-            floor_ns = _floor_for(run, revision, catalogue)
+            floor_ns = floors.floor_for(run, revision)
             for flag in plausibility.flags_for(run, baseline, floor_ns):
                 if flag.code not in {f.code for f in found}:
                     found.append(flag)
@@ -238,10 +244,11 @@ async def _write_bests(session: AsyncSession, keys: list[CohortKey], bests: list
         await session.execute(text(statement))
     if bests:
         await copy_rows(session, "refresh_bests", BEST_COLUMNS, dict_rows(bests, BEST_COLUMNS))
+    cohort = _cohorts(keys)
     await session.execute(
         delete(CohortBest).where(
-            tuple_(CohortBest.workload_revision_id, CohortBest.configuration_key, CohortBest.protocol_id,
-                   CohortBest.environment_id).in_(keys),
+            CohortBest.workload_revision_id == cohort.c.rev, CohortBest.configuration_key == cohort.c.cfg,
+            CohortBest.protocol_id == cohort.c.proto, CohortBest.environment_id == cohort.c.env,
             text(
                 "NOT EXISTS (SELECT 1 FROM refresh_bests s WHERE s.workload_revision_id = cohort_bests.workload_revision_id "
                 "AND s.configuration_key = cohort_bests.configuration_key AND s.protocol_id = cohort_bests.protocol_id "
@@ -346,6 +353,37 @@ def _floor_for(run: RunFacts, revision: WorkloadRevision, catalogue) -> float | 
     return floor
 
 
+class _Floors:
+    """_floor_for, once per revision, hardware and configuration of one refresh: the floor depends on
+    nothing else of a run, and a refresh judges thousands of runs on a few SKUs."""
+
+    def __init__(self, catalogue: list[HardwareFacts]):
+        self._catalogue = catalogue
+        self._known: dict[tuple, float | None] = {}
+
+    def floor_for(self, run: RunFacts, revision: WorkloadRevision) -> float | None:
+        canonical = run.configuration_key == revision.canonical_configuration_key
+        # Off the canonical configuration the floor is of the run's own bindings (their values as stored).
+        bindings = () if canonical else tuple(sorted((k, repr(v)) for k, v in (run.bindings or {}).items()))
+        key = (revision.id, run.environment.hardware.id, canonical, bindings)
+        if key not in self._known:
+            self._known[key] = _floor_for(run, revision, self._catalogue)
+        return self._known[key]
+
+
+def _cohorts(keys: list[CohortKey]) -> Any:
+    """These cohorts as a derived table k(rev, cfg, proto, env) of four array parameters: four bound
+    values however many cohorts (a tuple IN list binds four a cohort, and is compiled anew for each
+    length), joined on ix_runs_cohort."""
+    revs, cfgs, protos, envs = (list(column) for column in zip(*keys))
+    return func.unnest(
+        bindparam("cohort_revs", revs, type_=ARRAY(Integer), unique=True),
+        bindparam("cohort_cfgs", cfgs, type_=ARRAY(Text), unique=True),
+        bindparam("cohort_protos", protos, type_=ARRAY(Integer), unique=True),
+        bindparam("cohort_envs", envs, type_=ARRAY(Integer), unique=True),
+    ).table_valued("rev", "cfg", "proto", "env").render_derived(name="k")
+
+
 def _append_bests(out: list[dict], key: CohortKey, workload_id: int, eligible: list[RunFacts], snapshot_of: dict[int, int]) -> None:
     by_impl: dict[int, list[RunFacts]] = defaultdict(list)
     for run in eligible:
@@ -365,11 +403,13 @@ def _append_bests(out: list[dict], key: CohortKey, workload_id: int, eligible: l
 
 async def _latest_events(session: AsyncSession, keys: list[CohortKey]) -> dict[CohortKey, tuple[int | None, float | None]]:
     """The standing holder of each cohort (run id and its mean) from the latest event."""
+    cohort = _cohorts(keys)
     latest = (
         select(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
                RecordEvent.environment_id, RecordEvent.run_id)
-        .where(tuple_(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
-                      RecordEvent.environment_id).in_(keys), RecordEvent.kind != REVISION_CHANGED)
+        .join(cohort, and_(RecordEvent.workload_revision_id == cohort.c.rev, RecordEvent.configuration_key == cohort.c.cfg,
+                           RecordEvent.protocol_id == cohort.c.proto, RecordEvent.environment_id == cohort.c.env))
+        .where(RecordEvent.kind != REVISION_CHANGED)
         .ext(distinct_on(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id, RecordEvent.environment_id))
         .order_by(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
                   RecordEvent.environment_id, RecordEvent.id.desc())
