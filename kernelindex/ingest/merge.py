@@ -6,7 +6,7 @@ supersede the live runs whose content changed, insert the runs whose key has no 
 the rest unchanged. A dry run only counts what those statements would do.
 
 Afterwards (`CohortRefresh`) the precomputed records (kernelindex.services.records) of the cohorts
-that can hold records (current revision, canonical configuration) the new runs joined are refreshed
+that can hold records (current revision, any configuration) the new runs joined are refreshed
 in the same transaction, so readers see a batch's runs and its records together. The record history
 (events) is derived from the new runs in observed order; deferred, it is left to one
 `record_events()` after the last batch, so an import's events never depend on how it was cut.

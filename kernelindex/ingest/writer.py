@@ -171,13 +171,13 @@ _RUNS_ESTIMATE = text("SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE
 
 
 def _record_cohorts(resolved: list[ResolvedRecord], rows: list[StagedRun]) -> set[CohortKey]:
-    """The cohorts of these runs that can hold records (the workload's current revision, at its
-    canonical configuration): the same cohorts refresh_workloads rebuilds."""
+    """The cohorts of these runs that can hold records (the workload's current revision, at any
+    configuration: eligibility-v3): the same cohorts refresh_workloads rebuilds, so records never
+    depend on whether a run came in an import or in a rebuild."""
     return {
         (row.workload_revision_id, row.configuration_key, row.protocol_id, row.environment_id)
         for item, row in zip(resolved, rows)
         if item.revision_id == item.workload.current_revision_id
-        and row.configuration_key == item.workload.canonical_keys.get(item.revision_id)
     }
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Integer, Text, and_, bindparam, delete, func, select, text, tuple_
+from sqlalchemy import Integer, Text, and_, bindparam, delete, func, select, text
 from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
