@@ -14,6 +14,7 @@ from starlette.datastructures import State
 from starlette.requests import HTTPConnection
 
 from kernelindex.db.changes import DataVersionReader
+from kernelindex.db.notifications import Notifications
 from kernelindex.services.read_model import ReadModel
 from kernelindex.settings import Settings
 from kernelindex.web.health import HealthCheck
@@ -64,6 +65,8 @@ class ServerState:
     export_slots: ExportSlots
     # /healthz: a connection of its own.
     health: HealthCheck
+    # Subscriptions: the process's LISTEN connection and its subscribers (kernelindex.db.notifications).
+    notifications: Notifications
 
 
 class AppState(State):
