@@ -271,3 +271,29 @@ async def test_a_subscription_that_falls_behind_is_ended_with_an_error(db_url):
         await context.session.close()
     finally:
         await engine.dispose()
+
+
+async def test_the_frontend_examples_run(db_url):
+    """examples/operations/live.graphql, sent as a client assembles it (with the fragments it spreads)."""
+    from graphql import FragmentDefinitionNode, OperationDefinitionNode, print_ast
+
+    from tests.api.test_frontend_tooling import documents, with_fragments
+
+    parsed = documents()
+    fragments = {d.name.value: d for doc in parsed.values() for d in doc.definitions if isinstance(d, FragmentDefinitionNode)}
+    live = next(doc for path, doc in parsed.items() if path.name == "live.graphql")
+    sent = print_ast(with_fragments(live, fragments))
+    names = [d.name.value for d in live.definitions if isinstance(d, OperationDefinitionNode) and d.name]
+    assert names == ["JobLive", "WorkloadRecordEventsLive"]
+    job_id = await new_job(db_url)
+    with app_server(db_url) as url:
+        async with GraphQLWS(ws_url(url)) as ws:
+            await ws.send({"id": "job", "type": "subscribe",
+                           "payload": {"query": sent, "operationName": "JobLive", "variables": {"id": str(job_id)}}})
+            job = (await next_data(ws, "job"))["job"]
+            assert (job["databaseId"], job["state"], job["workload"]["slug"]) == (job_id, "QUEUED", RESNET)
+            await ws.send({"id": "events", "type": "subscribe", "payload": {
+                "query": sent, "operationName": "WorkloadRecordEventsLive", "variables": {"slug": RESNET}}})
+            await write_records(db_url, synthetic_records(2, RESNET))
+            event = (await next_data(ws, "events"))["recordEvents"]
+            assert event["workloadSlug"] == RESNET and event["words"]
