@@ -17,11 +17,13 @@ started, oldest first, one message each.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Annotated, Any
 
 import strawberry
-from graphql import GraphQLError
+from graphql import ExecutionResult, GraphQLError
+from strawberry.extensions import SchemaExtension
+from strawberry.types.graphql import OperationType
 
 from kernelindex.db.models import FleetJob
 from kernelindex.db.models import RecordEvent as RecordEventRow
@@ -41,11 +43,28 @@ EVENTS_PER_READ = 200
 SUBSCRIPTION_OVERFLOW = "SUBSCRIPTION_OVERFLOW"
 
 
+OVER_WEBSOCKET_ONLY = ("Subscriptions are served over the websocket on /graphql (the graphql-transport-ws protocol); "
+                       "over HTTP, send queries and mutations")
+
+
 def _notifications(context: Context) -> Notifications:
     if context.notifications is None:
-        raise GraphQLError("subscriptions are served over the graphql-transport-ws websocket protocol on /graphql",
-                           extensions={"code": "BAD_REQUEST"})
+        raise GraphQLError(OVER_WEBSOCKET_ONLY, extensions={"code": "BAD_REQUEST"})
     return context.notifications
+
+
+class SubscriptionsOverWebSocket(SchemaExtension):
+    """A subscription that came another way (a POST or GET to /graphql, an MCP tool: their contexts have no
+    notifications) is refused before it runs. Executed as a query, its generator would never start and
+    the answer would be a silent null."""
+
+    def on_execute(self) -> Iterator[None]:
+        ctx = self.execution_context
+        if (ctx.result is None and ctx.operation_type is OperationType.SUBSCRIPTION
+                and getattr(ctx.context, "notifications", None) is None):
+            ctx.result = ExecutionResult(data=None, errors=[GraphQLError(OVER_WEBSOCKET_ONLY,
+                                                                         extensions={"code": "BAD_REQUEST"})])
+        yield
 
 
 def _shown(row: FleetJob) -> tuple[Any, ...]:

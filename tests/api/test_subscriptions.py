@@ -297,3 +297,15 @@ async def test_the_frontend_examples_run(db_url):
             await write_records(db_url, synthetic_records(2, RESNET))
             event = (await next_data(ws, "events"))["recordEvents"]
             assert event["workloadSlug"] == RESNET and event["words"]
+
+
+async def test_a_subscription_over_http_is_refused_not_answered_null(db_url):
+    job_id = await new_job(db_url)
+    with app_server(db_url) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            for accept in ("application/json", "application/graphql-response+json"):
+                response = await client.post("/graphql", json={"query": JOB, "variables": {"id": str(job_id)}},
+                                             headers={"accept": accept})
+                error = response.json()["errors"][0]
+                assert error["extensions"]["code"] == "BAD_REQUEST" and "websocket" in error["message"]
+                assert response.status_code == (400 if accept == "application/graphql-response+json" else 200)
