@@ -12,7 +12,9 @@ start or finish) changes, in order; the job as re-read, so a state that lasted l
 can be passed over, never shown out of order. It completes after the job's final state (PASSED,
 FAILED, CANCELLED); null (then complete) when there is no such job.
 `recordEvents(workload:)`: every record event appended to that workload after the subscription
-started, oldest first, one message each.
+started, oldest first, one message each. It reads the events after the last one it sent: every writer
+of record events holds the index's write lock until it commits (kernelindex.db.locks), so event ids
+commit in order and none can appear later below one already sent.
 """
 
 from __future__ import annotations
