@@ -12,8 +12,10 @@ each server process LISTENs on one connection of its own and wakes the subscript
 NOTIFY is transactional: a notification is delivered when (and only if) its transaction commits, so
 a subscriber re-reading the row sees what was committed.
 
-- `kernelindex_jobs`: one notification per fleet_jobs row inserted, or updated with another state,
-  attempts, worker, reason, run or finish time (a heartbeat's `updated_at` alone tells nothing).
+- `kernelindex_jobs`: one notification per fleet_jobs row updated with another state, attempts, worker,
+  reason, run, start or finish time (a heartbeat's `updated_at` alone tells nothing). Not for an insert:
+  nobody follows a job before it exists (a subscription to an unknown id ends at once), and
+  `bench --enqueue` inserts thousands.
   Payload: {"id": <job id>, "state": "<state>"}; the subscriber re-reads the job as `job(id:)` does.
 - `kernelindex_record_events`: one notification per statement that inserted record events (a
   statement trigger over the transition table: a refresh that COPYs thousands of events sends one),
@@ -36,7 +38,7 @@ NOTIFY_JOB = """
 CREATE FUNCTION notify_fleet_job() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'UPDATE' AND NEW.state IS NOT DISTINCT FROM OLD.state
+    IF NEW.state IS NOT DISTINCT FROM OLD.state
        AND NEW.attempts IS NOT DISTINCT FROM OLD.attempts AND NEW.worker IS NOT DISTINCT FROM OLD.worker
        AND NEW.reason IS NOT DISTINCT FROM OLD.reason AND NEW.run_id IS NOT DISTINCT FROM OLD.run_id
        AND NEW.started_at IS NOT DISTINCT FROM OLD.started_at AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at THEN
@@ -73,7 +75,7 @@ $$
 
 def upgrade() -> None:
     op.execute(NOTIFY_JOB)
-    op.execute("CREATE TRIGGER notify_fleet_job AFTER INSERT OR UPDATE ON fleet_jobs "
+    op.execute("CREATE TRIGGER notify_fleet_job AFTER UPDATE ON fleet_jobs "
                "FOR EACH ROW EXECUTE FUNCTION notify_fleet_job()")
     op.execute(NOTIFY_RECORD_EVENTS)
     op.execute("CREATE TRIGGER notify_record_events AFTER INSERT ON record_events "
