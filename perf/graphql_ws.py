@@ -18,14 +18,16 @@ PROTOCOL = "graphql-transport-ws"
 
 
 class GraphQLWS:
-    def __init__(self, url: str, *, authorization: str | None = None, timeout_s: float = 10.0):
+    def __init__(self, url: str, *, authorization: str | None = None, timeout_s: float = 10.0, origin: str | None = None):
         self.url = url
+        self.origin = origin  # what a browser sends (None: no Origin header, as a script)
         self.authorization = authorization
         self.timeout_s = timeout_s
         self._connection: ClientConnection | None = None
 
     async def __aenter__(self) -> GraphQLWS:
-        self._connection = await connect(self.url, subprotocols=[PROTOCOL], open_timeout=self.timeout_s)  # type: ignore[list-item]
+        self._connection = await connect(self.url, subprotocols=[PROTOCOL], open_timeout=self.timeout_s,  # type: ignore[list-item]
+                                         origin=self.origin)  # type: ignore[arg-type]
         payload = {"authorization": self.authorization} if self.authorization else {}
         await self.send({"type": "connection_init", "payload": payload})
         ack = await self.receive()

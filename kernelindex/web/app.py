@@ -493,7 +493,9 @@ def create_app(
     persisted = persisted_queries(settings, validate=lambda document: validate(schema._schema, document))
     graphql_app = KernelIndexGraphQL(schema, graphiql=graphiql, persisted=persisted, allow_queries_via_get=True,
                                      websockets=WebSocketSlots(settings.max_websocket_connections),
-                                     max_subscriptions_per_connection=settings.max_subscriptions_per_connection)
+                                     max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
+                                     # A browser's websocket from another origin: only those CORS allows for HTTP.
+                                     allowed_origins=settings.cors_allowed_origins)
     app = Starlette(
         routes=[
             Route("/healthz", healthz),

@@ -309,3 +309,17 @@ async def test_a_subscription_over_http_is_refused_not_answered_null(db_url):
                 error = response.json()["errors"][0]
                 assert error["extensions"]["code"] == "BAD_REQUEST" and "websocket" in error["message"]
                 assert response.status_code == (400 if accept == "application/graphql-response+json" else 200)
+
+
+async def test_a_browsers_websocket_from_another_origin_needs_cors_allowed_origins(db_url):
+    from websockets.exceptions import InvalidStatus
+
+    job_id = await new_job(db_url)
+    with app_server(db_url, cors_allowed_origins=["https://app.example.org"]) as url:
+        with pytest.raises(InvalidStatus) as refused:
+            async with GraphQLWS(ws_url(url), origin="https://evil.example.com"):
+                pass
+        assert refused.value.response.status_code == 403
+        async with GraphQLWS(ws_url(url), origin="https://app.example.org") as ws:
+            await ws.subscribe("1", JOB, {"id": str(job_id)})
+            assert (await next_data(ws, "1"))["job"]["state"] == "QUEUED"
