@@ -108,6 +108,7 @@ class Notifications:
         self.subscribers: set[Subscriber] = set()
         self.listening = asyncio.Event()  # set while LISTEN holds
         self.received = 0  # notifications heard, for tests and /metrics
+        self.overflows = 0  # subscribers ended for falling behind
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -134,7 +135,10 @@ class Notifications:
 
     def publish(self, notice: Notice) -> None:
         for subscriber in list(self.subscribers):
+            behind = subscriber.overflowed
             subscriber.offer(notice)
+            if subscriber.overflowed and not behind:
+                self.overflows += 1
 
     def _heard(self, connection: Any, pid: int, channel: str, payload: object) -> None:
         self.received += 1

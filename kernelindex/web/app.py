@@ -75,8 +75,10 @@ from kernelindex.web.response_cache import (
     response_dependencies,
     root_fields,
 )
-from kernelindex.web.state import AppState, Clock, ExportSlots, ServerState, server_state
-from kernelindex.web.subscriptions import SubscriptionHandler, WebSocketSlots, connection_context, refuse_websocket
+from kernelindex.web.state import AppState, Clock, ExportSlots, ServerState, WebSocketSlots, server_state
+from kernelindex.web.subscriptions import METRICS as SUBSCRIPTION_METRICS
+from kernelindex.web.subscriptions import SubscriptionHandler, connection_context, refuse_websocket
+from kernelindex.web.subscriptions import metrics as subscription_metrics
 from kernelindex.web.twins import TwinError, twin_key, workload_twin
 
 log = logging.getLogger("kernelindex.web")
@@ -385,10 +387,13 @@ async def workload_json(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    """The response cache's and the read model's figures for this worker, in the Prometheus text format."""
+    """The response cache's, the read model's and the subscriptions' figures for this worker, in the Prometheus
+    text format."""
     server = server_state(request)
     text = (prometheus_text("response_cache", server.response_cache.metrics(), CACHE_METRICS)
-            + prometheus_text("read_model", server.read_model.metrics(), READ_MODEL_METRICS))
+            + prometheus_text("read_model", server.read_model.metrics(), READ_MODEL_METRICS)
+            + prometheus_text("subscriptions", subscription_metrics(server.websockets, server.notifications),
+                              SUBSCRIPTION_METRICS))
     return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
@@ -466,7 +471,7 @@ def create_app(
             response_cache=response_cache, read_model=read_model,
             export_engine=export_engine, export_sessionmaker=make_sessionmaker(export_engine),
             export_slots=ExportSlots(settings.export_concurrency), health=HealthCheck(url),
-            notifications=Notifications(url, queue_size=settings.subscription_queue_size),
+            notifications=Notifications(url, queue_size=settings.subscription_queue_size), websockets=websockets,
         )
         server.notifications.start()
         app.state = AppState(server)
@@ -491,8 +496,9 @@ def create_app(
     graphiql = GraphiQLPage(show_reasons=not settings.is_production) if settings.graphiql_enabled else None
     # Registered operations are read and checked against the schema now: a bad file stops start-up.
     persisted = persisted_queries(settings, validate=lambda document: validate(schema._schema, document))
+    websockets = WebSocketSlots(settings.max_websocket_connections)
     graphql_app = KernelIndexGraphQL(schema, graphiql=graphiql, persisted=persisted, allow_queries_via_get=True,
-                                     websockets=WebSocketSlots(settings.max_websocket_connections),
+                                     websockets=websockets,
                                      max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
                                      # A browser's websocket from another origin: only those CORS allows for HTTP.
                                      allowed_origins=settings.cors_allowed_origins)

@@ -48,6 +48,25 @@ class ExportSlots:
         self.active -= 1
 
 
+class WebSocketSlots:
+    """How many websockets this process serves, and its limit."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.active = 0
+        self.refused = 0
+
+    def take(self) -> bool:
+        if self.active >= self.limit:
+            self.refused += 1
+            return False
+        self.active += 1
+        return True
+
+    def give_back(self) -> None:
+        self.active -= 1
+
+
 @dataclass(frozen=True)
 class ServerState:
     settings: Settings
@@ -65,8 +84,10 @@ class ServerState:
     export_slots: ExportSlots
     # /healthz: a connection of its own.
     health: HealthCheck
-    # Subscriptions: the process's LISTEN connection and its subscribers (kernelindex.db.notifications).
+    # Subscriptions: the process's LISTEN connection and its subscribers (kernelindex.db.notifications),
+    # and its websockets (kernelindex.web.subscriptions).
     notifications: Notifications
+    websockets: WebSocketSlots
 
 
 class AppState(State):

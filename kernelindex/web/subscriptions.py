@@ -40,32 +40,14 @@ from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 from strawberry.utils.aio import aclosing
 
+from kernelindex.db.notifications import Notifications
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import HTTP_CODES, reported_all
-from kernelindex.web.state import server_state
+from kernelindex.web.state import WebSocketSlots, server_state
 
 ONLY_SUBSCRIPTIONS_MESSAGE = ("Only subscriptions are served over the websocket: POST queries and mutations to /graphql")
 # The close code for a websocket over the process's limit: RFC 6455's "try again later".
 TRY_AGAIN_LATER = 1013
-
-
-class WebSocketSlots:
-    """How many websockets this process serves, and its limit."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.active = 0
-        self.refused = 0
-
-    def take(self) -> bool:
-        if self.active >= self.limit:
-            self.refused += 1
-            return False
-        self.active += 1
-        return True
-
-    def give_back(self) -> None:
-        self.active -= 1
 
 
 async def refuse_websocket(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
@@ -74,6 +56,23 @@ async def refuse_websocket(scope: Scope, receive: Receive, send: Send, limit: in
     offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",")]
     await websocket.accept(subprotocol=GRAPHQL_TRANSPORT_WS_PROTOCOL if GRAPHQL_TRANSPORT_WS_PROTOCOL in offered else None)
     await websocket.close(TRY_AGAIN_LATER, f"this server process serves {limit} websockets at most: try again later")
+
+
+# /metrics (kernelindex_subscriptions_<name>): this process's websockets and subscriptions.
+METRICS = {
+    "websockets": ("gauge", "Websockets open now on this process."),
+    "websockets_refused": ("counter", "Websockets closed at once (1013) for being over max_websocket_connections."),
+    "subscriptions": ("gauge", "Subscriptions waiting for notifications now."),
+    "notifications": ("counter", "Notifications heard on the LISTEN connection."),
+    "overflows": ("counter", "Subscriptions ended with SUBSCRIPTION_OVERFLOW (their queue was full)."),
+    "listening": ("gauge", "1 while the LISTEN connection holds, 0 while it is being opened again."),
+}
+
+
+def metrics(slots: WebSocketSlots, notifications: Notifications) -> dict[str, int]:
+    return {"websockets": slots.active, "websockets_refused": slots.refused, "subscriptions": len(notifications.subscribers),
+            "notifications": notifications.received, "overflows": notifications.overflows,
+            "listening": int(notifications.listening.is_set())}
 
 
 def connection_context(websocket: WebSocket) -> Context:

@@ -225,6 +225,16 @@ async def test_websockets_and_operations_are_bounded(db_url):
                     pass
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013
             assert "1 websockets at most" in closed.value.rcvd.reason
+            # /metrics says so.
+            async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+                text = (await client.get("/metrics")).text
+            figures = {line.split("{")[0]: line.rsplit(" ", 1)[1] for line in text.splitlines()
+                       if line.startswith("kernelindex_subscriptions_")}
+            assert figures == {"kernelindex_subscriptions_websockets": "1", "kernelindex_subscriptions_websockets_refused_total": "1",
+                               "kernelindex_subscriptions_subscriptions": "1", "kernelindex_subscriptions_notifications_total": "0",
+                               "kernelindex_subscriptions_overflows_total": "0",
+                               # 1 once the LISTEN connection holds (it opens beside start-up, not before it).
+                               "kernelindex_subscriptions_listening": figures["kernelindex_subscriptions_listening"]}
         # Once the first has gone, a websocket is served again.
         for _ in range(50):
             try:
@@ -262,7 +272,7 @@ async def test_a_subscription_that_falls_behind_is_ended_with_an_error(db_url):
         # While the client has not taken the next message, three notices come for a queue of two.
         for _ in range(3):
             notifications.publish(Notice(channel=JOBS_CHANNEL, payload={"id": job_id, "state": "queued"}))
-        assert subscriber.overflowed
+        assert subscriber.overflowed and notifications.overflows == 1
         ended = await stream.__anext__()  # type: ignore[union-attr]
         assert ended.errors and ended.errors[0].extensions["code"] == "SUBSCRIPTION_OVERFLOW"
         assert "fell 2 notifications behind" in ended.errors[0].message
