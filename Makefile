@@ -90,6 +90,7 @@ $(CODEGEN_STAMP): clients/python/codegen-requirements.txt
 # Regenerates the Python client's generated package from schema.graphql and examples/operations: run it
 # after `make schema` or an edit of an operation, and commit the result (a stale client fails the tests).
 client: client-tool
+	$(PYTHON) clients/python/select_operations.py examples/operations build/client-operations
 	cd clients/python && $(abspath $(CODEGEN_VENV))/bin/ariadne-codegen client
 
 clean:

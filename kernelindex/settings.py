@@ -79,6 +79,15 @@ class Settings(BaseSettings):
     export_timeout_s: float = 300.0
     export_idle_timeout_s: float = 15.0
 
+    # Subscriptions (graphql-transport-ws on /graphql, kernelindex.web.subscriptions). Each websocket is
+    # a task and a few kB; each subscription a notification queue, and a database connection only while
+    # it reads an event. More websockets than this per server process are closed at once (1013, try again later).
+    max_websocket_connections: int = 1000
+    # Operations at once on one websocket (more: "Subscription limit reached" for that operation).
+    max_subscriptions_per_connection: int = 20
+    # Notifications a subscription may have waiting; one more and it is ended with SUBSCRIPTION_OVERFLOW.
+    subscription_queue_size: int = 100
+
     @property
     def resolved_data_dir(self) -> Path:
         return self.data_dir or default_data_dir()

@@ -5,6 +5,7 @@ import type { ResultOf, TypedDocumentNode, VariablesOf } from '@graphql-typed-do
 import { print } from 'graphql';
 import {
   CompareRunsDocument,
+  JobLiveDocument,
   type RunFiguresFragment,
   SubmitImplementationDocument,
   WorkloadPageDocument,
@@ -37,6 +38,19 @@ export function hardwareOf(run: RunFiguresFragment): string {
 export async function differingFields(ids: string[]): Promise<string[]> {
   const data = await execute(CompareRunsDocument, { ids });
   return data.compareRuns.differences.map((difference) => difference.label);
+}
+
+// A subscription, typed as graphql-ws's client.subscribe is wrapped by those libraries: each `next` is one result.
+declare function subscribe<Result, Variables>(
+  document: TypedDocumentNode<Result, Variables>,
+  variables: Variables,
+  next: (result: Result) => void,
+): () => void;
+
+export function followJob(id: string, show: (state: string, reason: string | null) => void): () => void {
+  return subscribe(JobLiveDocument, { id }, (data) => {
+    if (data.job) show(data.job.state, data.job.reason ?? null);
+  });
 }
 
 // Type-level checks: each line fails to compile when the generated types say otherwise.

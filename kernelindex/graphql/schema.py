@@ -42,6 +42,7 @@ from kernelindex.graphql.queries.records import RecordQueries, WorkloadRecords
 from kernelindex.graphql.queries.runs import RunQueries
 from kernelindex.graphql.queries.workloads import WorkloadQueries
 from kernelindex.graphql.session import SessionConnection
+from kernelindex.graphql.subscriptions import Subscription, SubscriptionsOverWebSocket
 from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation, Protocol, Source
 from kernelindex.graphql.types.fleet import Job, Submission
 from kernelindex.graphql.types.history import RecordEvent
@@ -105,12 +106,13 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         lambda: Validation(hide_suggestions=settings.is_production),
         TextInputPolicy,
         lambda: QueryCost(cost_model),
+        SubscriptionsOverWebSocket,
         SessionConnection,
         ErrorPolicy,
     ]
     # The node types are named here too: a client refetches them through `node`, which returns the interface.
     return KernelIndexSchema(
-        query=Query, mutation=Mutation, extensions=extensions, execution_context_class=RoundedFloats,
+        query=Query, mutation=Mutation, subscription=Subscription, extensions=extensions, execution_context_class=RoundedFloats,
         types=[Workload, Run, Implementation, Hardware, Environment, Job, Protocol, Source, WorkloadRevision, RecordEvent,
                Submission, WorkloadRecords],
     )

@@ -50,6 +50,11 @@ class SessionConnection(SchemaExtension):
             context.read_only = True
         session = context.session
         autocommit = False
+        if ctx.operation_type is OperationType.SUBSCRIPTION:
+            # A subscription reads when an event comes and gives its connection back between events
+            # (kernelindex.graphql.subscriptions): it takes none for its whole life here.
+            yield
+            return
         if ctx.result is None:
             try:
                 if context.read_only and _autocommit_reads_alike(session):

@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
@@ -27,11 +27,13 @@ from strawberry.http.async_base_view import AsyncHTTPRequestAdapter
 from strawberry.http.parse_content_type import parse_content_type
 from strawberry.schema import BaseSchema
 from strawberry.schema.exceptions import InvalidOperationTypeError
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 
 from kernelindex.db.changes import DataVersionReader, Dependencies
 from kernelindex.db.embedded import resolve_database_url
 from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.db.notifications import Notifications
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import HTTP_CODES, code_of, reported, response_status
 from kernelindex.graphql.schema import build_schema
@@ -74,7 +76,10 @@ from kernelindex.web.response_cache import (
     root_fields,
 )
 from kernelindex.web.runs_parquet import runs_parquet
-from kernelindex.web.state import AppState, Clock, ExportSlots, ServerState, server_state
+from kernelindex.web.state import AppState, Clock, ExportSlots, ServerState, WebSocketSlots, server_state
+from kernelindex.web.subscriptions import METRICS as SUBSCRIPTION_METRICS
+from kernelindex.web.subscriptions import SubscriptionHandler, connection_context, refuse_websocket
+from kernelindex.web.subscriptions import metrics as subscription_metrics
 from kernelindex.web.twins import TwinError, twin_key, workload_twin
 
 log = logging.getLogger("kernelindex.web")
@@ -135,13 +140,19 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
     in JSON as before (or with GraphiQL's page, where it is served).
     """
 
+    # Subscriptions: graphql-transport-ws only (kernelindex.web.subscriptions), not the legacy graphql-ws.
+    graphql_transport_ws_handler_class = SubscriptionHandler
+
     def __init__(self, schema: BaseSchema, *, graphiql: GraphiQLPage | None = None,
-                 persisted: PersistedQueries | None = None, **options: Any):
+                 persisted: PersistedQueries | None = None, websockets: WebSocketSlots | None = None, **options: Any):
         # The IDE is ours (kernelindex.web.graphiql: assets served here), not strawberry's page of CDN scripts.
-        super().__init__(schema, graphql_ide="graphiql" if graphiql is not None else None, **options)
+        super().__init__(schema, graphql_ide="graphiql" if graphiql is not None else None,
+                         subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,), **options)
         self.graphiql = graphiql
         # APQ and the allow-list (kernelindex.web.persisted); None: requests run as they come.
         self.persisted = persisted
+        # The process's websockets and their limit; None: no limit.
+        self.websockets = websockets
 
     def should_render_graphql_ide(self, request: Any) -> bool:
         # A persisted query over GET names no `query`: it is a request, not a browser opening the IDE.
@@ -152,6 +163,15 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         return await self.graphiql.page(request)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and self.websockets is not None:
+            if not self.websockets.take():
+                await refuse_websocket(scope, receive, send, self.websockets.limit)
+                return
+            try:
+                await super().__call__(scope, receive, send)
+            finally:
+                self.websockets.give_back()
+            return
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
@@ -316,8 +336,10 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         return super().encode_json(data)
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
-        # No subscriptions: every GraphQL request is plain HTTP, answered with a starlette Response.
-        assert isinstance(request, Request) and isinstance(response, Response)
+        if isinstance(request, WebSocket):
+            # Each subscription gets a context of its own from this one (kernelindex.web.subscriptions).
+            return connection_context(request)
+        assert isinstance(response, Response)
         server = server_state(request)
         return Context(
             session=request.state.session,
@@ -366,10 +388,13 @@ async def workload_json(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    """The response cache's and the read model's figures for this worker, in the Prometheus text format."""
+    """The response cache's, the read model's and the subscriptions' figures for this worker, in the Prometheus
+    text format."""
     server = server_state(request)
     text = (prometheus_text("response_cache", server.response_cache.metrics(), CACHE_METRICS)
-            + prometheus_text("read_model", server.read_model.metrics(), READ_MODEL_METRICS))
+            + prometheus_text("read_model", server.read_model.metrics(), READ_MODEL_METRICS)
+            + prometheus_text("subscriptions", subscription_metrics(server.websockets, server.notifications),
+                              SUBSCRIPTION_METRICS))
     return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
@@ -447,7 +472,9 @@ def create_app(
             response_cache=response_cache, read_model=read_model,
             export_engine=export_engine, export_sessionmaker=make_sessionmaker(export_engine),
             export_slots=ExportSlots(settings.export_concurrency), health=HealthCheck(url),
+            notifications=Notifications(url, queue_size=settings.subscription_queue_size), websockets=websockets,
         )
+        server.notifications.start()
         app.state = AppState(server)
         mcp_gateway.gateway = Gateway(schema=schema, sessionmaker=server.sessionmaker, settings=settings,
                                       clock=server.clock, read_model=read_model,
@@ -459,6 +486,7 @@ def create_app(
             async with serving(mcp_server):
                 yield
         finally:
+            await server.notifications.close()
             await server.data_version.close()
             await server.health.close()
             await engine.dispose()
@@ -469,7 +497,12 @@ def create_app(
     graphiql = GraphiQLPage(show_reasons=not settings.is_production) if settings.graphiql_enabled else None
     # Registered operations are read and checked against the schema now: a bad file stops start-up.
     persisted = persisted_queries(settings, validate=lambda document: validate(schema._schema, document))
-    graphql_app = KernelIndexGraphQL(schema, graphiql=graphiql, persisted=persisted, allow_queries_via_get=True)
+    websockets = WebSocketSlots(settings.max_websocket_connections)
+    graphql_app = KernelIndexGraphQL(schema, graphiql=graphiql, persisted=persisted, allow_queries_via_get=True,
+                                     websockets=websockets,
+                                     max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
+                                     # A browser's websocket from another origin: only those CORS allows for HTTP.
+                                     allowed_origins=settings.cors_allowed_origins)
     app = Starlette(
         routes=[
             Route("/healthz", healthz),
@@ -480,6 +513,7 @@ def create_app(
             Route("/exports/runs.parquet", BoundedExport(runs_parquet)),
             Route("/exports/catalog.jsonl", BoundedExport(catalog_jsonl)),
             Route("/graphql", graphql_app, methods=["GET", "POST"]),
+            WebSocketRoute("/graphql", graphql_app),
             Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]),
             *(graphiql.routes() if graphiql is not None else []),
         ],

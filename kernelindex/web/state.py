@@ -14,6 +14,7 @@ from starlette.datastructures import State
 from starlette.requests import HTTPConnection
 
 from kernelindex.db.changes import DataVersionReader
+from kernelindex.db.notifications import Notifications
 from kernelindex.services.read_model import ReadModel
 from kernelindex.settings import Settings
 from kernelindex.web.health import HealthCheck
@@ -47,6 +48,25 @@ class ExportSlots:
         self.active -= 1
 
 
+class WebSocketSlots:
+    """How many websockets this process serves, and its limit."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.active = 0
+        self.refused = 0
+
+    def take(self) -> bool:
+        if self.active >= self.limit:
+            self.refused += 1
+            return False
+        self.active += 1
+        return True
+
+    def give_back(self) -> None:
+        self.active -= 1
+
+
 @dataclass(frozen=True)
 class ServerState:
     settings: Settings
@@ -64,6 +84,10 @@ class ServerState:
     export_slots: ExportSlots
     # /healthz: a connection of its own.
     health: HealthCheck
+    # Subscriptions: the process's LISTEN connection and its subscribers (kernelindex.db.notifications),
+    # and its websockets (kernelindex.web.subscriptions).
+    notifications: Notifications
+    websockets: WebSocketSlots
 
 
 class AppState(State):

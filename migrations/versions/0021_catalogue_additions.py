@@ -1,7 +1,7 @@
 """change log: a new catalogue row is told apart from a changed one (`change_log.catalogue_edited`)
 
 Revision ID: 0021
-Revises: 0016
+Revises: 0020
 Create Date: 2026-12-02
 
 Until now every change to a catalogue table (0007: hardware, environments, implementations,
@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0021'
-down_revision = '0016'
+down_revision = '0020'
 branch_labels = None
 depends_on = None
 

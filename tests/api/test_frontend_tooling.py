@@ -42,7 +42,7 @@ INSTALL = "run `make frontend` (it runs `npm ci` in tooling/; needs Node.js 18+ 
 EXPECTED_OPERATIONS = {
     "WorkloadPage", "WorkloadList", "WorkloadRuns", "RecordFeed", "WorkloadRecordHistory", "HardwareRecords",
     "CompareRuns", "HardwareCatalogue", "ImplementationList", "NodeById", "JobFollow", "JobList",
-    "SubmitImplementation", "ReviewRun", "RetractRun", "WorkloadRunsBackward",
+    "SubmitImplementation", "ReviewRun", "RetractRun", "WorkloadRunsBackward", "JobLive", "WorkloadRecordEventsLive",
 }
 
 

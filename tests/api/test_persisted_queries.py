@@ -46,7 +46,8 @@ def get_params(extensions: dict, query: str | None = None, variables: dict | Non
 
 
 def view_of(app) -> KernelIndexGraphQL:
-    (route,) = [r for r in app.routes if getattr(r, "path", None) == "/graphql"]
+    # The HTTP route (the websocket route of the same path serves subscriptions with the same view).
+    (route,) = [r for r in app.routes if getattr(r, "path", None) == "/graphql" and getattr(r, "methods", None)]
     view = route.endpoint
     assert isinstance(view, KernelIndexGraphQL)
     return view

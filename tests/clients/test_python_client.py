@@ -10,6 +10,7 @@ staleness tests fail saying what to run, never skip.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 import os
@@ -35,6 +36,12 @@ from kernelindex_client import (
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "clients" / "python"
+# The build step that picks the client's operations (clients/python/select_operations.py), a script, not a module.
+_spec = importlib.util.spec_from_file_location("select_operations", CLIENT / "select_operations.py")
+assert _spec is not None and _spec.loader is not None
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+select_operations = _module.select_operations
 GENERATED = CLIENT / "kernelindex_client" / "generated"
 INSTALL = "run `make client-tool` (a virtual environment .venv-codegen with clients/python/codegen-requirements.txt)"
 
@@ -58,8 +65,10 @@ def generate(into: Path, queries: Path | None = None) -> Path:
     """Run ariadne-codegen with clients/python's configuration, its paths made absolute and its output
     sent to `into` (and its operations read from `queries` when given); returns the generated package."""
     config = tomllib.loads((CLIENT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ariadne-codegen"]
+    selected = into / "operations"
+    select_operations(queries or ROOT / "examples" / "operations", selected)  # as `make client` does
     config = {**config, "schema_path": str((CLIENT / config["schema_path"]).resolve()),
-              "queries_path": str(queries or (CLIENT / config["queries_path"]).resolve()), "target_package_path": str(into)}
+              "queries_path": str(selected), "target_package_path": str(into)}
     scalars = config.pop("scalars")
     lines = ["[tool.ariadne-codegen]", *(f"{k} = {_toml(v)}" for k, v in config.items())]
     for name, scalar in scalars.items():
