@@ -38,11 +38,12 @@ from kernelindex.fleet.submissions import (
     check_candidate_source_async,
     check_reference_length,
     checked_licence,
+    checked_shown_text,
     checked_source_url,
     checked_title,
     shown_filename,
 )
-from kernelindex.rules.names import is_unstated_variant, shown_text_problem
+from kernelindex.rules.names import is_unstated_variant
 
 DEFAULT_MAX_ATTEMPTS = 3
 MAX_CANCEL_REASON_CHARS = 500
@@ -504,12 +505,7 @@ def checked_cancel_reason(reason: str | None) -> str | None:
     text = " ".join(reason.split())
     if not text:
         return None
-    if len(text) > MAX_CANCEL_REASON_CHARS:
-        raise FleetInputError("reason", f"a reason of {len(text):,} characters; at most {MAX_CANCEL_REASON_CHARS}")
-    problem = shown_text_problem(text)
-    if problem:
-        raise FleetInputError("reason", f"the reason {problem}")
-    return text
+    return checked_shown_text(text, "reason", "a reason", MAX_CANCEL_REASON_CHARS)
 
 
 async def cancel(

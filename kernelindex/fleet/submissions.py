@@ -172,6 +172,18 @@ async def check_candidate_source_async(source: str, filename: str) -> None:
 # --- the fields ----------------------------------------------------------------------------------------
 
 
+def checked_shown_text(text: str, key: str, noun: str, max_chars: int) -> str:
+    """Text a page or a job line shows as given (a title, a file name, a licence, a cancel reason): at most
+    ``max_chars`` characters, and none that would change how what follows it reads (control, bidi and
+    escape characters: rules.names.shown_text_problem). FleetInputError names ``key``."""
+    if len(text) > max_chars:
+        raise FleetInputError(key, f"{noun} of {len(text):,} characters; at most {max_chars:,}")
+    problem = shown_text_problem(text)
+    if problem:
+        raise FleetInputError(key, f"the {noun.removeprefix('a ').removeprefix('an ')} {problem}")
+    return text
+
+
 def shown_filename(filename: str) -> str:
     """The file name to store and show: its last path part (a name, never a path), checked."""
     if len(filename) > MAX_PATH_CHARS:
@@ -179,12 +191,7 @@ def shown_filename(filename: str) -> str:
     name = _PATH_PARTS.split(filename)[-1].strip()
     if name in ("", ".", ".."):
         raise FleetInputError("file", f"file name {filename[:60]!r} names no file: send the module's name, e.g. model_new.py")
-    if len(name) > MAX_FILENAME_CHARS:
-        raise FleetInputError("file", f"a file name of {len(name):,} characters; at most {MAX_FILENAME_CHARS}")
-    problem = shown_text_problem(name)
-    if problem:
-        raise FleetInputError("file", f"the file name {problem}")
-    return name
+    return checked_shown_text(name, "file", "a file name", MAX_FILENAME_CHARS)
 
 
 def check_reference_length(value: str, key: str) -> None:
@@ -199,12 +206,7 @@ def checked_title(title: str) -> str:
     title = " ".join(title.split())
     if not title:
         raise FleetInputError("title", "a submission needs a title (what the implementation is, in a few words)")
-    if len(title) > MAX_TITLE_CHARS:
-        raise FleetInputError("title", f"title of {len(title):,} characters; at most {MAX_TITLE_CHARS}")
-    problem = shown_text_problem(title)
-    if problem:
-        raise FleetInputError("title", f"the title {problem}")
-    return title
+    return checked_shown_text(title, "title", "title", MAX_TITLE_CHARS)
 
 
 def checked_licence(licence: str | None) -> str | None:
@@ -215,9 +217,7 @@ def checked_licence(licence: str | None) -> str | None:
     if len(text) > MAX_LICENCE_CHARS:
         raise FleetInputError("licence", f"a licence of {len(text):,} characters; an SPDX expression is at most "
                               f"{MAX_LICENCE_CHARS} here")
-    problem = shown_text_problem(text)
-    if problem:
-        raise FleetInputError("licence", f"the licence {problem}")
+    checked_shown_text(text, "licence", "a licence", MAX_LICENCE_CHARS)
     if not is_known_licence(text):
         raise FleetInputError("licence", f"licence {text[:60]!r} is not an SPDX licence expression (e.g. 'MIT', "
                               "'Apache-2.0 OR MIT', 'LicenseRef-my-terms'); leave it out when none is stated")

@@ -152,6 +152,9 @@ async def test_cancel_takes_a_queued_job_off_the_queue_once_and_never_a_finished
         await jobs.cancel(session, 999999, now=now, by="alice@box")
     with pytest.raises(FleetInputError, match="the reason holds an invisible format character"):
         await jobs.cancel(session, queued.id, now=now, by="alice@box", reason="\u202eevil")
+    with pytest.raises(FleetInputError, match=f"a reason of 2,000 characters; at most {jobs.MAX_CANCEL_REASON_CHARS}") as refused:
+        await jobs.cancel(session, queued.id, now=now, by="alice@box", reason="x" * 2000)
+    assert refused.value.key == "reason"
 
 
 async def test_a_token_cancels_only_the_jobs_it_queued(session, tiny_workload):
