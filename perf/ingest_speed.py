@@ -250,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     seeded = [("kernelbench-l3-p9-resnet18", {"batch_size": 2}, "fp32", 1.67), ("kernelbench-l3-p12-vgg19", {"batch_size": 10}, "fp32", 2.6)]
     if args.generate_only:
         start = time.perf_counter()
-        size = write_file(Path(args.generate_only), synthetic_lines(args.lines, seeded, args.environments, args.samples))
+        size = write_file(Path(args.generate_only), synthetic_lines(args.lines, seeded, args.environments, args.samples,
+                                                                     implementations=args.implementations,
+                                                                     own_revisions=args.own_revisions))
         print(f"wrote {args.lines:,} lines, {size / 1e6:,.1f} MB to {args.generate_only} in {time.perf_counter() - start:.1f} s")
         return 0
 
