@@ -3,9 +3,8 @@ values (it changes nothing it is given), named for what it returns and what it i
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
@@ -15,6 +14,7 @@ from sqlalchemy.orm import object_session
 from strawberry.dataloader import DataLoader
 
 from kernelindex.db.models import Hardware, Workload
+from kernelindex.graphql.request_state import RequestState
 from kernelindex.rules.eligibility import RecordScope
 from kernelindex.rules.facts import RunFacts
 from kernelindex.services.facts import load_catalogue
@@ -74,7 +74,7 @@ class ReadModelLoader(Loader[KH, V], Generic[KH, V]):
         model.put_value(workload, (self.kind, key), version, value)
 
     async def batch_load(self, keys: list[KH]) -> list[V]:
-        model, version = self.loaders.read_model, await self.loaders.read_model_version()
+        model, version = self.loaders.read_model, await self.loaders.state.read_data_version()
         found: dict[KH, V] = {}
         if model is not None and version is not None:
             for key in keys:
@@ -93,28 +93,10 @@ class ReadModelLoader(Loader[KH, V], Generic[KH, V]):
         return [found[k] for k in keys]
 
 
-class Reads:
-    """The workloads this request's workload loaders looked up: what the response cache keys a
-    workload page's entry on (kernelindex.web.response_cache). A look-up that found nothing makes
-    the request unscoped: a workload created later would change its answer."""
-
-    def __init__(self) -> None:
-        self.workloads: set[int] = set()
-        self.unscoped = False
-        # Read something the data version does not follow (a fleet job: it moves while it is read):
-        # the response is never stored.
-        self.volatile = False
-
-    def found(self, rows: Sequence[Workload], wanted: int) -> None:
-        self.workloads.update(w.id for w in rows)
-        if len(rows) < wanted:
-            self.unscoped = True
-
-
 class WorkloadBySlugLoader(Loader[str, Workload | None]):
     async def batch_load(self, keys: list[str]) -> list[Workload | None]:
         rows = (await self.session.scalars(select(Workload).where(Workload.slug.in_(keys)))).all()
-        self.loaders.reads.found(rows, len(set(keys)))
+        self.loaders.state.reads.found(rows, len(set(keys)))
         by_slug = {w.slug: w for w in rows}
         for w in rows:
             self.loaders.workload_by_id.prime(w.id, w)
@@ -124,7 +106,7 @@ class WorkloadBySlugLoader(Loader[str, Workload | None]):
 class WorkloadByIdLoader(Loader[int, Workload | None]):
     async def batch_load(self, keys: list[int]) -> list[Workload | None]:
         rows = (await self.session.scalars(select(Workload).where(Workload.id.in_(keys)))).all()
-        self.loaders.reads.found(rows, len(set(keys)))
+        self.loaders.state.reads.found(rows, len(set(keys)))
         by_id = {w.id: w for w in rows}
         return [by_id.get(i) for i in keys]
 
@@ -273,33 +255,16 @@ class RevisionsByWorkloadIdLoader(ReadModelLoader[int, list[RevisionFacts]]):
 
 class Loaders:
     """The loaders of one request; each is made on first use (a request answered from the response
-    cache uses none). With a read model, `version` is the data version the read model's values are
-    looked up and kept at: the one the response cache's look-up read, or read by the first loader
-    that needs it (`read_version_with`; a request that never reads a page never reads it). None: not
-    read, so the read model is not used."""
+    cache uses none). They record what they read, and read the data version the read model's values are
+    looked up and kept at, on the request's state (kernelindex.graphql.request_state): the version the
+    response cache's look-up read, or read by the first loader that needs it; none read, the read model
+    is not used."""
 
-    def __init__(self, session: AsyncSession, read_model: ReadModel | None = None):
+    def __init__(self, session: AsyncSession, state: RequestState, read_model: ReadModel | None = None):
         self.session = session
+        self.state = state
         self._catalogue: list[Hardware] | None = None
-        self.reads = Reads()
         self.read_model = read_model if read_model is not None and read_model.enabled else None
-        self.version: int | None = None
-        self._version_source: Callable[[], Awaitable[int | None]] | None = None
-        self._version_read: asyncio.Future[int | None] | None = None
-
-    def read_version_with(self, source: Callable[[], Awaitable[int | None]]) -> None:
-        """Read the data version with `source` when a loader first needs it. Read then, after some of
-        the request's statements, it is still exact: the values computed afterwards are at that version
-        or newer, and a value kept is kept at it (a statement before it saw older data, as any two
-        statements of a READ COMMITTED request may)."""
-        self._version_source = source
-
-    async def read_model_version(self) -> int | None:
-        if self.version is None and self._version_source is not None:
-            if self._version_read is None:  # one read for every loader of the request
-                self._version_read = asyncio.ensure_future(self._version_source())
-            self.version = await asyncio.shield(self._version_read)
-        return self.version
 
     def workload_of_revision(self, revision_id: int) -> int | None:
         """The workload of a current revision whose page the read model holds (None: not known)."""

@@ -43,11 +43,11 @@ class SessionConnection(SchemaExtension):
         ctx = self.execution_context
         context = ctx.context
         if ctx.graphql_document is not None and ctx.operation_type is OperationType.QUERY:
-            # Queries write nothing: the context says so, and the web view tells the request middleware
-            # to roll back instead of committing. When a field error cancels sibling fields
+            # Queries write nothing: the request's state says so, and the request middleware rolls back
+            # instead of committing. When a field error cancels sibling fields
             # mid-statement, graphql-core's cancellation leaves the connection closed; a commit would
             # then fail and turn a user error into a 503.
-            context.read_only = True
+            context.state.read_only = True
         session = context.session
         autocommit = False
         if ctx.operation_type is OperationType.SUBSCRIPTION:
@@ -57,7 +57,7 @@ class SessionConnection(SchemaExtension):
             return
         if ctx.result is None:
             try:
-                if context.read_only and _autocommit_reads_alike(session):
+                if context.state.read_only and _autocommit_reads_alike(session):
                     await session.connection(execution_options=READ_ONLY_EXECUTION)
                     autocommit = True
                 else:

@@ -32,7 +32,7 @@ from kernelindex.db.engine import discard_connections
 from kernelindex.db.errors import is_unavailable, unavailable_message
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import INTERNAL, SERVICE_UNAVAILABLE, TIMEOUT, UNAVAILABLE_MESSAGE, code_of
-from kernelindex.graphql.loaders import Reads
+from kernelindex.graphql.request_state import Reads, RequestState
 from kernelindex.services.read_model import ReadModel
 from kernelindex.settings import Settings
 
@@ -94,14 +94,14 @@ class Gateway:
         session = self.sessionmaker()
         interrupted = False
         try:
-            context = Context(session=session, now=self.clock(), settings=self.settings, request_id=request_id,
-                              read_model=self.read_model, authorization=authorization)
             # The version the cache read before execution, as /graphql sets it for a cacheable query.
-            context.loaders.version = version
+            state = RequestState(request_id=request_id, session=session, data_version=version)
+            context = Context(session=session, now=self.clock(), settings=self.settings, state=state,
+                              read_model=self.read_model, authorization=authorization)
             if version is None and not document.writes and self.data_version is not None \
                     and self.read_model is not None and self.read_model.enabled:
                 # As /graphql does for a query it does not cache: the version is read when a loader needs it.
-                context.loaders.read_version_with(self.data_version)
+                state.read_data_version_with(self.data_version)
             limit = self.settings.request_timeout_s
             try:
                 async with asyncio.timeout(limit if limit > 0 else None):
@@ -117,7 +117,7 @@ class Gateway:
                 await session.rollback()
                 error = result.errors[0]
                 raise GatewayError(code_of(error) or INTERNAL, error.message)
-            if document.writes and not context.read_only:
+            if document.writes and not state.read_only:
                 try:
                     await session.commit()
                 except Exception as exc:
@@ -129,7 +129,7 @@ class Gateway:
             else:
                 await session.rollback()
             assert result.data is not None  # no errors: the operation's data is there
-            return result.data, context.loaders.reads
+            return result.data, state.reads
         finally:
             if interrupted:
                 await discard_connections(session)

@@ -36,6 +36,7 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.notifications import Notifications
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import HTTP_CODES, code_of, reported, response_status
+from kernelindex.graphql.request_state import request_state
 from kernelindex.graphql.schema import build_schema
 from kernelindex.mcp.gateway import Gateway
 from kernelindex.mcp.server import GatewaySlot, build_server, http_endpoint, serving
@@ -55,10 +56,9 @@ from kernelindex.web.http import (
     TimeoutMiddleware,
     graphql_media_type,
 )
-from kernelindex.web.middleware import DatabaseSessionMiddleware, mark_read_only
+from kernelindex.web.middleware import DatabaseSessionMiddleware
 from kernelindex.web.persisted import (
     NO_STORE,
-    NO_STORE_STATE,
     CacheableGetMiddleware,
     PersistedQueries,
     PersistedQueryError,
@@ -111,10 +111,6 @@ IDE_OFF_MESSAGE = "GraphiQL is not served here: POST a query to /graphql, or GET
 NOT_ACCEPTABLE_MESSAGE = (f"GraphQL answers in {GRAPHQL_RESPONSE_JSON} or {JSON}: the request's Accept header "
                           "allows neither")
 UNSUPPORTED_MEDIA_MESSAGE = f"POST a GraphQL request as JSON, with Content-Type: {JSON}"
-# Where the view keeps, in the request's state, the media type it answers in and the status its
-# GraphQL response calls for (application/graphql-response+json only).
-MEDIA_STATE = "graphql_media_type"
-STATUS_STATE = "graphql_status"
 
 
 def http_error_body(status: int, message: str, request_id: str, media: str = JSON) -> bytes:
@@ -176,7 +172,8 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             await super().__call__(scope, receive, send)
             return
         request = Request(scope=scope, receive=receive)
-        request_id = scope.get("state", {}).get("request_id", "")
+        state = request_state(scope)
+        request_id = state.request_id
         accept = request.headers.get("accept")
         media = graphql_media_type(accept)
         if media is None:
@@ -185,7 +182,7 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
                                media_type=JSON)(scope, receive, send)
                 return
             media = JSON  # a browser's address bar: the page, or JSON it shows
-        scope.setdefault("state", {})[MEDIA_STATE] = media
+        state.media_type = media
         try:
             response = await self.run(request)
         except HTTPException as exc:
@@ -197,11 +194,10 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             response = Response(http_error_body(status, message, request_id, media), status_code=status,
                                 headers=headers, media_type=CONTENT_TYPES[media])
         else:
-            status_wanted = scope.get("state", {}).get(STATUS_STATE)
-            if status_wanted is not None:  # a GraphQL response for application/graphql-response+json
-                response.status_code = status_wanted
+            if state.status is not None:  # a GraphQL response for application/graphql-response+json
+                response.status_code = state.status
                 response.headers["content-type"] = CONTENT_TYPES[GRAPHQL_RESPONSE_JSON]
-        if request.method == "GET" and (response.status_code != 200 or scope.get("state", {}).get(NO_STORE_STATE)):
+        if request.method == "GET" and (response.status_code != 200 or state.no_store):
             # Errors, and answers that read a fleet job, are kept by no cache (CacheableGetMiddleware).
             response.headers["cache-control"] = NO_STORE
         await response(scope, receive, send)
@@ -240,22 +236,22 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         root_value: None, request_data: GraphQLRequestData,
     ) -> ExecutionResult:
         resolved = None
+        state = context.state
         if self.persisted is not None:
             try:
                 resolved = self.persisted.resolve(request_data)
             except PersistedQueryError as exc:  # refused before anything ran
-                request.scope.setdefault("state", {})[NO_STORE_STATE] = True
-                mark_read_only(request)
+                state.no_store = True
+                state.read_only = True
                 return PersistedQueryRefusal(exc)
             request_data = resolved.request
         result = await self._execute_or_cached(request, request_adapter, sub_response, context, root_value, request_data)
         if resolved is not None and self.persisted is not None:
             self.persisted.ran(resolved, result)  # a document sent with its hash is stored once it has run
-        if result.errors or context.loaders.reads.volatile:
-            request.scope.setdefault("state", {})[NO_STORE_STATE] = True
-        if context.read_only:
-            # A query (or its cached answer) wrote nothing: the session middleware rolls back instead of committing.
-            mark_read_only(request)
+        if result.errors or state.reads.volatile:
+            state.no_store = True
+        # A query (or its cached answer) left `state.read_only` set (kernelindex.graphql.session, and
+        # _execute_or_cached for a cached answer): the session middleware rolls back instead of committing.
         return result
 
     async def _execute_or_cached(
@@ -264,10 +260,12 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
     ) -> ExecutionResult:
         server = server_state(request)
         cache = server.response_cache
+        state = context.state
         key = None
         version = None
         if cache.enabled and request_adapter.method in ("GET", "POST"):
             key = cache_key(request_data.query, request_data.operation_name, request_data.variables)
+        state.cache_key = key
         if key is not None:
             version = await server.data_version.current()
             sub_response.headers[X_CACHE] = "miss"
@@ -275,17 +273,17 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             # No cached answer to look for, but the read model's values are kept per version too: read
             # when a loader first needs it (a `runs` query never does). Never for a mutation: what it
             # reads after its own writes must show them (the versions move at commit).
-            context.loaders.read_version_with(server.data_version.current)
+            state.read_data_version_with(server.data_version.current)
         # The response cache's version, read before any statement of the request: what the loaders
         # compute is at this version or newer (None: read by the first loader that needs it, or never).
-        context.loaders.version = version
+        state.data_version = version
         if key is None or version is None:
             return await super().execute_single(request, request_adapter, sub_response, context, root_value, request_data)
 
         async def compute() -> tuple[EncodedResponse | None, Dependencies, ExecutionResult]:
             result = await super(KernelIndexGraphQL, self).execute_single(
                 request, request_adapter, sub_response, context, root_value, request_data)
-            reads = context.loaders.reads
+            reads = state.reads
             deps = response_dependencies(root_fields(key.query, key.operation_name), reads.workloads, reads.unscoped)
             if result.errors or result.data is None or reads.volatile:
                 return None, deps, result
@@ -297,21 +295,21 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             assert isinstance(answer.result, ExecutionResult)  # this request's own execution
             return answer.result
         sub_response.headers[X_CACHE] = "hit"
-        context.read_only = True  # only queries are cached; set here too, for answers that skipped execution
+        state.read_only = True  # only queries are cached; set here too, for answers that skipped execution
         return _CachedResult(EncodedResponse(answer.body))
 
     async def process_result(self, request: Request, result: ExecutionResult) -> Any:
-        state = request.scope.setdefault("state", {})
-        graphql_response = state.get(MEDIA_STATE) == GRAPHQL_RESPONSE_JSON
+        state = request_state(request)
+        graphql_response = state.media_type == GRAPHQL_RESPONSE_JSON
         if isinstance(result, _CachedResult):
             if graphql_response:
-                state[STATUS_STATE] = 200  # only answers without errors are cached
+                state.status = 200  # only answers without errors are cached
             return result.body
         if isinstance(result, PersistedQueryRefusal):
             # Refused before execution (kernelindex.web.persisted), with the status its code calls for.
             errors = [result.error.formatted]
             if graphql_response:
-                state[STATUS_STATE] = result.error.status
+                state.status = result.error.status
                 return {"errors": errors}
             return {"data": None, "errors": errors}
         if result.errors and not all(code_of(e) for e in result.errors):
@@ -319,13 +317,13 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             # after the operation has ended. They get their code here, and are masked like the rest.
             server = server_state(request)
             result.errors = [e if code_of(e) else reported(e, production=server.settings.is_production,
-                                                            request_id=state.get("request_id", "")) for e in result.errors]
+                                                            request_id=state.request_id) for e in result.errors]
         processed = await super().process_result(request, result)
         if graphql_response:
             status, executed = response_status(processed)
             if not executed:
                 processed.pop("data", None)  # a request error: the GraphQL response has no data entry
-            state[STATUS_STATE] = status
+            state.status = status
         return processed
 
     def encode_json(self, data: object) -> str | bytes:
@@ -341,11 +339,13 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             return connection_context(request)
         assert isinstance(response, Response)
         server = server_state(request)
+        state = request_state(request)
+        assert state.session is not None  # DatabaseSessionMiddleware gave /graphql its session
         return Context(
-            session=request.state.session,
+            session=state.session,
             now=server.clock(),
             settings=server.settings,
-            request_id=request.state.request_id,
+            state=state,
             request=request,
             response=response,
             read_model=server.read_model,
@@ -364,6 +364,7 @@ async def workload_json(request: Request) -> Response:
     server = server_state(request)
     cache = server.response_cache
     key = twin_key(slug) if cache.enabled else None
+    request_state(request).cache_key = key
     version = await server.data_version.current() if key is not None or server.read_model.enabled else None
 
     async def compute() -> tuple[str | None, Dependencies, None]:
@@ -380,7 +381,7 @@ async def workload_json(request: Request) -> Response:
             answer = await cache.get_or_compute(key, version, server.clock(), compute)
             body, hit = answer.body, answer.hit
     except TwinError as exc:
-        return JSONResponse({"error": exc.message, "request_id": request.state.request_id}, status_code=exc.status)
+        return JSONResponse({"error": exc.message, "request_id": request_state(request).request_id}, status_code=exc.status)
     headers = {X_CACHE: "hit" if hit else "miss"} if key is not None else None
     if body is None:
         return JSONResponse({"error": f"no workload with slug {slug!r}"}, status_code=404, headers=headers)

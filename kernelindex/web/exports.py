@@ -28,6 +28,7 @@ from kernelindex.db.text import text_problem
 from kernelindex.graphql.enums import Evidence, FigureUnit, Metric, RunStatus, of_rules
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE, UserInputError
 from kernelindex.graphql.inputs import check_datetime
+from kernelindex.graphql.request_state import request_state
 from kernelindex.ingest.export import hardware_line, run_record, workload_line
 from kernelindex.rules import stats
 from kernelindex.rules import trust_labels as trust
@@ -59,8 +60,8 @@ class BoundedExport:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         server = server_state(HTTPConnection(scope))
         settings = server.settings
-        state = scope.setdefault("state", {})
-        request_id = state.get("request_id", "")
+        state = request_state(scope)
+        request_id = state.request_id
         if not server.export_slots.take():
             body = json.dumps({"error": f"too many exports running (at most {settings.export_concurrency} at once); "
                                         f"retry in {RETRY_AFTER_S} s", "request_id": request_id}).encode()
@@ -70,7 +71,10 @@ class BoundedExport:
             await send({"type": "http.response.body", "body": body})
             return
         session = server.export_sessionmaker()
-        state["session"] = session
+        state.session = session
+        # catalog_jsonl still reads request.state.session: the one scope key besides the request's state,
+        # until it reads request_state(request).session as the other exports do.
+        scope["state"]["session"] = session
         progress = _Progress(send, settings.export_idle_timeout_s)
         try:
             async with asyncio.timeout(settings.export_timeout_s):
@@ -125,6 +129,14 @@ async def _end_session(session: AsyncSession, *, clean: bool, request_id: str) -
             await discard_connections(session)
     except Exception as exc:
         log.warning("ending the export's session failed (request %s): %s", request_id, exc)
+
+
+def _session(request: Request) -> AsyncSession:
+    """The export's session, which BoundedExport opened on the export pool."""
+    session = request_state(request).session
+    assert session is not None  # every export route runs inside BoundedExport
+    return session
+
 
 # Rows fetched and written per chunk. Each chunk is CPU the event loop spends on one export without
 # answering anyone else (the fetch between chunks is where others run): small enough that several
@@ -297,12 +309,13 @@ async def database_unavailable(request: Request) -> Response | None:
     """503 when the database does not answer. Once a streamed response has started, its status is
     sent: an outage must be found before that, not in the middle of the body."""
     try:
-        await request.state.session.execute(text("SELECT 1"))
+        await _session(request).execute(text("SELECT 1"))
     except Exception as exc:
         if not is_unavailable(exc):
             raise
-        log.warning("database unavailable (request %s): %s", request.state.request_id, exc)
-        return JSONResponse({"error": UNAVAILABLE_MESSAGE, "request_id": request.state.request_id}, status_code=503)
+        request_id = request_state(request).request_id
+        log.warning("database unavailable (request %s): %s", request_id, exc)
+        return JSONResponse({"error": UNAVAILABLE_MESSAGE, "request_id": request_id}, status_code=503)
     return None
 
 
@@ -360,7 +373,7 @@ async def run_rows(request: Request) -> RunRows | Response:
         return JSONResponse({"error": str(exc)}, status_code=400)
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable
-    session = request.state.session
+    session = _session(request)
     if (refused := await unknown_names(session, filters)) is not None:
         return refused
     return RunRows(session, statement, server_state(request).clock(), graphql_names=names == "graphql")

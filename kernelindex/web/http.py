@@ -13,6 +13,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernelindex.graphql.errors import HTTP_CODES
+from kernelindex.graphql.request_state import request_state
 
 log = logging.getLogger("kernelindex.web")
 
@@ -96,7 +97,8 @@ def new_request_id() -> str:
 
 
 class RequestIdMiddleware:
-    """Every request gets an id (or keeps a sane one it brought); every response says it."""
+    """Every request gets its state (kernelindex.graphql.request_state) with an id (or keeps a sane one it
+    brought); every response says the id."""
 
     def __init__(self, app: ASGIApp):
         self.app = app
@@ -107,7 +109,8 @@ class RequestIdMiddleware:
             return
         incoming = Headers(scope=scope).get("x-request-id", "")
         request_id = incoming if 8 <= len(incoming) <= 64 and incoming.replace("-", "").isalnum() else new_request_id()
-        scope.setdefault("state", {})["request_id"] = request_id
+        # The request's one state (kernelindex.graphql.request_state), made here, outermost, for the rest to fill.
+        request_state(scope).request_id = request_id
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -128,7 +131,7 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = scope.get("state", {}).get("request_id", "")
+        request_id = request_state(scope).request_id
         declared = Headers(scope=scope).get("content-length")
         refusal = f"request body over the limit of {self.max_bytes} bytes"
         too_big = refusal_payload(scope, 413, refusal, request_id)
@@ -212,7 +215,7 @@ class TimeoutMiddleware:
         finally:
             timer.cancel()
         if expired and not started:
-            request_id = scope.get("state", {}).get("request_id", "")
+            request_id = request_state(scope).request_id
             log.warning("request %s timed out after %ss: %s", request_id, self.timeout_s, scope["path"])
             payload = refusal_payload(scope, 504, f"the request took longer than {self.timeout_s:g} s", request_id)
             for message in _json_response(504, payload, request_id, scope):

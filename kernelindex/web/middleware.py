@@ -13,25 +13,15 @@ import logging
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernelindex.db.engine import discard_connections
 from kernelindex.db.errors import is_unavailable, unavailable_message
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE
+from kernelindex.graphql.request_state import RequestState, request_state
 from kernelindex.web.http import new_request_id
 
 log = logging.getLogger("kernelindex.web")
-
-# The key in the request's scope state under which a route says it wrote nothing (mark_read_only).
-READ_ONLY = "read_only"
-
-
-def mark_read_only(connection: HTTPConnection) -> None:
-    """Tell DatabaseSessionMiddleware that this request wrote nothing (a GraphQL query, or its cached
-    answer): its transaction is rolled back instead of committed."""
-    connection.scope.setdefault("state", {})[READ_ONLY] = True
-
 
 class DatabaseSessionMiddleware:
     """A session on the request pool for every request, except the paths that bring their own: the
@@ -45,13 +35,13 @@ class DatabaseSessionMiddleware:
         if scope["type"] != "http" or scope["path"].startswith(self.exempt_prefixes):
             await self.app(scope, receive, send)
             return
-        state = scope.setdefault("state", {})
-        if "request_id" not in state:  # RequestIdMiddleware normally set it
-            state["request_id"] = new_request_id()
+        state = request_state(scope)
+        if not state.request_id:  # RequestIdMiddleware normally set it
+            state.request_id = new_request_id()
         sessionmaker: async_sessionmaker[AsyncSession] = scope["app"].state.sessionmaker
-        request_id = state["request_id"]
+        request_id = state.request_id
         session = sessionmaker()
-        state["session"] = session
+        state.session = session
         finished = False
         interrupted = False  # the connection may be mid-statement: discarded, never handed back
         try:
@@ -99,11 +89,11 @@ class DatabaseSessionMiddleware:
                 await _close_quietly(session, request_id)
 
 
-def _read_only(scope: Scope, state: dict) -> bool:
-    """Nothing to commit: a GET (mutations are refused over GET) or a request a route marked read-only
-    (mark_read_only: the GraphQL view marks queries). Rolled back instead, so a connection broken by a
-    cancelled read cannot fail the response."""
-    return scope.get("method") in ("GET", "HEAD") or bool(state.get(READ_ONLY))
+def _read_only(scope: Scope, state: RequestState) -> bool:
+    """Nothing to commit: a GET (mutations are refused over GET) or a request whose state says it wrote
+    nothing (a GraphQL query, or its cached answer: kernelindex.graphql.session, the GraphQL view).
+    Rolled back instead, so a connection broken by a cancelled read cannot fail the response."""
+    return scope.get("method") in ("GET", "HEAD") or state.read_only
 
 
 def _untouched(session: AsyncSession) -> bool:

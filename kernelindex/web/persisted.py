@@ -76,9 +76,7 @@ DOCUMENT_SUFFIXES = (".graphql", ".gql")
 MANIFEST_SUFFIX = ".json"
 APOLLO_MANIFEST_FORMAT = "apollo-persisted-query-manifest"
 
-# The key in the request's scope state under which the view says a GET answer must not be stored by
-# any cache (CacheableGetMiddleware, KernelIndexGraphQL).
-NO_STORE_STATE = "graphql_no_store"
+# The Cache-Control of a GET answer no cache may store (the request's state says so: RequestState.no_store).
 NO_STORE = "no-store"
 
 

@@ -23,48 +23,41 @@ from kernelindex.web.response_cache import ResponseCache
 Clock = Callable[[], datetime]
 
 
-class ExportSlots:
-    """How many exports may run at once in this process, and how many do. Taken without waiting: an
-    export over the limit is refused at once (503 with Retry-After), never queued behind slow readers."""
+class Slots:
+    """How many of something (exports, websockets) this process serves at once, and its limit. Taken
+    without waiting: one over the limit is refused at once (an export 503 with Retry-After, a websocket
+    closed with 1013), never queued."""
 
     def __init__(self, limit: int):
         self.limit = limit
         self.active = 0
-        self.refused = 0  # for tests and the perf script
+        self.refused = 0  # for /metrics, the tests and the perf scripts
+
+    def take(self) -> bool:
+        if self.active >= self.limit:
+            self.refused += 1
+            return False
+        self.active += 1
+        return True
+
+    def give_back(self) -> None:
+        self.active -= 1
+
+
+class ExportSlots(Slots):
+    """The exports' slots, and whose turn it is to make a chunk."""
+
+    def __init__(self, limit: int):
+        super().__init__(limit)
         # One export makes a chunk at a time. Each chunk is CPU the event loop spends on exports alone;
         # with one at a time, whatever else waits (a /healthz, a GraphQL query) waits for one chunk per
         # turn of the loop, not for one chunk of every export (measured: p99 of /healthz 119 ms
         # with 4 exports making chunks side by side, see perf/export_pressure.py).
         self.turn = asyncio.Lock()
 
-    def take(self) -> bool:
-        if self.active >= self.limit:
-            self.refused += 1
-            return False
-        self.active += 1
-        return True
 
-    def give_back(self) -> None:
-        self.active -= 1
-
-
-class WebSocketSlots:
-    """How many websockets this process serves, and its limit."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.active = 0
-        self.refused = 0
-
-    def take(self) -> bool:
-        if self.active >= self.limit:
-            self.refused += 1
-            return False
-        self.active += 1
-        return True
-
-    def give_back(self) -> None:
-        self.active -= 1
+# The websockets' slots: nothing besides the count.
+WebSocketSlots = Slots
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from starlette.requests import Request
 
 from kernelindex.db.changes import Dependencies
 from kernelindex.graphql.context import Context
+from kernelindex.graphql.request_state import request_state
 from kernelindex.web.response_cache import CacheKey, response_dependencies, root_fields
 from kernelindex.web.state import server_state
 
@@ -85,13 +86,13 @@ async def workload_twin(request: Request, slug: str, version: int | None = None)
     """The page of the workload (None: there is none) and what it read, for the response cache.
     `version`: the data version read before this request's statements (None: the read model is not used)."""
     server = server_state(request)
-    context = Context(
-        session=request.state.session, now=server.clock(), settings=server.settings,
-        request_id=request.state.request_id, request=request, read_model=server.read_model,
-    )
-    context.loaders.version = version
+    state = request_state(request)
+    assert state.session is not None  # DatabaseSessionMiddleware gave the twin its session
+    state.data_version = version
+    context = Context(session=state.session, now=server.clock(), settings=server.settings, state=state,
+                      request=request, read_model=server.read_model)
     result = await server.schema.execute(WORKLOAD_PAGE_QUERY, variable_values={"slug": slug}, context_value=context)
-    reads = context.loaders.reads
+    reads = state.reads
     deps = response_dependencies(root_fields(WORKLOAD_PAGE_QUERY, None), reads.workloads, reads.unscoped)
     if result.errors:
         error = result.errors[0]

@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import text
 
 from kernelindex.db.urls import to_libpq_url
+from kernelindex.graphql.request_state import request_state
 from kernelindex.settings import Settings
 from kernelindex.web.app import create_app
 from kernelindex.web.bounded_http import BoundedHttpToolsProtocol
@@ -254,7 +255,7 @@ async def test_an_export_over_its_total_time_is_cut_off(db_url, monkeypatch, pat
     original = exports.database_unavailable
 
     async def slow_check(request):
-        await request.state.session.execute(text("SELECT pg_sleep(30)"))
+        await request_state(request).session.execute(text("SELECT pg_sleep(30)"))
         return await original(request)
 
     monkeypatch.setattr(exports, "database_unavailable", slow_check)

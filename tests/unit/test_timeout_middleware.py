@@ -8,11 +8,13 @@ import json
 
 import pytest
 
+from kernelindex.graphql.request_state import SCOPE_KEY, RequestState
 from kernelindex.web.http import TimeoutMiddleware
 
 
 def scope(path: str = "/graphql") -> dict:
-    return {"type": "http", "method": "POST", "path": path, "headers": [], "state": {"request_id": "req-timeout-1"}}
+    state = {SCOPE_KEY: RequestState(request_id="req-timeout-1")}
+    return {"type": "http", "method": "POST", "path": path, "headers": [], "state": state}
 
 
 async def call(app, path: str = "/graphql") -> list[dict]:

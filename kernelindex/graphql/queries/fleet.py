@@ -42,7 +42,7 @@ class FleetQueries:
         self, info: strawberry.Info[Context, None],
         id: Annotated[strawberry.ID, strawberry.argument(description="The job's global ID (Job.id) or its database id.")],
     ) -> Job | None:
-        info.context.loaders.reads.volatile = True
+        info.context.state.reads.volatile = True
         job_id = database_id_of(str(id), "Job")
         row = await fleet_jobs.get_job(info.context.session, job_id)
         return Job(row=row) if row else None
@@ -60,7 +60,7 @@ class FleetQueries:
         last: LastArg = None,
         before: BeforeArg = None,
     ) -> Connection[Job]:
-        info.context.loaders.reads.volatile = True
+        info.context.state.reads.volatile = True
         wanted = filter or JobFilter()
         session = info.context.session
         statement = select(FleetJob)

@@ -75,7 +75,7 @@ class NodeQueries:
             impl = await session.get(ImplementationRow, database_id)
             return Implementation(facts=implementation_facts(impl)) if impl else None
         if type_name == "Job":
-            info.context.loaders.reads.volatile = True  # a job moves while it is read: never cached
+            info.context.state.reads.volatile = True  # a job moves while it is read: never cached
             job = await fleet_jobs.get_job(session, database_id)
             return Job(row=job) if job else None
         if type_name == "Hardware":
