@@ -55,6 +55,7 @@ class WebSocketSlots:
         self.limit = limit
         self.active = 0
         self.refused = 0
+        self.stalled = 0  # ended by the send deadline (kernelindex.web.subscriptions)
 
     def take(self) -> bool:
         if self.active >= self.limit:
