@@ -18,6 +18,7 @@ import asyncpg
 import httpx
 from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
+from websockets.protocol import State
 from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
@@ -55,8 +56,6 @@ class SilentClient:
         assert self.receive() == {"type": "connection_ack"}
 
     def _accepted(self) -> bool:
-        from websockets.protocol import State
-
         return self.protocol.state is State.OPEN
 
     def _flush(self) -> None:
