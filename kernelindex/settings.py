@@ -87,6 +87,9 @@ class Settings(BaseSettings):
     max_subscriptions_per_connection: int = 20
     # Notifications a subscription may have waiting; one more and it is ended with SUBSCRIPTION_OVERFLOW.
     subscription_queue_size: int = 100
+    # Seconds a message to a websocket's client may wait to be sent (its socket buffers full: the client is not
+    # reading); past it the connection is ended, its operations stopped and its slot freed.
+    subscription_send_timeout_s: float = 30.0
 
     @property
     def resolved_data_dir(self) -> Path:

@@ -87,10 +87,16 @@ class Subscriber:
             self.queue.put_nowait(RESYNC)
 
     async def next(self) -> Notice:
-        """The next notice; SubscriptionOverflow once the queue has overflowed."""
+        """The next notice, and with it every other one waiting (a notice only wakes: the re-read that
+        follows covers them all, so a burst while the subscription was busy costs one re-read, not one
+        each, and does not count against the bound again); SubscriptionOverflow once the queue has
+        overflowed."""
         if self.overflowed:
             raise SubscriptionOverflow(self.queue.maxsize)
         notice = await self.queue.get()
+        while not self.queue.empty():
+            waiting = self.queue.get_nowait()
+            notice = waiting if waiting.resync else notice
         if self.overflowed:
             raise SubscriptionOverflow(self.queue.maxsize)
         return notice

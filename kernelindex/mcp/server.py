@@ -17,11 +17,13 @@ from typing import Any
 
 from graphql import GraphQLSchema
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import ToolAnnotations
 from starlette.types import ASGIApp
 
+from kernelindex.mcp.answers import compact
 from kernelindex.mcp.gateway import Gateway
 from kernelindex.mcp.tools import Tools, tool_answers
 
@@ -71,17 +73,6 @@ def build_server(gateway: Callable[[], Gateway], authorization: Callable[[Contex
     their answers."""
     tools = Tools(gateway, authorization)
     answers = tool_answers(schema)
-    # MCPServer configures the root logger (logging.basicConfig with a handler of its own) as it is made: a
-    # library's choice to make for a script, not inside our server, whose logging is uvicorn's and the
-    # operator's. What the root logger had is put back.
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        server: MCPServer = MCPServer(NAME, title="KernelIndex", instructions=INSTRUCTIONS, version=version,
-                                      log_level="WARNING")
-    finally:
-        root.handlers[:] = handlers
-        root.setLevel(level)
     titles = {
         "find_workloads": ("Find workloads", READ),
         "fastest_implementation": ("Fastest implementation on a hardware", READ),
@@ -94,9 +85,26 @@ def build_server(gateway: Callable[[], Gateway], authorization: Callable[[Contex
         "follow_job": ("Follow a measurement job", ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                                                    idempotent_hint=False, open_world_hint=False)),
     }
+    registered = []
     for name, (title, hints) in titles.items():
-        server.add_tool(answering(getattr(tools, name), answers[name]), title=title, annotations=hints,
-                        structured_output=True)
+        tool = Tool.from_function(answering(getattr(tools, name), answers[name]), title=title, annotations=hints,
+                                  structured_output=True)
+        # The schema tools/list sends, shorter (kernelindex.mcp.answers.compact); answers are still checked
+        # against the type it was made from (the SDK reads these fields as it lists and calls).
+        assert tool.fn_metadata.output_schema is not None  # structured: every tool answers a TypedDict
+        tool.fn_metadata.output_schema = compact(tool.fn_metadata.output_schema)
+        registered.append(tool)
+    # MCPServer configures the root logger (logging.basicConfig with a handler of its own) as it is made: a
+    # library's choice to make for a script, not inside our server, whose logging is uvicorn's and the
+    # operator's. What the root logger had is put back.
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        server: MCPServer = MCPServer(NAME, title="KernelIndex", instructions=INSTRUCTIONS, version=version,
+                                      log_level="WARNING", tools=registered)
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
     return server
 
 

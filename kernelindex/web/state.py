@@ -56,8 +56,12 @@ class ExportSlots(Slots):
         self.turn = asyncio.Lock()
 
 
-# The websockets' slots: nothing besides the count.
-WebSocketSlots = Slots
+class WebSocketSlots(Slots):
+    """The websockets' slots, and how many were ended for not reading (kernelindex.web.subscriptions)."""
+
+    def __init__(self, limit: int):
+        super().__init__(limit)
+        self.stalled = 0  # ended by the send deadline
 
 
 @dataclass(frozen=True)

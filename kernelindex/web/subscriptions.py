@@ -19,10 +19,22 @@ Limits: at most `max_websocket_connections` websockets per server process (one m
 closed at once with 1013 "try again later", which graphql-ws clients retry with back-off), at most
 `max_subscriptions_per_connection` operations on one websocket (strawberry's own refusal: "Subscription
 limit reached"), and the per-subscription notification queue of kernelindex.db.notifications.
+
+A client that does not read: uvicorn writes to a socket only while its buffer is under the high-water
+mark (64 KiB), so a send to a client that stopped reading waits, and nothing piles up in this process
+but that buffer; meanwhile the subscription holds no database connection (its session's connection
+goes back to the pool before each message is sent: were a waiting send to hold one, a single client
+with 20 subscriptions would take a process's whole pool). A message not taken within `subscription_send_timeout_s` ends the
+connection: every operation on it stops and the websocket's slot is freed. No close frame can be
+written to such a socket; uvicorn closes it once its buffer drains (the client reads again) or the
+connection drops. A client that reads again in time finds its subscriptions ended by the notification
+queue's bound (SUBSCRIPTION_OVERFLOW) if they fell that far behind.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from contextlib import suppress
 from typing import Any
 
@@ -45,9 +57,15 @@ from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import HTTP_CODES, reported_all
 from kernelindex.web.state import WebSocketSlots, server_state
 
+log = logging.getLogger("kernelindex.web")
+
 ONLY_SUBSCRIPTIONS_MESSAGE = ("Only subscriptions are served over the websocket: POST queries and mutations to /graphql")
 # The close code for a websocket over the process's limit: RFC 6455's "try again later".
 TRY_AGAIN_LATER = 1013
+
+
+class ClientNotReading(Exception):
+    """A message to the client waited longer than the send deadline: the connection is ended."""
 
 
 async def refuse_websocket(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
@@ -65,6 +83,8 @@ METRICS = {
     "subscriptions": ("gauge", "Subscriptions waiting for notifications now."),
     "notifications": ("counter", "Notifications heard on the LISTEN connection."),
     "overflows": ("counter", "Subscriptions ended with SUBSCRIPTION_OVERFLOW (their queue was full)."),
+    "websockets_stalled": ("counter", "Websockets ended because their client took no message within "
+                                      "subscription_send_timeout_s (it stopped reading)."),
     "listening": ("gauge", "1 while the LISTEN connection holds, 0 while it is being opened again."),
 }
 
@@ -72,7 +92,7 @@ METRICS = {
 def metrics(slots: WebSocketSlots, notifications: Notifications) -> dict[str, int]:
     return {"websockets": slots.active, "websockets_refused": slots.refused, "subscriptions": len(notifications.subscribers),
             "notifications": notifications.received, "overflows": notifications.overflows,
-            "listening": int(notifications.listening.is_set())}
+            "websockets_stalled": slots.stalled, "listening": int(notifications.listening.is_set())}
 
 
 def connection_context(websocket: WebSocket) -> Context:
@@ -95,7 +115,36 @@ def operation_context(connection: Context, websocket: Any) -> Context:
 
 
 class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
-    """strawberry's graphql-transport-ws handler with the gates, contexts and error policy above."""
+    """strawberry's graphql-transport-ws handler with the gates, contexts, error policy and send deadline above."""
+
+    async def handle(self) -> None:
+        # strawberry's loop, ended early when a send misses its deadline: the loop itself waits on the
+        # client's next message, which a client that does not read may never send.
+        self._not_reading = asyncio.Event()
+        serving = asyncio.ensure_future(super().handle())
+        stalled = asyncio.ensure_future(self._not_reading.wait())
+        try:
+            await asyncio.wait({serving, stalled}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stalled.cancel()
+            serving.cancel()  # strawberry's own shutdown then stops every operation (a no-op once it is done)
+            with suppress(asyncio.CancelledError, ClientNotReading):
+                await serving
+
+    async def send_message(self, message: Any) -> None:
+        deadline = self.context.settings.subscription_send_timeout_s
+        try:
+            await asyncio.wait_for(super().send_message(message), deadline)
+        except TimeoutError:
+            if not self._not_reading.is_set():
+                self._not_reading.set()
+                slots: WebSocketSlots | None = getattr(self.view, "websockets", None)
+                if slots is not None:
+                    slots.stalled += 1
+                client = getattr(getattr(self.websocket, "ws", None), "client", None)
+                log.warning("websocket from %s: a message waited %ss to be sent (the client is not reading): "
+                            "connection ended", f"{client.host}:{client.port}" if client else "?", deadline)
+            raise ClientNotReading from None
 
     def _refusal(self, payload: dict[str, Any]) -> GraphQLError | None:
         """Why this subscribe message is refused before it runs (None: it runs); the payload's query is
@@ -143,9 +192,9 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 root_value=self.root_value, operation_name=operation.operation_name,
             )
             async with aclosing(result_source):
-                await self._send_result_stream(operation, result_source)
+                await self._send_results(operation, result_source, context)
             await operation.send_operation_message({"id": operation.id, "type": "complete"})
-        except _OperationStreamClosed:
+        except (_OperationStreamClosed, ClientNotReading):
             return
         except Exception as error:
             await self.handle_task_exception(error)
@@ -156,7 +205,8 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
         finally:
             await context.session.close()
 
-    async def _send_result_stream(self, operation: Operation[Context, None], result_source: Any) -> None:
+    async def _send_results(self, operation: Operation[Context, None], result_source: Any, context: Context) -> None:
+        """strawberry's _send_result_stream, with this server's error policy and the connection released."""
         settings = self.context.settings
         first = True
         async for result in result_source:
@@ -174,5 +224,7 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 # ErrorPolicy sees a stream's errors only when it ends: each event's are reported here.
                 result.errors = reported_all(result.errors, production=settings.is_production,
                                              request_id=self.context.request_id)
+            # The event is resolved: its connection goes back to the pool before a send that may wait on the client.
+            await context.end_reads()
             await operation.send_next(result)
             first = False

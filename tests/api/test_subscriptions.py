@@ -231,6 +231,7 @@ async def test_websockets_and_operations_are_bounded(db_url):
             figures = {line.split("{")[0]: line.rsplit(" ", 1)[1] for line in text.splitlines()
                        if line.startswith("kernelindex_subscriptions_")}
             assert figures == {"kernelindex_subscriptions_websockets": "1", "kernelindex_subscriptions_websockets_refused_total": "1",
+                               "kernelindex_subscriptions_websockets_stalled_total": "0",
                                "kernelindex_subscriptions_subscriptions": "1", "kernelindex_subscriptions_notifications_total": "0",
                                "kernelindex_subscriptions_overflows_total": "0",
                                # 1 once the LISTEN connection holds (it opens beside start-up, not before it).
@@ -333,3 +334,24 @@ async def test_a_browsers_websocket_from_another_origin_needs_cors_allowed_origi
         async with GraphQLWS(ws_url(url), origin="https://app.example.org") as ws:
             await ws.subscribe("1", JOB, {"id": str(job_id)})
             assert (await next_data(ws, "1"))["job"]["state"] == "QUEUED"
+
+
+async def test_a_wake_takes_every_notice_waiting():
+    """A notice only wakes a subscription, whose re-read covers every change committed before it: the
+    notices that came while it was busy are taken with the first (one re-read, and no count against the
+    queue's bound once read), and a RESYNC among them is what is returned."""
+    from kernelindex.db.notifications import JOBS_CHANNEL, RESYNC, Notice, Notifications
+
+    notifications = Notifications("postgresql://unused/x", queue_size=5)  # not listening: published by hand
+    with notifications.subscribe(JOBS_CHANNEL, lambda payload: True) as subscriber:
+        for n in range(3):
+            notifications.publish(Notice(channel=JOBS_CHANNEL, payload={"id": n}))
+        assert (await subscriber.next()).payload == {"id": 0} and subscriber.queue.empty()
+        notifications.publish(Notice(channel=JOBS_CHANNEL, payload={"id": 3}))
+        notifications.publish(RESYNC)
+        notifications.publish(Notice(channel=JOBS_CHANNEL, payload={"id": 4}))
+        assert (await subscriber.next()) is RESYNC and subscriber.queue.empty()
+        # Five more fit again: the bound counts notices not yet read, not all since subscribing.
+        for n in range(5):
+            notifications.publish(Notice(channel=JOBS_CHANNEL, payload={"id": n}))
+        assert not subscriber.overflowed and notifications.overflows == 0
