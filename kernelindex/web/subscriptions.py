@@ -55,6 +55,7 @@ from strawberry.utils.aio import aclosing
 from kernelindex.db.notifications import Notifications
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import HTTP_CODES, reported_all
+from kernelindex.web.http import new_request_id
 from kernelindex.web.state import WebSocketSlots, server_state
 
 log = logging.getLogger("kernelindex.web")
@@ -99,7 +100,9 @@ def connection_context(websocket: WebSocket) -> Context:
     """The websocket's own context: what operations copy (settings, the token), never used to read."""
     server = server_state(websocket)
     return Context(session=server.sessionmaker(), now=server.clock(), settings=server.settings,
-                   request_id=websocket.scope.get("state", {}).get("request_id", ""),
+                   # A websocket passes no HTTP middleware: its connection gets a request id of its own, which its
+                   # operations' errors name as a request's do.
+                   request_id=new_request_id(),
                    authorization=websocket.headers.get("authorization"), notifications=server.notifications)
 
 
