@@ -3,13 +3,28 @@ that opened them commits or rolls back, in one place."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from kernelindex.db.urls import to_async_url
+
+_JSON = msgspec.json.Decoder()
+
+
+def decode_json(text: str) -> Any:
+    """A JSON/JSONB value as Python values, decoded in C (msgspec): runs' bindings and correctness are
+    read by the hundred thousand when records are refreshed, and json.loads was a tenth of an import.
+    The same values json.loads gives; a number msgspec will not take (a JSONB numeric beyond a double,
+    1e400) is read by json.loads as before."""
+    try:
+        return _JSON.decode(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
 
 
 def make_engine(
@@ -36,6 +51,7 @@ def make_engine(
         pool_pre_ping=True,
         echo=echo,
         connect_args=connect_args,
+        json_deserializer=decode_json,
     )
 
 
