@@ -284,7 +284,7 @@ class CohortRefresh:
             self._arrived.clear()
             pending = _listed_chunks(cohorts, arrived)
         async for chunk, arrived in pending:
-            part = await refresh_cohorts(session, chunk, now=self.now, arrived=arrived)
+            part = await refresh_cohorts(session, chunk, now=self.now, arrived=arrived, history_only=True)
             summary.cohorts += part.cohorts
             summary.events += part.events
             summary.flagged_runs += part.flagged_runs

@@ -121,13 +121,16 @@ async def refresh_all_records(session: AsyncSession, now: datetime | None = None
 
 async def refresh_cohorts(
     session: AsyncSession, cohorts: Iterable[CohortKey], now: datetime | None = None, *,
-    arrived: Collection[int] = (), events: bool = True,
+    arrived: Collection[int] = (), events: bool = True, history_only: bool = False,
 ) -> RefreshSummary:
     """Recompute these cohorts: flags, cohort_bests rows and record events.
 
     `arrived`: the runs the write being refreshed added (history-v1 replays them in observed order).
     events=False leaves the record history alone: an import cut into batches derives its events
     once, at its end, over every cohort it touched (kernelindex.ingest.writer.RunWriter.record_events).
+    history_only: that pass. Only the headline cohorts have a history, and every batch refreshed the
+    flags and bests of the cohorts it touched in its own transaction, so the others are left as they
+    are, unread (off the canonical configuration, or of another metric: most cohorts of an import).
     """
     now = now or datetime.now(UTC)
     keys = sorted(set(cohorts))
@@ -149,6 +152,12 @@ async def refresh_cohorts(
     metric_of = dict((await session.execute(
         select(Protocol.id, Protocol.metric).where(Protocol.id.in_({k[2] for k in keys}))
     )).all())
+    if history_only:
+        keys = [k for k in keys if k[0] in revisions and eligibility.is_headline_cohort(
+            k[1], metric_of.get(k[2], ""), workload_facts(workloads[revisions[k[0]].workload_id], revisions[k[0]]))]
+        summary.cohorts = len(keys)
+        if not keys:
+            return summary
     # Plain columns (no ORM entity per run or dimension), the cohorts joined as arrays (see _cohorts).
     # A join, not a LATERAL subquery per cohort: with a young index's statistics PostgreSQL read each
     # cohort's runs through ix_runs_eligible_lookup, every run of the configuration for every cohort
