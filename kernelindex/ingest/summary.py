@@ -235,7 +235,7 @@ class IngestSummary:
                 ("  rejected", self.rejected),
             ]
         rows += runs
-        if self.unit is not None:
+        if self.unit is not None and self.catalogue:  # (a file known unchanged, unread, names none it can count)
             rows += dimensions
         rows += [(f"  runs from {source}", count) for source, count in sorted(self.runs_by_source.items())]
         if not dry_run:
