@@ -178,6 +178,12 @@ async def test_the_seed_is_accounted(session):
     assert summary.runs.check() is summary.runs
 
 
+def test_the_seed_command_tells_its_runs_identity(cli, db_url, capsys):
+    assert cli("seed") == 0
+    assert identity(capsys.readouterr().err) == {"unit": "records", "found": 8, "new": 0, "unchanged": 8, "superseded": 0,
+                                                 "failed": 0, "skipped": 0, "rejected": 0}
+
+
 def test_one_record_as_submit_runs_and_the_worker_hand_it_to_the_writer(db_url):
     """The writer's summary of one record, as submitRuns and the worker hand it one: found, and unchanged."""
     from kernelindex.ingest.records import RunRecord
