@@ -15,8 +15,9 @@ Every part of the input a way in found is counted once, in exactly one outcome:
 
 `check()` raises AssertionError when the outcomes do not add up to what was found: an internal error,
 never the input's. The field `inserted` counts every run written (the merge's count, superseding ones
-included: what `submitRuns` returns and the table's "runs inserted" says); the identity's "inserted"
-term is `new`, those of them that replaced nothing.
+included: what `submitRuns` returns and a record file's table says as "runs inserted"); the identity's
+"inserted" term is `new`, those of them that replaced nothing (and so is "runs inserted" in a table
+under a found row, whose rows add up to it).
 
 What is found is the way in's unit: a line of a file of run records (catalogue lines that took effect
 are not runs and are not counted), a record handed to the writer (`submitRuns`, the worker, the seed),
