@@ -1,6 +1,6 @@
 """`kernelindex ingest runs FILE` and `kernelindex ingest kernelbench PATH`: the command lines around
-the ingest pipelines (kernelindex.ingest.runs, kernelindex.ingest.kernelbench), and how their
-summaries are told.
+the ingest pipelines (kernelindex.ingest.runs, kernelindex.ingest.kernelbench), and `report`, how every
+ingest's summary (kernelindex.ingest.summary) is told, these and the source imports' (kernelindex.cli.sources).
 
 Exit status: 0 everything landed, 1 some input was rejected (the rest landed), 2 a fatal error (no
 such file, no database, an internal error), 3 --strict found a problem and nothing was written.
@@ -25,7 +25,6 @@ from kernelindex.ingest.kernelbench import import_kernelbench
 from kernelindex.ingest.progress import print_table
 from kernelindex.ingest.runs import check_input_file, ingest_runs_file
 from kernelindex.ingest.summary import IngestSummary
-from kernelindex.ingest.trace_cache import install_command
 from kernelindex.settings import get_settings
 
 MAX_PRINTED_PROBLEMS = 100
@@ -82,8 +81,22 @@ def readable_copy(path: str) -> Iterator[Path]:
 
 
 def report(summary: IngestSummary, *, dry_run: bool) -> int:
+    """Tell what an ingest did, the same way for every way in (kernelindex.ingest.summary): what was imported
+    and its notes, the warnings, what was skipped (by reason, with examples) and rejected (each problem),
+    what a dry run would do, the closing table on stdout, and the identity `found = inserted + … + rejected`.
+    Returns the exit status: 1 when some input was rejected (the rest landed), else 0."""
+    if summary.imported is not None:
+        say(f"{'would import' if dry_run else 'imported'} {summary.imported}")
+    for note in summary.notes:
+        say(note)
     for warning in summary.warnings:
         say(f"warning: {warning}")
+    unit = summary.unit or "records"
+    for reason, count in sorted(summary.skipped.items()):
+        examples = summary.skipped_examples.get(reason, [])
+        more = f" (and {count - len(examples):,} more)" if examples and count > len(examples) else ""
+        shown = f": {'; '.join(examples)}{more}" if examples else ""
+        say(f"skipped {count:,} {unit}: {reason}{shown}")
     for problem in summary.problems[:MAX_PRINTED_PROBLEMS]:
         say(f"rejected: {problem}")
     if summary.problem_count > MAX_PRINTED_PROBLEMS:
@@ -97,6 +110,9 @@ def report(summary: IngestSummary, *, dry_run: bool) -> int:
     elif summary.inserted == 0 and summary.superseded == 0:
         say("nothing new: every record is already stored" if not summary.rejected else "nothing new was written")
     print_table(summary.table(dry_run=dry_run))
+    say(summary.identity())
+    if (lines := summary.lines_identity()) is not None:
+        say(lines)
     return EXIT_SOME_REJECTED if summary.rejected else EXIT_OK
 
 
@@ -145,31 +161,5 @@ def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
         url, Path(args.path), revision=args.revision, observed=args.observed, levels=levels,
         strict=args.strict, dry_run=args.dry_run, batch_size=args.batch_size, timeout_s=args.timeout,
     )
-    if summary.checkout is not None:
-        say(f"imported {summary.checkout.describe()}" if not args.dry_run else f"would import {summary.checkout.describe()}")
-    for change in summary.changes:
-        say(f"upstream {change}")
-    for line in summary.untraced:
-        say(f"imported without semantics: {line}")
-    if summary.missing_modules:
-        say(f"{len(summary.untraced):,} problems could not be traced; to trace those missing a module, run "
-            f"`{install_command(summary.missing_modules)}` where the importer runs, then import again")
-    for where in summary.unconfigured:
-        say(f"timings skipped for {where}: its configuration cannot be read without running it")
-    for warning in summary.runs.warnings + summary.failed_runs.warnings:
-        say(f"warning: {warning}")
-    for reason, count in sorted(summary.skipped.items()):
-        examples = summary.skipped_examples.get(reason, [])
-        more = f" (and {count - len(examples):,} more)" if count > len(examples) else ""
-        say(f"skipped {count:,} timing entries: {reason}: {'; '.join(examples)}{more}")
-    for problem in summary.runs.problems[:MAX_PRINTED_PROBLEMS]:
-        say(f"rejected: {problem}")
-    if args.dry_run:
-        say("dry run: nothing was written; this is what would happen")
-    print_table(summary.table())
-    say(
-        f"timing entries: {summary.entries:,} found = {summary.runs.inserted:,} inserted + {summary.runs.unchanged:,} unchanged"
-        f" + {summary.runs.superseded:,} superseded + {summary.entries_failed:,} failed + {summary.entries_skipped:,} skipped"
-        f" + {summary.entries_rejected:,} rejected"
-    )
-    return EXIT_SOME_REJECTED if summary.entries_rejected else EXIT_OK
+    return report(summary, dry_run=args.dry_run)
+

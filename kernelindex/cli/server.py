@@ -26,6 +26,7 @@ async def _seed(url: str) -> None:
         f"seed loaded: {summary.hardware} hardware, {summary.implementations} implementations, "
         f"{summary.workloads} workloads, runs {summary.runs.inserted} inserted / {summary.runs.unchanged} unchanged"
     )
+    say(summary.runs.identity())  # the runs as every ingest tells them (kernelindex.ingest.summary)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """`kernelindex ingest kernelindex-export PATH` and `kernelindex ingest liger PATH`: a source adapter reads
 the file (kernelindex.ingest.sources), kernelindex.ingest.source_import writes it as one snapshot, and
-the summary accounts for every line by table and every run by outcome.
+its summary (kernelindex.ingest.summary, told as every ingest's: kernelindex.cli.ingest.report) accounts
+for every line by table and every run by outcome.
 
 Exit status as every ingest: 0 everything landed, 1 some lines or runs were refused (the rest landed),
 2 a fatal error (no such file, an unreadable .zst, no database), 3 --strict found a problem and nothing
@@ -14,21 +15,19 @@ import asyncio
 from datetime import date
 from pathlib import Path
 
-from kernelindex.cli.common import EXIT_OK, EXIT_SOME_REJECTED, CommandError, database_url, say
+from kernelindex.cli.common import CommandError, database_url
+from kernelindex.cli.ingest import report
 from kernelindex.ingest.errors import IngestFatal
-from kernelindex.ingest.progress import print_table
 from kernelindex.ingest.source_import import (
     KnownFile,
     Snapshot,
-    SourceImportSummary,
     SourceRead,
     file_digest,
     import_source_file,
     known_file,
+    known_summary,
 )
 from kernelindex.ingest.sources.parts import SourcePart
-
-MAX_PRINTED_PROBLEMS = 100
 
 
 def cmd_ingest_kernelindex_export(args: argparse.Namespace) -> int:
@@ -75,51 +74,15 @@ def _known(path: Path, revision: str, revision_date: date) -> KnownFile | None:
 
 def _unchanged(known: KnownFile, what: str) -> int:
     """The same bytes again: every run unchanged, told from what their import found (nothing is read)."""
-    say(f"unchanged: {what} is the very file imported on {known.imported_at:%Y-%m-%d %H:%M} UTC (same sha256): nothing to do")
-    rows = [(f"lines of {table}", count) for table, count in sorted(known.lines.items())]
-    rows += [(f"  skipped ({table}: not modelled)", count) for table, count in sorted(known.skipped.items())]
-    rows += [("runs unchanged", known.runs_read)]
-    rows += [(f"  runs from {source}", count) for source, count in sorted(known.runs_by_source.items())]
-    print_table(rows)
-    say(f"runs: {known.runs_read:,} read = 0 inserted + {known.runs_read:,} unchanged + 0 refused (the same bytes as before)")
-    say(f"lines: {sum(known.lines.values()):,} = {sum(known.lines.values()) - sum(known.skipped.values()):,} read + "
-        f"{sum(known.skipped.values()):,} skipped + 0 refused")
-    return EXIT_OK
+    summary = known_summary(known)
+    summary.notes.append(f"unchanged: {what} is the very file imported on {known.imported_at:%Y-%m-%d %H:%M} UTC "
+                         "(same sha256): nothing to do")
+    return report(summary, dry_run=False)
 
 
 def _import(args: argparse.Namespace, read: SourceRead, sources: list[SourcePart], snapshot: Snapshot, what: str) -> int:
     sha256 = file_digest(Path(args.path))
     summary = asyncio.run(import_source_file(database_url(), read, sources, snapshot, strict=args.strict, dry_run=args.dry_run,
                                              sha256=sha256))
-    _tell(summary, what, dry_run=args.dry_run)
-    refused = len(summary.read.refused) + summary.runs.rejected
-    return EXIT_SOME_REJECTED if refused else EXIT_OK
-
-
-def _tell(summary: SourceImportSummary, what: str, *, dry_run: bool) -> None:
-    read = summary.read
-    say(f"{'would import' if dry_run else 'imported'} {what}")
-    if summary.outdated:
-        say("a newer snapshot of its sources is stored: its runs are kept and count for nothing")
-    problems = [str(r) for r in read.refused] + [str(p) for p in summary.runs.problems]
-    for problem in problems[:MAX_PRINTED_PROBLEMS]:
-        say(f"refused: {problem}")
-    if len(problems) > MAX_PRINTED_PROBLEMS:
-        say(f"… and {len(problems) - MAX_PRINTED_PROBLEMS:,} more refused")
-    if dry_run:
-        say("dry run: nothing was written; this is what would happen")
-    rows = [(f"lines of {table}", count) for table, count in sorted(read.lines.items())]
-    rows += [(f"  skipped ({table}: not modelled)", count) for table, count in sorted(read.skipped.items())]
-    rows += [(f"  refused ({table})", count) for table, count in sorted(read.refused_by_table.items())]
-    rows += [
-        ("workloads inserted", summary.workloads_inserted), ("workloads with a new revision", summary.workloads_new_revision),
-        ("workloads unchanged", summary.workloads_unchanged),
-        ("runs inserted", summary.runs.inserted), ("runs unchanged", summary.runs.unchanged),
-        ("runs superseded", summary.runs.superseded), ("runs refused", summary.runs.rejected),
-    ]
-    rows += [(f"  runs from {source}", count) for source, count in sorted(summary.runs_by_source.items())]
-    print_table(rows)
-    say(f"runs: {summary.runs_read:,} read = {summary.runs.inserted:,} inserted + {summary.runs.unchanged:,} unchanged "
-        f"+ {summary.runs.rejected:,} refused (of them {summary.runs.superseded:,} superseded an earlier figure)")
-    say(f"lines: {sum(read.lines.values()):,} = {sum(read.read.values()):,} read + {sum(read.skipped.values()):,} skipped "
-        f"+ {sum(read.refused_by_table.values()):,} refused")
+    summary.imported = what
+    return report(summary, dry_run=args.dry_run)

@@ -15,7 +15,7 @@ import stat
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
 from pathlib import Path
@@ -50,7 +50,6 @@ TORCH_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotu
 
 ALL_LEVELS = [1, 2, 3, 4]
 TIMING_FILE = re.compile(r"^baseline_time_(.+)\.json$")
-MAX_SKIP_EXAMPLES = 10
 # A problem file is a small module; a bigger one is refused rather than read, stored and traced.
 MAX_PROBLEM_BYTES = 1_000_000
 # Problem numbers the importer accepts (upstream numbers from 1; the database column is int32).
@@ -113,74 +112,6 @@ SKIP_UNKNOWN_CONFIGURATION = "timing file of an unknown configuration"
 SKIP_NO_SEMANTICS = ("problem whose configuration is unknown (its trace failed and its constants cannot be read "
                      "without running it)")
 NO_TIMING_REASON = "the source recorded no timing"
-
-
-@dataclass
-class KernelBenchSummary:
-    """What an import did, workload by workload and entry by entry.
-
-    Every entry of every timing file is counted once, in exactly one outcome: the timed runs the writer
-    inserted, found unchanged or superseded with; the entries whose value is null, stored as failed runs
-    (the source recorded no timing: the model failed there); the entries skipped, each with its reason;
-    and the entries rejected, each with its problem. `accounted` is their sum and equals `entries`."""
-
-    checkout: Checkout | None = None  # what was imported: folder, revision, date and where they came from
-    workloads_inserted: int = 0
-    workloads_new_revision: int = 0
-    workloads_unchanged: int = 0
-    untraced: list[str] = field(default_factory=list)
-    configured_from_constants: list[str] = field(default_factory=list)  # untraced, configuration read unrun
-    unconfigured: list[str] = field(default_factory=list)  # untraced, configuration unreadable: timings skipped
-    missing_modules: set[str] = field(default_factory=set)  # what failed traces could not import
-    traces_reused: int = 0  # problems unchanged since this tracer last traced them
-    traces_fresh: int = 0  # problems sent to the sandbox to be traced by this import
-    changes: list[str] = field(default_factory=list)  # problems upstream replaced, renamed, removed or added
-    refused: list[InputProblem] = field(default_factory=list)  # problem files not read: "path: file: why"
-    contradictions: list[InputProblem] = field(default_factory=list)  # timing files whose entries' hardware is not their folder's
-    entries: int = 0
-    entries_failed: int = 0
-    entries_rejected: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    skipped_examples: dict[str, list[str]] = field(default_factory=dict)
-    runs: IngestSummary = field(default_factory=IngestSummary)  # the timed runs
-    failed_runs: IngestSummary = field(default_factory=IngestSummary)  # the null entries, as failed runs
-
-    def skip(self, reason: str, where: str, count: int = 1) -> None:
-        self.skipped[reason] += count
-        examples = self.skipped_examples.setdefault(reason, [])
-        if len(examples) < MAX_SKIP_EXAMPLES:
-            examples.append(where)
-
-    @property
-    def entries_skipped(self) -> int:
-        return sum(self.skipped.values())
-
-    @property
-    def accounted(self) -> int:
-        runs = self.runs
-        return runs.inserted + runs.unchanged + runs.superseded + self.entries_failed + self.entries_skipped + self.entries_rejected
-
-    def table(self) -> list[tuple[str, int]]:
-        runs = self.runs
-        return [
-            ("workloads inserted", self.workloads_inserted),
-            ("workloads with a new revision", self.workloads_new_revision),
-            ("workloads unchanged", self.workloads_unchanged),
-            ("workloads without semantics", len(self.untraced)),
-            ("  configuration read from constants", len(self.configured_from_constants)),
-            ("  configuration unknown", len(self.unconfigured)),
-            ("problem files refused", len(self.refused)),
-            ("timing entries", self.entries),
-            ("  runs inserted", runs.inserted),
-            ("  runs unchanged", runs.unchanged),
-            ("  runs superseded", runs.superseded),
-            ("  failed (no timing recorded)", self.entries_failed),
-            ("  skipped", self.entries_skipped),
-            *((f"    {reason}", count) for reason, count in sorted(self.skipped.items())),
-            ("  rejected", self.entries_rejected),
-            ("implementations", len(runs.implementations | self.failed_runs.implementations)),
-            ("environments", len(runs.environments | self.failed_runs.environments)),
-        ]
 
 
 def discover_problems(root: Path, levels: list[int], refused: list[InputProblem] | None = None) -> list[ProblemFile]:
@@ -415,10 +346,11 @@ def read_timing_file(path: Path, label: str) -> tuple[dict[str, Any], list[Input
 
 def timing_records(
     root: Path, problems: dict[tuple[int, str], tuple[ProblemFile, WorkloadSpec]], untraced: set[tuple[int, str]],
-    levels: set[int], revision: str, observed: str, summary: KernelBenchSummary,
+    levels: set[int], revision: str, observed: str, summary: IngestSummary,
 ) -> tuple[list[RunRecord], list[RunRecord], list[InputProblem]]:
-    """Every entry of every timing file under root/results/timing, counted into `summary` in exactly one
-    outcome: (timed records, failed records for null entries, problems of the rejected entries). An entry
+    """Every entry of every timing file under root/results/timing counted found into `summary`, and each
+    skipped or rejected one counted there too; the others come back to be written: (timed records,
+    failed records for null entries, problems of the rejected entries). An entry
     is skipped, with its reason, when its level was not asked for, its problem file is not in the checkout,
     its problem has no semantics (a trace that failed or timed out: its configuration is unknown, so no
     run is stored at a guess, and the next import traces it again), or its file's configuration is unknown."""
@@ -429,7 +361,7 @@ def timing_records(
     disagreements: Counter[tuple[str, str, str]] = Counter()
 
     def reject(label: str, where: str, reasons: list[tuple[str | None, str]]) -> None:
-        summary.entries_rejected += 1
+        summary.rejected += 1
         rejected.extend(InputProblem(label, where, reason, key=key) for key, reason in reasons)
 
     for path, folder, config in discover_timing_files(root):
@@ -437,7 +369,7 @@ def timing_records(
         data, problems_here = read_timing_file(path, label)
         if problems_here:
             # A file that cannot be read has no entries to count: the file itself is the rejected input.
-            summary.entries += 1
+            summary.found += 1
             reject(label, "file", [(None, p.reason) for p in problems_here])
             continue
         implementation = implementation_for_config(config)
@@ -447,11 +379,11 @@ def timing_records(
         for level_name, entries in data.items():
             level = level_number(str(level_name))
             if level is None or not isinstance(entries, dict):
-                summary.entries += 1
+                summary.found += 1
                 reject(label, str(level_name), [(None, "expected 'levelN' mapping problem files to timings")])
                 continue
             for filename, entry in entries.items():
-                summary.entries += 1
+                summary.found += 1
                 where = f"{level_name}/{filename}"
                 if implementation is None:
                     summary.skip(f"{SKIP_UNKNOWN_CONFIGURATION} ({config})", f"{label}: {where}")
@@ -488,7 +420,7 @@ def timing_records(
             f"the entries' own hardware is used", key="hardware",
         )
         summary.contradictions.append(contradiction)
-        summary.runs.warnings.append(str(contradiction))
+        summary.warnings.append(str(contradiction))
     return records, failed, rejected
 
 
@@ -579,15 +511,15 @@ def import_kernelbench(
     database_url: str, root: Path, *, revision: str | None = None, observed: str | None = None,
     levels: list[int] | None = None, strict: bool = False, dry_run: bool = False, batch_size: int = 5000,
     timeout_s: float = 60.0, progress: bool = True,
-) -> KernelBenchSummary:
+) -> IngestSummary:
     """Import a checkout: its problems traced (each file once, ever: kernelindex.ingest.trace_cache), then
     workloads, revisions and timing runs written. Blocking: the tracing runs in the calling (main) thread,
     so Ctrl+C stops it at once with every finished trace kept; the writing runs in its own event loop."""
     checkout = resolve_checkout(root, revision, observed, levels or ALL_LEVELS)
-    summary = KernelBenchSummary(checkout=checkout)
-    problems = discover_problems(checkout.root, levels or ALL_LEVELS, summary.refused)
-    if summary.refused and strict:
-        raise IngestAborted(summary.refused)
+    summary = IngestSummary(unit="timing entries", imported=checkout.describe(), catalogue=True, traced=True)
+    problems = discover_problems(checkout.root, levels or ALL_LEVELS, summary.refused_files)
+    if summary.refused_files and strict:
+        raise IngestAborted(summary.refused_files)
     tracer = traced_with()
     traces = _traced(database_url, problems, tracer, summary, timeout_s=timeout_s, dry_run=dry_run, progress=progress)
     return asyncio.run(_write_checkout(
@@ -597,7 +529,7 @@ def import_kernelbench(
 
 
 def _traced(
-    database_url: str, problems: list[ProblemFile], tracer: str, summary: KernelBenchSummary, *,
+    database_url: str, problems: list[ProblemFile], tracer: str, summary: IngestSummary, *,
     timeout_s: float, dry_run: bool, progress: bool,
 ) -> list[ProblemTrace | ProblemTraceError]:
     """Each problem's trace: kept from an earlier import (by file digest and tracer), or traced now in the
@@ -610,7 +542,7 @@ def _traced(
         summary.traces_fresh = len(to_trace)
         reused = f" ({summary.traces_reused} unchanged since they were last traced: their traces reused)" if summary.traces_reused else ""
         if progress:
-            for refusal in summary.refused:
+            for refusal in summary.refused_files:
                 say(f"refused problem file {refusal}")
             if not to_trace:
                 say(f"tracing 0 problems on the meta device{reused}")
@@ -647,9 +579,9 @@ def _traced(
 
 async def _write_checkout(
     database_url: str, checkout: Checkout, problems: list[ProblemFile], traces: list[ProblemTrace | ProblemTraceError],
-    tracer: str, summary: KernelBenchSummary, *, levels: list[int], strict: bool, dry_run: bool, batch_size: int,
+    tracer: str, summary: IngestSummary, *, levels: list[int], strict: bool, dry_run: bool, batch_size: int,
     progress: bool,
-) -> KernelBenchSummary:
+) -> IngestSummary:
     root, upstream_revision, observed_date = checkout.root, checkout.revision, checkout.observed
     specs = []
     for problem, trace in zip(problems, traces):
@@ -674,6 +606,7 @@ async def _write_checkout(
     )
     if input_problems and strict:
         raise IngestAborted(input_problems)
+    summary.add_problems(input_problems)  # before the writer's: told in the order they were found
 
     engine = make_engine(database_url, pool_size=2, max_overflow=0)
     sessionmaker = make_sessionmaker(engine)
@@ -694,8 +627,8 @@ async def _write_checkout(
                 summary.workloads_unchanged += unchanged
                 if dry_run:
                     writer = RunWriter(dry_run=True)
-                    summary.runs.merge(await writer.write(session, records))
-                    summary.failed_runs.merge(await writer.write(session, failed_records))
+                    summary.add_part(await writer.write(session, records), counted=True)
+                    summary.add_part(await writer.write(session, failed_records), counted=True, failed=True)
                     await session.rollback()
                 else:
                     # A new revision changes which runs are eligible: recompute those workloads' records.
@@ -714,7 +647,8 @@ async def _write_checkout(
                     part = await writer.write(session, batch)
                     if part.problems and strict:
                         raise IngestAborted(part.problems)
-                (summary.runs if kind == "timed" else summary.failed_runs).merge(part)
+                # The entries were counted found as they were read; a null entry's run is a failed entry.
+                summary.add_part(part, counted=True, failed=kind == "failed")
                 if bar:
                     bar.advance(len(batch))
             async with transaction(sessionmaker) as session:
@@ -723,15 +657,21 @@ async def _write_checkout(
                 bar.close()
     finally:
         await engine.dispose()
-    # Entries the database refused are rejected too; the failed runs it stored are the failed entries.
-    failed_runs = summary.failed_runs
-    summary.entries_rejected += summary.runs.rejected + failed_runs.rejected
-    summary.entries_failed = failed_runs.inserted + failed_runs.unchanged + failed_runs.superseded
-    summary.runs.problems = input_problems + summary.runs.problems + failed_runs.problems
-    summary.runs.rejected = summary.entries_rejected
-    if summary.accounted != summary.entries:
-        raise AssertionError(f"timing entries: {summary.entries:,} found but {summary.accounted:,} accounted for")
-    return summary
+    _notes(summary)
+    return summary.check()  # every entry in exactly one outcome
+
+
+def _notes(summary: IngestSummary) -> None:
+    """What the import says before its table: upstream's changes and the problems imported untraced."""
+    summary.notes += [f"upstream {change}" for change in summary.changes]
+    summary.notes += [f"imported without semantics: {line}" for line in summary.untraced]
+    if summary.missing_modules:
+        summary.notes.append(
+            f"{len(summary.untraced):,} problems could not be traced; to trace those missing a module, run "
+            f"`{install_command(summary.missing_modules)}` where the importer runs, then import again"
+        )
+    summary.notes += [f"timings skipped for {where}: its configuration cannot be read without running it"
+                      for where in summary.unconfigured]
 
 
 def _batches(

@@ -196,6 +196,7 @@ async def _settle_pending(session: AsyncSession, writer: RunWriter, part: Part, 
         else:
             tally.add_problems(checked)
             bad += 1
+    tally.found += bad
     tally.rejected += bad
     part.pending = []
     part.records.sort(key=lambda record: record.line or 0)
@@ -215,7 +216,7 @@ async def _write_halving(unit_of_work: UnitOfWork, writer: RunWriter, batch: lis
         writer.forget()
         if len(batch) == 1:
             rec = batch[0]
-            return IngestSummary(rejected=1, problems=[InputProblem(rec.file, rec.where, f"the database refused it: {reason}")])
+            return IngestSummary(found=1, rejected=1, problems=[InputProblem(rec.file, rec.where, f"the database refused it: {reason}")])
     summary = IngestSummary()
     middle = len(batch) // 2
     for half in (batch[:middle], batch[middle:]):
@@ -240,16 +241,17 @@ def _savepoints(session: AsyncSession) -> UnitOfWork:
 
 
 def _read(summary: IngestSummary, part: Part) -> None:
-    """A part read: its problems, and its bad and refused lines as rejected."""
+    """A part read: its problems, and its bad and refused lines as found and rejected (its records and
+    pending lines are counted found where they are written or settled)."""
     summary.add_problems(part.problems)
+    summary.found += part.bad_lines + part.catalogue_refused
     summary.rejected += part.bad_lines + part.catalogue_refused
 
 
 def _read_all(summary: IngestSummary, reader: PartReader) -> None:
     """The input has been read to its end: an input without a record or a catalogue line is refused."""
     if not reader.saw_any:
-        summary.add_problems([InputProblem(reader.label, "line 1", "the file holds no run records (it is empty)")])
-        summary.rejected += 1
+        summary.reject([InputProblem(reader.label, "line 1", "the file holds no run records (it is empty)")])
 
 
 async def ingest_runs_file(
@@ -283,7 +285,7 @@ async def ingest_runs_file(
         if bar:
             bar.close()
         await engine.dispose()
-    return tally
+    return tally.check()
 
 
 async def _default(
@@ -355,7 +357,7 @@ async def _checked_only(session: AsyncSession, writer: RunWriter, records: list[
     async with session.begin_nested() as savepoint:
         part = await writer.write(session, records, dry_run=True)
         await savepoint.rollback()
-    return IngestSummary(rejected=part.rejected, problems=part.problems)
+    return IngestSummary(found=part.rejected, rejected=part.rejected, problems=part.problems)
 
 
 async def _dry_run(

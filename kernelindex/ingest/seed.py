@@ -151,4 +151,4 @@ async def load_seed(session: AsyncSession, seeds_dir: Path = SEEDS_DIR) -> SeedS
     for runs_file in runs_files:
         runs.merge(await load_runs(session, runs_file))
     await refresh_workloads(session, (await session.scalars(select(Workload.id))).all())
-    return SeedSummary(hardware, implementations, workloads, runs)
+    return SeedSummary(hardware, implementations, workloads, runs.check())

@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -87,21 +87,6 @@ class Snapshot:
     revision: str
     revision_date: date
     route: str
-
-
-@dataclass
-class SourceImportSummary:
-    """What an import of one file did: the read (lines by table, skipped, refused) and the write."""
-
-    read: ReadSummary
-    runs: IngestSummary = field(default_factory=IngestSummary)
-    workloads_inserted: int = 0
-    workloads_new_revision: int = 0
-    workloads_unchanged: int = 0
-    runs_by_source: Counter[str] = field(default_factory=Counter)
-    runs_read: int = 0  # the run parts the adapter read: inserted + unchanged + rejected
-    outdated: bool = False  # a newer snapshot of every source this file names is stored already
-
 
 
 @dataclass(frozen=True)
@@ -350,11 +335,12 @@ def _run_problem(run: RunPart) -> tuple[str | None, str] | None:
 async def import_source(
     session: AsyncSession, read: SourceRead, sources: Sequence[SourcePart], snapshot: Snapshot, *,
     now: datetime | None = None, dry_run: bool = False,
-) -> SourceImportSummary:
+) -> IngestSummary:
     """Write what an adapter read as one snapshot (see the module), in the caller's transaction. A dry run
     reads, resolves and counts, and writes nothing (the caller rolls back)."""
     now = now or datetime.now(UTC)
-    summary = SourceImportSummary(read.summary, runs_read=len(read.runs))
+    summary = read_summary(read.summary)
+    summary.found += len(read.runs)
     file = snapshot.route
     await hold_index_writes(session)
     source_ids = await _upsert_sources(session, sources, snapshot)
@@ -422,8 +408,8 @@ async def import_source(
         if problem is None and isinstance(matched, HardwareRefusal):
             problem = ("hardware", matched.reason)
         if problem is not None:
-            summary.runs.add_problems([InputProblem(file, where, problem[1], key=problem[0])])
-            summary.runs.rejected += 1
+            summary.add_problems([InputProblem(file, where, problem[1], key=problem[0])])
+            summary.rejected += 1
             continue
         assert isinstance(matched, tuple)
         hardware_id, sku = matched
@@ -472,25 +458,27 @@ async def import_source(
         stage = Stage(track_keys=False)
         await stage.runs(session, staged)
         merged = await merge_stage(session, placed, now=now, fleet_worker=False, dry_run=dry_run)
-        summary.runs.inserted += merged.inserted
-        summary.runs.superseded += merged.superseded
-        summary.runs.unchanged += merged.unchanged
-        summary.runs.rejected += len(merged.refused)
-        summary.runs.add_problems([r.problem for r in sorted(merged.refused, key=lambda r: r.index)])
+        summary.inserted += merged.inserted
+        summary.superseded += merged.superseded
+        summary.unchanged += merged.unchanged
+        summary.rejected += len(merged.refused)
+        summary.add_problems([r.problem for r in sorted(merged.refused, key=lambda r: r.index)])
         # new or changed figures (a superseded run's replacement is inserted too)
         changed |= await _workloads_with_runs(session, "id", merged.inserted_run_ids)
-        summary.runs.workloads |= {row.workload_id for row in staged}
-        summary.runs.implementations |= {row.implementation_id for row in staged}
-        summary.runs.environments |= {row.environment_id for row in staged}
+        summary.workloads |= {row.workload_id for row in staged}
+        summary.implementations |= {row.implementation_id for row in staged}
+        summary.environments |= {row.environment_id for row in staged}
 
     changed |= await mark_outdated(session, list(source_ids.values()))
     summary.outdated = bool(source_ids) and all((await session.scalars(
         select(SourceSnapshot.outdated).where(SourceSnapshot.id.in_(list(snapshot_ids.values())))
     )).all())
+    if summary.outdated:
+        summary.notes.append("a newer snapshot of its sources is stored: its runs are kept and count for nothing")
     if not dry_run:
         # Only what moved: an unchanged re-import refreshes nothing (and writes nothing).
         await refresh_workloads(session, changed, now=now)
-    return summary
+    return summary.check()
 
 
 async def _set_canonical(
@@ -542,21 +530,48 @@ async def _set_canonical(
 class _RolledBack(Exception):
     """A dry run's end: its summary, after everything it did was rolled back."""
 
-    def __init__(self, summary: SourceImportSummary):
+    def __init__(self, summary: IngestSummary):
         self.summary = summary
 
 
-async def _remember_file(session: AsyncSession, sha256: str, snapshot: Snapshot, summary: SourceImportSummary) -> None:
+async def _remember_file(session: AsyncSession, sha256: str, snapshot: Snapshot, summary: IngestSummary) -> None:
     """The file's digest and what its import found, on each source snapshot it made (see known_file)."""
     found = {
-        "lines": dict(summary.read.lines), "skipped": dict(summary.read.skipped),
-        "refused": len(summary.read.refused) + summary.runs.rejected, "runs_read": summary.runs_read,
+        "lines": dict(summary.lines), "skipped": dict(summary.lines_skipped),
+        "refused": summary.rejected, "runs_read": summary.found - summary.skipped_count - sum(summary.lines_refused.values()),
         "runs_by_source": dict(summary.runs_by_source),
     }
     await session.execute(
         update(SourceSnapshot).where(SourceSnapshot.revision == snapshot.revision, SourceSnapshot.route == snapshot.route)
         .values(file_sha256=sha256, file_summary=found)
     )
+
+
+def read_summary(read: ReadSummary) -> IngestSummary:
+    """The summary of an import of a source file, as its adapter read it: its lines by table; each line of a
+    table the index does not model found and skipped, each line refused found and rejected with its
+    problem (file, line and table, field). Its run parts are counted found by the import."""
+    summary = IngestSummary(unit="entries", catalogue=True, lines=Counter(read.lines), lines_read=Counter(read.read),
+                            lines_skipped=Counter(read.skipped), lines_refused=Counter(read.refused_by_table))
+    for table, count in sorted(read.skipped.items()):
+        summary.found += count
+        summary.skip(f"{table}: not modelled", count=count)
+    for r in read.refused:
+        summary.reject([InputProblem(r.where.file, f"line {r.where.line} ({r.where.table})", r.reason, key=r.key)])
+    return summary
+
+
+def known_summary(known: KnownFile) -> IngestSummary:
+    """What an import of the very bytes imported before finds, told from what that import found (nothing is
+    read): every run unchanged, the same lines skipped."""
+    skipped = Counter(known.skipped)
+    summary = IngestSummary(unit="entries", found=known.runs_read, unchanged=known.runs_read, lines=Counter(known.lines),
+                            lines_read=Counter(known.lines) - skipped, lines_skipped=skipped,
+                            runs_by_source=Counter(known.runs_by_source))
+    for table, count in sorted(skipped.items()):
+        summary.found += count
+        summary.skip(f"{table}: not modelled", count=count)
+    return summary.check()
 
 
 def read_problems(read: SourceRead) -> list[InputProblem]:
@@ -611,7 +626,7 @@ async def known_file(database_url: str, sha256: str, revision: str, revision_dat
 async def import_source_file(
     database_url: str, read: SourceRead, sources: Sequence[SourcePart], snapshot: Snapshot, *,
     strict: bool = False, dry_run: bool = False, sha256: str | None = None,
-) -> SourceImportSummary:
+) -> IngestSummary:
     """One file, one transaction: it lands whole or not at all. --strict: any line the adapter refused or
     any run this import refuses aborts with nothing written (IngestAborted). --dry-run: everything is
     done and counted inside the transaction, then rolled back."""
@@ -623,8 +638,8 @@ async def import_source_file(
             try:
                 async with session.begin():
                     summary = await import_source(session, read, sources, snapshot, dry_run=dry_run)
-                    if strict and summary.runs.rejected:
-                        raise IngestAborted(summary.runs.problems, summary.runs.problem_count)
+                    if strict and summary.rejected:
+                        raise IngestAborted(summary.problems, summary.problem_count)
                     if dry_run:
                         raise _RolledBack(summary)
                     if sha256 is not None:

@@ -88,7 +88,7 @@ class RunWriter:
                 await self.statistics.grew(session, merged.inserted)
         touched = {key.cohort for key in merged.written} & _record_cohorts(resolved, rows)
         await self.refresh.after_merge(session, touched, set(merged.inserted_run_ids))
-        return _summary(resolved, ids, refused + merged.refused, merged)
+        return _summary(len(records), resolved, ids, refused + merged.refused, merged)
 
     async def record_events(self, session: AsyncSession) -> RefreshSummary:
         """The record events of everything this writer wrote since the last call (with defer_events):
@@ -132,6 +132,7 @@ class RunWriter:
                     file, lines[ord_].where, f"the same run as {first.get(ord_, 'an earlier one')} (same natural key)",
                 ))
             summary.rejected = len(again)
+        summary.found = len(known)  # every known line is unchanged or stated twice: rejected
         for run in known:
             if run.claimed:
                 summary.unchanged += 1
@@ -181,10 +182,13 @@ def _record_cohorts(resolved: list[ResolvedRecord], rows: list[StagedRun]) -> se
     }
 
 
-def _summary(resolved: list[ResolvedRecord], ids: list[DimensionIds], refused: list[Refused], merged: MergeResult) -> IngestSummary:
-    """A batch's summary: the merge's counts, and its problems in input order."""
+def _summary(
+    found: int, resolved: list[ResolvedRecord], ids: list[DimensionIds], refused: list[Refused], merged: MergeResult,
+) -> IngestSummary:
+    """A batch's summary: every record found, the merge's counts, and its problems in input order."""
     problems = [r.problem for r in sorted(refused, key=lambda r: r.index)]
     return IngestSummary(
+        found=found,
         inserted=merged.inserted,
         unchanged=merged.unchanged,
         superseded=merged.superseded,
@@ -194,4 +198,4 @@ def _summary(resolved: list[ResolvedRecord], ids: list[DimensionIds], refused: l
         environments={dims.environment_id for dims in ids},
         problems=problems,
         inserted_run_ids=merged.inserted_run_ids,
-    )
+    ).check()

@@ -353,6 +353,26 @@ async def test_submit_runs_lands_runs_that_the_page_shows_at_once(post, client, 
     assert (await page(client))["eligibleRunCount"] == 6
 
 
+async def test_submit_runs_accounts_for_every_record_it_was_given(post, db_url, monkeypatch):
+    """submitRuns fills the one ingest summary (kernelindex.ingest.summary), checked to add up: every record
+    submitted is inserted, unchanged or superseding (issue 24, point 1)."""
+    from kernelindex.ingest.summary import IngestSummary
+
+    checked: list[IngestSummary] = []
+    check = IngestSummary.check
+    monkeypatch.setattr(IngestSummary, "check", lambda self: checked.append(self) or check(self))
+    token = await make_token(db_url, "runs:write")
+    records = synthetic_records(3)
+    assert (await post(SUBMIT, {"records": records[:2]}, token=token))["data"]["submitRuns"]["ok"] is True
+    changed = copy.deepcopy(records[1])
+    changed["statistics"].update(mean=1.25, max=1.26)
+    checked.clear()
+    result = (await post(SUBMIT, {"records": [records[0], changed, records[2]]}, token=token))["data"]["submitRuns"]
+    assert (result["inserted"], result["unchanged"], result["superseded"]) == (2, 1, 1)
+    (summary,) = checked
+    assert (summary.found, summary.new, summary.unchanged, summary.superseded, summary.rejected) == (3, 1, 1, 1, 0)
+
+
 async def test_submit_runs_with_one_bad_record_writes_nothing(post, client, db_url):
     token = await make_token(db_url, "runs:write")
     before = await run_count(db_url)

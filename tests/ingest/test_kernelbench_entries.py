@@ -212,14 +212,15 @@ def test_refused_problem_files_are_reported_and_counted_by_the_import(cli, db_ur
 
 
 def test_entry_hardware_wins_over_its_folder_and_the_contradiction_is_reported(tmp_path):
-    from kernelindex.ingest.kernelbench import KernelBenchSummary, timing_records
+    from kernelindex.ingest.kernelbench import timing_records
+    from kernelindex.ingest.summary import IngestSummary
 
     write_timing(tmp_path, "H100_Modal", "torch", {"level1": {
         "1_A.py": entry(1.0, hardware="NVIDIA B200"), "2_B.py": entry(1.1, hardware="NVIDIA B200"),
         "3_C.py": entry(1.2),
     }})
     problems = {(1, name): _spec(1, name) for name in ("1_A.py", "2_B.py", "3_C.py")}
-    summary = KernelBenchSummary()
+    summary = IngestSummary()
     records, _, rejected = timing_records(tmp_path, problems, set(), {1}, "abc1234", "2026-06-01", summary)
 
     assert rejected == []
@@ -228,11 +229,12 @@ def test_entry_hardware_wins_over_its_folder_and_the_contradiction_is_reported(t
     (problem,) = summary.contradictions
     assert (problem.file, problem.key) == ("results/timing/H100_Modal/baseline_time_torch.json", "hardware")
     assert "'NVIDIA B200'" in problem.reason and "H100_Modal says H100" in problem.reason and problem.reason.startswith("2 entries")
-    assert summary.runs.warnings == [str(problem)]
+    assert summary.warnings == [str(problem)]
 
 
 def test_building_records_from_a_large_timing_file_is_linear(tmp_path):
-    from kernelindex.ingest.kernelbench import KernelBenchSummary, timing_records
+    from kernelindex.ingest.kernelbench import timing_records
+    from kernelindex.ingest.summary import IngestSummary
 
     def run(size: int) -> float:
         root = tmp_path / str(size)
@@ -242,12 +244,12 @@ def test_building_records_from_a_large_timing_file_is_linear(tmp_path):
             f"{i}_P.py": entry(1.0) for i in range(size)
         }})
         problems = {(1, f"{i}_P.py"): _spec(1, f"{i}_P.py") for i in range(0, size, 10)}
-        summary = KernelBenchSummary()
+        summary = IngestSummary()
         started = time.process_time()
         records, _, _ = timing_records(root, problems, set(), {1}, "abc1234", "2026-06-01", summary)
         elapsed = time.process_time() - started
-        assert summary.entries == size and len(records) == size // 10
-        assert summary.entries_skipped == size - size // 10
+        assert summary.found == size and len(records) == size // 10
+        assert summary.skipped_count == size - size // 10
         return elapsed
 
     small = run(20_000)

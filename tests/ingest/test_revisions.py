@@ -306,7 +306,7 @@ def test_the_checkout_at_the_seeds_revision_is_the_seeds_revision(empty_db_url, 
 
     root = _upstream_checkout(tmp_path, upstream)
     summary = import_kernelbench(url, root, revision="423217d", observed="2026-03-05", progress=False)
-    assert (summary.runs.inserted, summary.runs.superseded, summary.runs.unchanged) == (0, 0, 1)
+    assert (summary.inserted, summary.superseded, summary.unchanged) == (0, 0, 1)
     asyncio.run(in_own_transaction(url, lambda session: load_seed(session, seeds)))  # a restart: no downgrade
 
     revisions = fetch(

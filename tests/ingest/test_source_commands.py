@@ -20,19 +20,19 @@ def test_an_export_lands_and_again_changes_nothing(cli, db_url, tmp_path, capsys
     path = write(tmp_path, small_export(), compress=True)
     assert cli("ingest", "kernelindex-export", str(path)) == 0
     out, err = capsys.readouterr()
-    assert "runs: 4 read = 4 inserted + 0 unchanged + 0 refused" in err
+    assert "entries: 8 found = 4 inserted + 0 unchanged + 0 superseded + 0 failed + 4 skipped + 0 rejected" in err
     assert "skipped (record_events: not modelled)" in out and "skipped (serving_runs: not modelled)" in out
     after = counts(db_url)
     assert cli("ingest", "kernelindex-export", str(path)) == 0
     err = capsys.readouterr().err
     # the very same bytes: known unchanged from the digest, unread
-    assert "runs: 4 read = 0 inserted + 4 unchanged + 0 refused" in err and "is the very file imported on" in err
+    assert "entries: 8 found = 0 inserted + 4 unchanged + 0 superseded + 0 failed + 4 skipped + 0 rejected" in err and "is the very file imported on" in err
     assert counts(db_url) == after
     # the same content in other bytes (plain, not compressed) is read and found unchanged run by run
     plain = write(tmp_path, small_export())
     assert cli("ingest", "kernelindex-export", str(plain)) == 0
     err = capsys.readouterr().err
-    assert "very file" not in err and "runs: 4 read = 0 inserted + 4 unchanged + 0 refused" in err
+    assert "very file" not in err and "entries: 8 found = 0 inserted + 4 unchanged + 0 superseded + 0 failed + 4 skipped + 0 rejected" in err
     assert counts(db_url) == after
 
     suites = {s.suite: s for s in asyncio.run(in_own_transaction(db_url, suite_overviews))}
@@ -55,7 +55,7 @@ def test_a_gpu_the_catalogue_lacks_is_a_refusal_naming_file_line_and_field(cli, 
     assert cli("ingest", "kernelindex-export", str(path)) == 1
     err = capsys.readouterr().err
     assert f"{path.name}: line {_line_of_run(lines, 'run-lat')} [hardware]:" in err and "Z9000" in err
-    assert "runs: 4 read = 3 inserted + 0 unchanged + 1 refused" in err
+    assert "entries: 8 found = 3 inserted + 0 unchanged + 0 superseded + 0 failed + 4 skipped + 1 rejected" in err
     # a file with a refusal is read again (its problems are told again), not known unchanged
     assert cli("ingest", "kernelindex-export", str(path)) == 1
     err = capsys.readouterr().err
@@ -71,7 +71,7 @@ def test_strict_writes_nothing_and_dry_run_writes_nothing(cli, db_url, tmp_path,
     good = write(tmp_path, small_export(), name="catalog-2026-08-17-0123abcd.jsonl")
     assert cli("ingest", "kernelindex-export", "--dry-run", str(good)) == 0
     err = capsys.readouterr().err
-    assert "would import" in err and "runs: 4 read = 4 inserted" in err
+    assert "would import" in err and "entries: 8 found = 4 inserted" in err
     assert counts(db_url) == before
 
 
@@ -98,6 +98,6 @@ def test_a_table_the_format_does_not_carry_is_refused_line_by_line(cli, db_url, 
     assert cli("ingest", "kernelindex-export", str(path)) == 1
     out, err = capsys.readouterr()
     assert f"{path.name}: line {len(lines)} (kernel_traces) [table]: unknown table 'kernel_traces'" in err
-    assert "runs: 4 read = 4 inserted + 0 unchanged + 0 refused" in err and "4 skipped + 1 refused" in err
+    assert "entries: 9 found = 4 inserted + 0 unchanged + 0 superseded + 0 failed + 4 skipped + 1 rejected" in err and "4 skipped + 1 refused" in err
     assert "skipped (serving_runs: not modelled)" in out and "refused (kernel_traces)" in out
     assert "skipped (kernel_traces" not in out

@@ -77,12 +77,12 @@ async def _held(db_url: str) -> list[tuple]:
 @needs_shared
 def test_both_files_in_either_order_end_alike_and_a_reimport_changes_nothing(db_url, empty_db_url):
     first = _import(db_url, OLD)
-    assert first.runs.rejected == 0 and first.runs.inserted == 2376, first.runs.problems[:3]
+    assert first.rejected == 0 and first.inserted == 2376, first.problems[:3]
     second = _import(db_url, NEW)
-    assert second.runs.rejected == 0 and second.runs.inserted == 2448
+    assert second.rejected == 0 and second.inserted == 2448
     forward = _state(db_url)
     again = _import(db_url, NEW)
-    assert (again.runs.inserted, again.runs.unchanged, again.runs.superseded) == (0, 2448, 0)
+    assert (again.inserted, again.unchanged, again.superseded) == (0, 2448, 0)
     assert _state(db_url) == forward
     # the other order, on a database of its own
     from kernelindex.db.migrate import upgrade
@@ -168,11 +168,11 @@ def _import_export(db_url: str, name: str):
 @needs_exports
 def test_an_export_imports_every_run_and_again_changes_nothing(db_url):
     summary = _import_export(db_url, EXPORT_NEW)
-    assert summary.runs.rejected == 0, summary.runs.problems[:5]
+    assert summary.rejected == 0, summary.problems[:5]
     assert dict(summary.runs_by_source) == {"gpumode-kernelbot": 5215, "flashinfer-bench": 1937, "sol-execbench": 705}
-    assert summary.runs.inserted == 7857
+    assert summary.inserted == 7857
     again = _import_export(db_url, EXPORT_NEW)
-    assert (again.runs.inserted, again.runs.unchanged, again.runs.superseded, again.runs.rejected) == (0, 7857, 0, 0)
+    assert (again.inserted, again.unchanged, again.superseded, again.rejected) == (0, 7857, 0, 0)
 
 
 def _export_state(db_url: str):
