@@ -47,6 +47,7 @@ from kernelindex.ingest.records import RunRecord
 from kernelindex.ingest.summary import Refused
 from kernelindex.ingest.workloads import revision_matches
 from kernelindex.rules.names import hardware_key, hardware_name_problem, skeleton
+from kernelindex.rules.run_record import METRIC_UNITS
 
 KEYS_PER_LOOKUP = 5000
 # More new dimension rows than this in a batch go in by COPY (_insert_staged), fewer by executemany.
@@ -365,6 +366,7 @@ class Resolver:
         self._protocols: dict[tuple[str, str], int] = {}
         self._sources: dict[str, int] = {}
         self._snapshots: dict[tuple[int, str], int] = {}  # (source id, revision)
+        self.whole_sources: set[int] = set()  # sources with a whole snapshot this resolver named first
 
     async def hardware_index(self, session: AsyncSession) -> HardwareIndex:
         if self._known is not None:
@@ -422,7 +424,8 @@ class Resolver:
         for item in resolved:
             data = item.record.data
             env = data["environment"]
-            fingerprint = environment_fingerprint_memo(item.sku, env)
+            # A stated fingerprint: the environment as a source adapter keyed it (a record in the stated form).
+            fingerprint = env.get("fingerprint") or environment_fingerprint_memo(item.sku, env)
             fingerprints.append(fingerprint)
             if fingerprint not in environments and fingerprint not in self._environments:
                 software = env.get("software") or {}
@@ -447,6 +450,11 @@ class Resolver:
                     "source_availability": spec.get("source_availability") or "none",
                     "source_url": spec.get("source_url"),
                     "install_recipe": spec.get("install_recipe"),
+                    # As a source states them (absent from a measured record: the table's defaults).
+                    "authors": list(spec.get("authors") or []), "project": spec.get("project"),
+                    "target_architectures": list(spec.get("target_architectures") or []),
+                    "artifact_sha256": spec.get("artifact_sha256"), "artifact_bytes": spec.get("artifact_bytes"),
+                    "version": spec.get("version"),
                 }
             proto = data["protocol"]
             pkey = (proto["name"], proto["version"])
@@ -455,10 +463,17 @@ class Resolver:
                     "name": proto["name"], "version": proto["version"], "timer": proto.get("timer"),
                     "warmup": proto.get("warmup"), "trials": proto.get("trials"),
                     "statistic": proto.get("statistic") or "mean", "l2_flush": proto.get("l2_flush"),
+                    "metric": proto.get("metric") or "latency",
+                    "unit": proto.get("unit") or METRIC_UNITS[proto.get("metric") or "latency"],
+                    "harness": proto.get("harness"), "comparator": proto.get("comparator"), "family": proto.get("family"),
+                    "notes": proto.get("notes"),
                 }
             src = data["source"]
             if src["name"] not in sources and src["name"] not in self._sources:
-                sources[src["name"]] = {"name": src["name"], "url": src.get("url"), "licence": src.get("licence")}
+                sources[src["name"]] = {
+                    "name": src["name"], "url": src.get("url"), "licence": src.get("licence"), "key": src.get("key"),
+                    "kind": src.get("kind"), "terms": src.get("terms"), "attribution": src.get("attribution"),
+                }
         await self._ensure(session, _table_of(Environment), self._environments, environments, ["fingerprint"], dry_run)
         await self._ensure(session, _table_of(Implementation), self._implementations, implementations, ["slug"], dry_run)
         await self._ensure(session, _table_of(Protocol), self._protocols, protocols, ["name", "version"], dry_run)
@@ -469,8 +484,12 @@ class Resolver:
             skey = (self._sources[src["name"]], src.get("revision") or "")
             if skey not in snapshots and skey not in self._snapshots:
                 revision_date = date.fromisoformat(src["revision_date"]) if src.get("revision_date") else None
-                snapshots[skey] = {"source_id": skey[0], "revision": skey[1], "revision_date": revision_date}
+                snapshots[skey] = {"source_id": skey[0], "revision": skey[1], "revision_date": revision_date,
+                                   "route": src.get("route"), "whole": bool(src.get("whole"))}
+        missing = {k for k in snapshots if k not in self._snapshots}
         await self._ensure(session, _table_of(SourceSnapshot), self._snapshots, snapshots, ["source_id", "revision"], dry_run)
+        # A whole snapshot new here may outdate an older one of its source, or be outdated (RunWriter.write).
+        self.whole_sources |= {k[0] for k in missing if snapshots[k]["whole"] and k[0] > 0}
         ids: list[DimensionIds] = []
         for item, fingerprint in zip(resolved, fingerprints):
             data = item.record.data
