@@ -14,6 +14,7 @@ import msgspec
 
 from kernelindex.ingest.records import parse_observed_at
 from kernelindex.rules.identity import configuration_key, digest
+from kernelindex.rules.instants import as_utc
 
 VOLATILE_ENVIRONMENT_DETAILS = ("clocks", "current_clocks", "fingerprint", "captured_at")
 
@@ -100,7 +101,7 @@ def stated_content_digest(
     (kernelindex.ingest.stage) have one digest, so either way in it is unchanged. `figure`: every
     one of FIGURE_FIELDS (None where not stated). Sorted, compact JSON written by msgspec, in C."""
     content = {
-        "status": status, "failure_reason": failure_reason, "observed_at": observed_at.astimezone(UTC).isoformat(),
+        "status": status, "failure_reason": failure_reason, "observed_at": as_utc(observed_at).isoformat(),
         "figure": figure, "correctness": correctness, "source_speedup": source_speedup, "upstream_id": upstream_id,
     }
     return hashlib.sha256(msgspec.json.encode(content, order="sorted")).hexdigest()
