@@ -21,7 +21,7 @@ from kernelindex.db.locks import hold_index_writes
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
 from kernelindex.ingest.records import HARDWARE_FORMAT, CatalogueLine
-from kernelindex.ingest.resolve import HardwareIndex, WorkloadRef, WorkloadTriple
+from kernelindex.ingest.resolve import HardwareIndex, SuiteKey, WorkloadRef, WorkloadTriple
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, upsert_workload
 from kernelindex.rules.identity import configuration_key
 from kernelindex.rules.names import axis_name_problem, name_problem
@@ -181,7 +181,7 @@ async def _stated_canonical_keys(session: AsyncSession, lines: list[dict[str, An
 
 def overlay_catalog(
     lines: list[tuple[str, dict[str, Any]]], by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef],
-    hardware: HardwareIndex,
+    hardware: HardwareIndex, by_key: dict[SuiteKey, WorkloadRef] | None = None,
 ) -> None:
     """Lay catalogue lines over what the database holds, in memory: the hardware and workload
     revisions they would create get placeholder ids (below zero), and a revision they would make
@@ -203,8 +203,10 @@ def overlay_catalog(
         if ref is None:
             ref = WorkloadRef(next(placeholders), slug, None)
             by_slug[slug] = ref
-            if spec.level is not None and spec.problem_number is not None:  # catalogue lines are KernelBench's
+            if spec.level is not None and spec.problem_number is not None:
                 by_triple.setdefault((spec.suite, spec.level, spec.problem_number), ref)
+            if spec.suite_key is not None and by_key is not None:
+                by_key.setdefault((spec.suite, spec.suite_key), ref)
         revision_id = ref.revisions.get(spec.digest)
         if revision_id is None:
             revision_id = ref.revisions[spec.digest] = next(placeholders)

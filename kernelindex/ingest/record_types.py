@@ -49,6 +49,7 @@ class Workload(_Part):
     suite: Name | UnsetType = UNSET
     level: PositiveInteger | UnsetType = UNSET
     problem: PositiveInteger | UnsetType = UNSET
+    key: Name | UnsetType = UNSET  # the suite's own name for it (a suite without levels), with suite
     source_sha256: Annotated[str, Meta(pattern="^[0-9a-f]{64}$")] | UnsetType = UNSET
 
 
@@ -237,8 +238,9 @@ def shape_problems(run: Run) -> list[tuple[str | None, str]]:
     """What the JSON Schema refuses and a struct cannot express, worded as jsonschema words it."""
     problems: list[tuple[str | None, str]] = []
     workload = run.workload
-    if workload.slug is UNSET and (workload.suite is UNSET or workload.level is UNSET or workload.problem is UNSET):
-        problems.append(("workload", "needs slug or suite and level and problem"))
+    if workload.slug is UNSET and (workload.suite is UNSET or workload.level is UNSET or workload.problem is UNSET) and (
+            workload.suite is UNSET or workload.key is UNSET):
+        problems.append(("workload", "needs slug or suite and level and problem or suite and key"))
     for section, keys in _INTEGER_FIELDS:
         part = getattr(run, section)
         if not part:  # UNSET or None

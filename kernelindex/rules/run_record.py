@@ -54,12 +54,12 @@ _INT32_FIELDS = {"workload": ("level", "problem"), "protocol": ("warmup", "trial
 # Names whose spaces are collapsed (a stray space must not make a second source or protocol) and
 # which may not be empty or hold invisible characters.
 _NAME_FIELDS = {
-    "workload": ("slug", "suite"), "implementation": ("title", "framework", "language", "runtime_id"),
+    "workload": ("slug", "suite", "key"), "implementation": ("title", "framework", "language", "runtime_id"),
     "protocol": ("name", "version", "timer"), "source": ("name", "revision"),
 }
 # Names that end up in unique indexes, so no longer than MAX_NAME_CHARS.
 _INDEXED_FIELDS = {
-    "workload": ("slug", "suite"), "implementation": ("slug",), "hardware": ("sku", "product_name"),
+    "workload": ("slug", "suite", "key"), "implementation": ("slug",), "hardware": ("sku", "product_name"),
     "protocol": ("name", "version"), "source": ("name", "revision"),
 }
 # What the measured form (a record without `figure`) takes: the stated form takes a source's own words.

@@ -83,8 +83,11 @@ async def _export_and_read_back(client, db_url: str, empty_db_url: str, tmp_path
     path.write_text(response.text)
     lines = [json.loads(line) for line in response.text.splitlines()]
     await asyncio.to_thread(upgrade, empty_db_url)
-    copy = await ingest_runs_file(empty_db_url, path, str(path), progress=False)
     runs = [line for line in lines if line["format"] == "kernelindex.run/1"]
+    # A dry run lays the catalogue lines (suite-keyed workloads among them) over the empty database in memory.
+    dry = await ingest_runs_file(empty_db_url, path, str(path), progress=False, dry_run=True)
+    assert dry.problems == [] and dry.inserted == len(runs), dry.problems[:3]
+    copy = await ingest_runs_file(empty_db_url, path, str(path), progress=False)
     assert copy.problems == [] and copy.rejected == 0, copy.problems[:3]
     assert copy.inserted == len(runs)
     return path, runs
@@ -214,3 +217,13 @@ async def test_a_median_a_memory_and_a_score_run_round_trip_exactly(client, db_u
     again = await ingest_runs_file(db_url, path, str(path), progress=False)
     assert again.problems == [] and (again.inserted, again.superseded, again.unchanged) == (0, 0, len(runs))
     assert await _runs(db_url) == original
+
+    # A record may name a suite's workload by the suite's own key instead of its slug: the same run.
+    by_key = tmp_path / "by_key.jsonl"
+    named = [{**stated["run-1"], "workload": {"suite": "synth-suite", "key": "rms-norm-forward"}},
+             {**stated["run-2"], "workload": {"suite": "synth-suite", "key": "no-such-kernel"}}]
+    by_key.write_text("".join(json.dumps(r) + "\n" for r in named))
+    keyed = await ingest_runs_file(empty_db_url, by_key, str(by_key), progress=False)
+    assert (keyed.unchanged, keyed.inserted, keyed.rejected) == (1, 0, 1)
+    assert [(p.where, p.key) for p in keyed.problems] == [("line 2", "workload.key")]
+    assert "unknown workload 'no-such-kernel' of suite 'synth-suite'" in keyed.problems[0].reason

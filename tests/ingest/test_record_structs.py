@@ -163,6 +163,7 @@ def generated_records():
         rec["protocol"].update(protocol)
         yield rec
     for workload in ({"suite": "kernelbench", "level": 3, "problem": 9}, {"suite": "kernelbench", "level": 3}, {},
+                     {"suite": "liger-kernel", "key": "rms_norm-forward"}, {"key": "k"}, {"suite": "s", "key": ""},
                      {"slug": "s", "level": 0}, {"suite": "k", "level": 2.5, "problem": 1}, {"source_sha256": "0" * 64}):
         for hardware in ({"sku": "NVIDIA H100 SXM5 80GB"}, {"product_name": "NVIDIA H100"}, {}, {"sku": ""}):
             rec = copy.deepcopy(GOOD)
@@ -279,7 +280,7 @@ def test_a_line_decodes_to_the_struct_its_values_convert_to():
      "'fp8' is not one of ['fp32', 'fp16', 'bf16', 'fp64', 'int8', 'int32', 'int64', 'bool']"),
     (lambda r: r.update(colour="red"), "colour", "unknown field 'colour' (not in the run-record schema)"),
     (lambda r: r.pop("observed_at"), "observed_at", "'observed_at' is a required property"),
-    (lambda r: r.update(workload={"suite": "kernelbench"}), "workload", "needs slug or suite and level and problem"),
+    (lambda r: r.update(workload={"suite": "kernelbench"}), "workload", "needs slug or suite and level and problem or suite and key"),
     (lambda r: r["implementation"].update(slug="Bad Slug"), "implementation.slug", "'Bad Slug' does not match '^[a-z0-9][a-z0-9_.@/-]*$'"),
     (lambda r: r["source"].update(revision_date="2026-02-30"), "source.revision_date", "'2026-02-30' is not a 'date'"),
     (lambda r: r["statistics"].update(std=True), "statistics.std", "True is not of type 'number', 'null'"),
