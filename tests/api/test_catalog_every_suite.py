@@ -123,6 +123,7 @@ async def test_an_export_and_a_liger_file_round_trip_through_catalog_jsonl(clien
     assert len(copy) == len(original)
     # figures, statistic, metric, bounds, source and licence, suite keys: all of it
     assert copy == original, _differences(copy, original)
+    assert await _bests(empty_db_url) == await _bests(db_url)  # and the records our rules compute from them
 
     again = await ingest_runs_file(db_url, path, str(path), progress=False)
     assert again.problems == [] and (again.inserted, again.superseded) == (0, 0)
@@ -227,3 +228,38 @@ async def test_a_median_a_memory_and_a_score_run_round_trip_exactly(client, db_u
     assert (keyed.unchanged, keyed.inserted, keyed.rejected) == (1, 0, 1)
     assert [(p.where, p.key) for p in keyed.problems] == [("line 2", "workload.key")]
     assert "unknown workload 'no-such-kernel' of suite 'synth-suite'" in keyed.problems[0].reason
+
+
+BESTS = """
+SELECT w.slug, b.configuration_key, i.slug, h.sku, p.name, e.fingerprint, b.figure, b.run_count, b.observed_at
+FROM cohort_bests b JOIN workloads w ON w.id = b.workload_id JOIN implementations i ON i.id = b.implementation_id
+JOIN hardware h ON h.id = b.hardware_id JOIN protocols p ON p.id = b.protocol_id JOIN environments e ON e.id = b.environment_id
+"""
+
+
+async def _bests(url: str) -> list[tuple]:
+    conn = await asyncpg.connect(to_libpq_url(url))
+    try:
+        return sorted((tuple(r) for r in await conn.fetch(BESTS)), key=repr)
+    finally:
+        await conn.close()
+
+
+@needs_shared
+async def test_both_liger_snapshots_read_back_with_the_older_outdated_and_the_same_records(client, db_url, empty_db_url, tmp_path):
+    """Two whole snapshots of one source: the copy marks the older outdated as the adapter's import did,
+    so its runs count for nothing there too, and the records (cohort bests) are the same."""
+    from kernelindex.ingest.sources.liger import read_liger
+
+    for name, revision, observed in (("all_benchmark_data-27fe47e2.csv", "27fe47e2", date(2026, 6, 10)),
+                                     (LIGER.name, "2120862b", date(2026, 8, 10))):
+        read = await asyncio.to_thread(read_liger, LIGER.parent / name, revision=revision, observed=observed)
+        summary = await in_own_transaction(db_url, lambda s, r=read, n=name, rv=revision, o=observed: import_source(
+            s, r, [r.source], Snapshot(rv, o, n)))
+        assert summary.runs.rejected == 0
+    original = await _runs(db_url)
+    assert {(row[31], row[35]) for row in original if row[1] == "liger-kernel"} == {("27fe47e2", True), ("2120862b", False)}
+    await _export_and_read_back(client, db_url, empty_db_url, tmp_path)
+    copy = await _runs(empty_db_url)
+    assert copy == original, _differences(copy, original)
+    assert await _bests(empty_db_url) == await _bests(db_url)
