@@ -14,19 +14,20 @@ import itertools
 from datetime import date
 from typing import Any
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.locks import hold_index_writes
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
 from kernelindex.ingest.records import HARDWARE_FORMAT, CatalogueLine
-from kernelindex.ingest.resolve import HardwareIndex, WorkloadRef, WorkloadTriple
+from kernelindex.ingest.resolve import HardwareIndex, SuiteKey, WorkloadRef, WorkloadTriple
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, upsert_workload
 from kernelindex.rules.identity import configuration_key
 from kernelindex.rules.names import axis_name_problem, name_problem
 from kernelindex.services.records import refresh_workloads
 
-WORKLOAD_REQUIRED = ("suite", "level", "problem_number", "name", "reference_source", "canonical")
+WORKLOAD_REQUIRED = ("suite", "name", "reference_source", "canonical")
 
 
 def _snapshots_problem(snapshots: Any) -> str | None:
@@ -49,7 +50,10 @@ def _snapshots_problem(snapshots: Any) -> str | None:
 
 def _workload_problem(data: dict[str, Any]) -> tuple[str | None, str] | None:
     """(key, why) a workload line is refused, or None."""
-    missing = [k for k in WORKLOAD_REQUIRED if data.get(k) in (None, "")]
+    # A workload is identified in its suite by level and problem number (KernelBench) or by the suite's
+    # own key (suite_key, with its slug): one of the two.
+    keyed = data.get("suite_key") not in (None, "")
+    missing = [k for k in (*WORKLOAD_REQUIRED, *(("slug",) if keyed else ("level", "problem_number"))) if data.get(k) in (None, "")]
     if missing:
         return missing[0], f"missing {', '.join(missing)}"
     for key in ("suite", "name", "reference_source"):
@@ -61,8 +65,14 @@ def _workload_problem(data: dict[str, Any]) -> tuple[str | None, str] | None:
     if data.get("slug") is not None and (not isinstance(data["slug"], str) or name_problem(data["slug"])):
         return "slug", "slug must be a non-empty string without invisible characters"
     for key in ("level", "problem_number"):
-        if type(data[key]) is not int or data[key] < 1:
+        if (data.get(key) is not None or not keyed) and (type(data[key]) is not int or data[key] < 1):
             return key, f"{key} must be a positive integer, got {data[key]!r}"
+    for key in ("suite_key", "family", "reference"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            return key, f"{key} must be a string"
+    aliases = data.get("aliases")
+    if aliases is not None and not (isinstance(aliases, list) and all(isinstance(a, str) for a in aliases)):
+        return "aliases", "aliases must be a list of names"
     canonical = data["canonical"]
     bindings = canonical.get("bindings") if isinstance(canonical, dict) else None
     if not isinstance(canonical, dict) or not isinstance(bindings or {}, dict):
@@ -71,8 +81,12 @@ def _workload_problem(data: dict[str, Any]) -> tuple[str | None, str] | None:
         bad = axis_name_problem(axis)
         if bad:
             return f"canonical.bindings.{axis}", bad
-        if type(value) is not int or value < 1:
+        if type(value) is not int or (value < 1 and not keyed):
+            # (a suite's own axes bind what it states: an offset of -100 is not a size)
             return f"canonical.bindings.{axis}", f"{value!r} is not a size: an axis binding is a positive integer"
+    stated_key = canonical.get("configuration_key")
+    if stated_key is not None and (not isinstance(stated_key, str) or not stated_key):
+        return "canonical.configuration_key", "canonical.configuration_key must be a non-empty string"
     problem = _snapshots_problem(data.get("snapshots"))
     return ("snapshots", problem) if problem else None
 
@@ -89,7 +103,10 @@ def check_catalogue_line(line: CatalogueLine, label: str) -> tuple[str, dict[str
 def _spec(data: dict[str, Any]) -> WorkloadSpec:
     canonical = data["canonical"]
     return WorkloadSpec(
-        suite=data["suite"], level=int(data["level"]), problem_number=int(data["problem_number"]), name=data["name"],
+        suite=data["suite"], level=None if data.get("level") is None else int(data["level"]),
+        problem_number=None if data.get("problem_number") is None else int(data["problem_number"]), name=data["name"],
+        suite_key=data.get("suite_key"), family=data.get("family"), reference=data.get("reference"),
+        aliases=tuple(data.get("aliases") or ()),
         slug=data.get("slug"), kind=data.get("kind"), description=data.get("description"),
         reference_source=data["reference_source"], source_filename=data.get("source_filename"),
         upstream_revision=data.get("upstream_revision"), canonical_bindings=canonical.get("bindings") or {},
@@ -139,14 +156,32 @@ async def apply_catalog(session: AsyncSession, lines: list[tuple[str, dict[str, 
         result = await record_snapshot(session, suite, revision, revision_date, specs, complete=complete)
         touched += [o.workload_id for o in result.outcomes]
         moved |= set(result.current_changed)
+    moved |= await _stated_canonical_keys(session, [data for _, data in lines if data["format"] != HARDWARE_FORMAT])
     if moved:
         await refresh_workloads(session, moved)
     return hardware, touched
 
 
+async def _stated_canonical_keys(session: AsyncSession, lines: list[dict[str, Any]]) -> set[int]:
+    """The canonical configuration keys workload lines state where a source's case makes them (the key
+    of bindings and dtype with the case: source_import.configuration_keys), on the revisions the lines
+    name. Returns the workloads whose key moved."""
+    wanted = [(data["slug"], _spec(data).digest, data["canonical"]["configuration_key"]) for data in lines
+              if isinstance(data.get("canonical"), dict) and data["canonical"].get("configuration_key") and data.get("slug")]
+    if not wanted:
+        return set()
+    moved = await session.execute(text(
+        "UPDATE workload_revisions r SET canonical_configuration_key = v.cfg FROM workloads w, "
+        "unnest(CAST(:slugs AS text[]), CAST(:shas AS text[]), CAST(:cfgs AS text[])) AS v(slug, sha, cfg) "
+        "WHERE w.slug = v.slug AND r.workload_id = w.id AND r.source_sha256 = v.sha "
+        "AND r.canonical_configuration_key <> v.cfg RETURNING r.workload_id"
+    ), {"slugs": [w[0] for w in wanted], "shas": [w[1] for w in wanted], "cfgs": [w[2] for w in wanted]})
+    return set(moved.scalars().all())
+
+
 def overlay_catalog(
     lines: list[tuple[str, dict[str, Any]]], by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef],
-    hardware: HardwareIndex,
+    hardware: HardwareIndex, by_key: dict[SuiteKey, WorkloadRef] | None = None,
 ) -> None:
     """Lay catalogue lines over what the database holds, in memory: the hardware and workload
     revisions they would create get placeholder ids (below zero), and a revision they would make
@@ -168,12 +203,15 @@ def overlay_catalog(
         if ref is None:
             ref = WorkloadRef(next(placeholders), slug, None)
             by_slug[slug] = ref
-            if spec.level is not None and spec.problem_number is not None:  # catalogue lines are KernelBench's
+            if spec.level is not None and spec.problem_number is not None:
                 by_triple.setdefault((spec.suite, spec.level, spec.problem_number), ref)
+            if spec.suite_key is not None and by_key is not None:
+                by_key.setdefault((spec.suite, spec.suite_key), ref)
         revision_id = ref.revisions.get(spec.digest)
         if revision_id is None:
             revision_id = ref.revisions[spec.digest] = next(placeholders)
-            ref.canonical_keys[revision_id] = configuration_key(spec.canonical_bindings or {}, spec.canonical_dtype)
+            ref.canonical_keys[revision_id] = (data["canonical"].get("configuration_key")
+                                               or configuration_key(spec.canonical_bindings or {}, spec.canonical_dtype))
         for entry in data.get("snapshots") or []:
             ref.snapshot_revisions.setdefault(str(entry["upstream_revision"]), revision_id)
         if data.get("snapshots"):

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Hashable
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any, TypeVar
+
+import msgspec
 
 from kernelindex.ingest.records import parse_observed_at
 from kernelindex.rules.identity import configuration_key, digest
+from kernelindex.rules.instants import as_utc
 
 VOLATILE_ENVIRONMENT_DETAILS = ("clocks", "current_clocks", "fingerprint", "captured_at")
 
@@ -83,3 +86,22 @@ def content_digest(data: dict[str, Any]) -> str:
             pass  # validation reports it; the digest of an unparsed time is still a digest
     return digest(content)
 
+
+
+# The fields of a stated figure (kernelindex.ingest.sources.parts.Figure, the record's `figure`).
+FIGURE_FIELDS = ("value", "low", "high", "quantiles", "min", "max", "std", "mean", "samples")
+
+
+def stated_content_digest(
+    status: str, failure_reason: str | None, observed_at: datetime, figure: dict[str, Any] | None,
+    correctness: dict[str, Any] | None, source_speedup: float | None, upstream_id: str | None,
+) -> str:
+    """sha256 of what a run as its source states it measured: a source adapter's run
+    (kernelindex.ingest.source_import) and the same run read back from a record in the stated form
+    (kernelindex.ingest.stage) have one digest, so either way in it is unchanged. `figure`: every
+    one of FIGURE_FIELDS (None where not stated). Sorted, compact JSON written by msgspec, in C."""
+    content = {
+        "status": status, "failure_reason": failure_reason, "observed_at": as_utc(observed_at).isoformat(),
+        "figure": figure, "correctness": correctness, "source_speedup": source_speedup, "upstream_id": upstream_id,
+    }
+    return hashlib.sha256(msgspec.json.encode(content, order="sorted")).hexdigest()

@@ -33,7 +33,11 @@ Positive = Annotated[int, Meta(gt=0)] | Annotated[float, Meta(gt=0)]
 NonNegative = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)]
 Number = int | float
 Name = Annotated[str, Meta(min_length=1)]
-Dtype = Literal["fp32", "fp16", "bf16", "fp64", "int8", "int32", "int64", "bool"]
+# The index's names (fp32, fp16, bf16, fp64, int8, int32, int64, bool) or, for a run a source states, the
+# dtype as that source names it (fp8_e4m3fnuz, nvfp4, unspecified): what the adapters store.
+Dtype = Annotated[str, Meta(pattern="^[a-z0-9][a-z0-9_]*$")]
+Slug = Annotated[str, Meta(pattern="^[a-z0-9][a-z0-9_.@/-]*$")]
+Quantile = Annotated[int, Meta(ge=0, le=1)] | Annotated[float, Meta(ge=0, le=1)]
 
 
 class _Part(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -45,16 +49,18 @@ class Workload(_Part):
     suite: Name | UnsetType = UNSET
     level: PositiveInteger | UnsetType = UNSET
     problem: PositiveInteger | UnsetType = UNSET
+    key: Name | UnsetType = UNSET  # the suite's own name for it (a suite without levels), with suite
     source_sha256: Annotated[str, Meta(pattern="^[0-9a-f]{64}$")] | UnsetType = UNSET
 
 
 class Configuration(_Part):
     bindings: dict[str, Integer]
     dtype: Dtype
+    key: Name | UnsetType = UNSET  # the stored configuration key, where a source's own case makes it
 
 
 class Implementation(_Part):
-    slug: Annotated[str, Meta(pattern="^[a-z0-9][a-z0-9_.-]*$")]
+    slug: Slug
     title: str | UnsetType = UNSET
     framework: str | UnsetType = UNSET
     language: str | UnsetType = UNSET
@@ -65,6 +71,12 @@ class Implementation(_Part):
     source_url: str | None | UnsetType = UNSET
     install_recipe: str | None | UnsetType = UNSET
     compile_mode: str | None | UnsetType = UNSET
+    authors: list[str] | UnsetType = UNSET
+    project: str | None | UnsetType = UNSET
+    target_architectures: list[str] | UnsetType = UNSET
+    artifact_sha256: str | None | UnsetType = UNSET
+    artifact_bytes: NonNegativeInteger | None | UnsetType = UNSET
+    version: str | None | UnsetType = UNSET
 
 
 class Hardware(_Part):
@@ -86,16 +98,23 @@ class Environment(_Part):
     label: str | None | UnsetType = UNSET
     software: Software | UnsetType = UNSET
     details: dict[str, Any] | UnsetType = UNSET
+    fingerprint: Annotated[str, Meta(pattern="^[0-9a-f]{64}$")] | UnsetType = UNSET
 
 
 class Protocol(_Part):
     name: Name
-    version: Name
-    timer: str | UnsetType = UNSET
+    version: str
+    timer: str | None | UnsetType = UNSET
     warmup: NonNegativeInteger | None | UnsetType = UNSET
     trials: PositiveInteger | None | UnsetType = UNSET
-    statistic: Literal["mean", "median", "min"] | UnsetType = UNSET
+    statistic: Literal["mean", "median", "min", "geomean", "unspecified"] | UnsetType = UNSET
     l2_flush: bool | None | UnsetType = UNSET
+    metric: Literal["latency", "memory", "score"] | UnsetType = UNSET
+    unit: Literal["ms", "MB", "s"] | UnsetType = UNSET
+    harness: str | None | UnsetType = UNSET
+    comparator: str | None | UnsetType = UNSET
+    family: str | None | UnsetType = UNSET
+    notes: str | None | UnsetType = UNSET
 
 
 class Statistics(_Part):
@@ -124,6 +143,27 @@ class Source(_Part):
     licence: str | None | UnsetType = UNSET
     revision: str | None | UnsetType = UNSET
     revision_date: str | None | UnsetType = UNSET
+    key: str | None | UnsetType = UNSET
+    kind: str | None | UnsetType = UNSET
+    terms: str | None | UnsetType = UNSET
+    attribution: str | None | UnsetType = UNSET
+    route: str | None | UnsetType = UNSET
+    whole: bool | UnsetType = UNSET
+
+
+class Figure(_Part):
+    """The headline figure in the protocol's metric, statistic and unit, with the spread its source
+    states (the fields of kernelindex.ingest.sources.parts.Figure)."""
+
+    value: Positive
+    low: Positive | None | UnsetType = UNSET
+    high: Positive | None | UnsetType = UNSET
+    quantiles: Annotated[list[Quantile], Meta(min_length=2, max_length=2)] | None | UnsetType = UNSET
+    min: Positive | None | UnsetType = UNSET
+    max: Positive | None | UnsetType = UNSET
+    std: NonNegative | None | UnsetType = UNSET
+    mean: Positive | None | UnsetType = UNSET
+    samples: PositiveInteger | None | UnsetType = UNSET
 
 
 class Run(_Part):
@@ -144,6 +184,12 @@ class Run(_Part):
     samples_ms: list[Positive] | None | UnsetType = UNSET
     compile_time_ms: NonNegative | None | UnsetType = UNSET
     correctness: Correctness | None | UnsetType = UNSET
+    # The stated form (a run as its source states it; kernelindex.ingest.stage.staged_run): `figure` given,
+    # as an object or, for a failed run, null.
+    figure: Figure | None | UnsetType = UNSET
+    source_speedup: NonNegative | None | UnsetType = UNSET
+    upstream_id: str | UnsetType = UNSET
+    source_correctness: dict[str, Any] | None | UnsetType = UNSET
 
 
 RUN_DECODER = msgspec.json.Decoder(Run)
@@ -178,6 +224,7 @@ def colons(run: Run) -> int:
 # (key, the integer fields' keys), for shape_problems' test of a float with a fraction.
 _INTEGER_FIELDS = (
     ("workload", ("level", "problem")), ("protocol", ("warmup", "trials")), ("statistics", ("num_trials",)),
+    ("figure", ("samples",)), ("implementation", ("artifact_bytes",)),
 )
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
 
@@ -191,8 +238,9 @@ def shape_problems(run: Run) -> list[tuple[str | None, str]]:
     """What the JSON Schema refuses and a struct cannot express, worded as jsonschema words it."""
     problems: list[tuple[str | None, str]] = []
     workload = run.workload
-    if workload.slug is UNSET and (workload.suite is UNSET or workload.level is UNSET or workload.problem is UNSET):
-        problems.append(("workload", "needs slug or suite and level and problem"))
+    if workload.slug is UNSET and (workload.suite is UNSET or workload.level is UNSET or workload.problem is UNSET) and (
+            workload.suite is UNSET or workload.key is UNSET):
+        problems.append(("workload", "needs slug or suite and level and problem or suite and key"))
     for section, keys in _INTEGER_FIELDS:
         part = getattr(run, section)
         if not part:  # UNSET or None

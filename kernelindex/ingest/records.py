@@ -291,6 +291,12 @@ def _leaf_reasons(value: Any, node: JSON) -> list[str]:
             out.append(f"{value!r} is less than the minimum of {rule!r}")
         elif keyword == "exclusiveMinimum" and number and value <= rule:
             out.append(f"{value!r} is less than or equal to the minimum of {rule!r}")
+        elif keyword == "maximum" and number and value > rule:
+            out.append(f"{value!r} is greater than the maximum of {rule!r}")
+        elif keyword == "minItems" and type(value) is list and len(value) < rule:
+            out.append(f"{value!r} {'should be non-empty' if rule == 1 else 'is too short'}")
+        elif keyword == "maxItems" and type(value) is list and len(value) > rule:
+            out.append(f"{value!r} {'is expected to be empty' if rule == 0 else 'is too long'}")
         elif keyword == "minLength" and type(value) is str and len(value) < rule:
             out.append(f"{value!r} {'should be non-empty' if rule == 1 else 'is too short'}")
         elif keyword == "pattern" and type(value) is str and re.search(rule, value) is None:
@@ -381,9 +387,15 @@ def _tell(error: msgspec.ValidationError, work: dict[str, Any], found: list[tupl
             for key, value in items:
                 for reason in _leaf_reasons(value, node):
                     found.append((_rank([*whole, key], ""), (_key_path([*whole, key]), reason)))
+            if isinstance(container, list):  # the list's own length, where its schema bounds it
+                found += [(_rank(whole, ""), (_key_path(whole), r)) for r in _leaf_reasons(container, _schema_at(whole))]
         else:
-            reasons = _leaf_reasons(holder, _schema_at(path)) or [_short(what)]
+            node = _schema_at(path)
+            reasons = _leaf_reasons(holder, node) or [_short(what)]
             found += [(_rank(path, ""), (_key_path(path), reason)) for reason in reasons]
+            if isinstance(holder, list) and isinstance(node.get("items"), dict):  # and its items, as jsonschema tells both
+                for index, value in enumerate(holder):
+                    found += [(_rank([*path, index], ""), (_key_path([*path, index]), r)) for r in _leaf_reasons(value, node["items"])]
         if not whole:
             return None
         container = work
@@ -400,7 +412,7 @@ def _tell(error: msgspec.ValidationError, work: dict[str, Any], found: list[tupl
         return exc
     for key, reason in shape_problems(run):
         # Read after a value was taken out: only where none was taken from.
-        if not any(_key_path(t).startswith(key or "") for t in taken):
+        if not any(_key_path(t).startswith(key or "") or (key or "").startswith(_key_path(t) + ".") for t in taken):
             parts = (key or "").split(".")
             found.append((_rank(parts, "anyOf" if reason.startswith("needs ") else ""), (key, reason)))
     return None

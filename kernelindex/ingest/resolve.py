@@ -47,6 +47,7 @@ from kernelindex.ingest.records import RunRecord
 from kernelindex.ingest.summary import Refused
 from kernelindex.ingest.workloads import revision_matches
 from kernelindex.rules.names import hardware_key, hardware_name_problem, skeleton
+from kernelindex.rules.run_record import METRIC_UNITS
 
 KEYS_PER_LOOKUP = 5000
 # More new dimension rows than this in a batch go in by COPY (_insert_staged), fewer by executemany.
@@ -140,6 +141,7 @@ class HardwareIndex:
 
 
 WorkloadTriple = tuple[str, int, int]  # (suite, level, problem number)
+SuiteKey = tuple[str, str]  # (suite, the suite's own key): a workload of a suite without levels
 
 
 @dataclass
@@ -175,7 +177,7 @@ class ResolvedWorkload:
 
 def resolve_workload_ref(
     ref: dict[str, Any], by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef],
-    source_revision: str | None = None,
+    source_revision: str | None = None, by_key: dict[SuiteKey, WorkloadRef] | None = None,
 ) -> ResolvedWorkload | WorkloadRefusal:
     """The workload and revision a record's workload reference names, or why not.
 
@@ -187,6 +189,11 @@ def resolve_workload_ref(
         w = by_slug.get(ref["slug"])
         if w is None:
             return WorkloadRefusal("workload.slug", f"unknown workload {ref['slug']!r}")
+    elif "key" in ref and "level" not in ref:
+        # A workload its suite names by its own key (migration 0016's suite_key).
+        w = (by_key or {}).get((ref["suite"], ref["key"]))
+        if w is None:
+            return WorkloadRefusal("workload.key", f"unknown workload {ref['key']!r} of suite {ref['suite']!r}")
     else:
         w = by_triple.get((ref["suite"], ref["level"], ref["problem"]))
         if w is None:
@@ -220,41 +227,46 @@ WorkloadResolution = ResolvedWorkload | WorkloadRefusal
 
 
 def workload_resolver(
-    by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef]
+    by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef], by_key: dict[SuiteKey, WorkloadRef] | None = None,
 ) -> Callable[[dict[str, Any], str | None], WorkloadResolution]:
     """resolve_workload_ref against these workloads, remembered per reference and source revision
     (a batch names a few workloads thousands of times, and finding a snapshot's revision walks them)."""
     memo: dict[tuple[Any, ...], WorkloadResolution] = {}
 
     def resolve(ref: dict[str, Any], source_revision: str | None) -> WorkloadResolution:
-        key = (ref.get("slug"), ref.get("suite"), ref.get("level"), ref.get("problem"), ref.get("source_sha256"), source_revision)
+        key = (ref.get("slug"), ref.get("suite"), ref.get("level"), ref.get("problem"), ref.get("key"), ref.get("source_sha256"),
+               source_revision)
         try:
             found = memo.get(key)
         except TypeError:  # an unhashable value where a name belongs: not remembered
-            return resolve_workload_ref(ref, by_slug, by_triple, source_revision)
+            return resolve_workload_ref(ref, by_slug, by_triple, source_revision, by_key)
         if found is None:
-            found = memo[key] = resolve_workload_ref(ref, by_slug, by_triple, source_revision)
+            found = memo[key] = resolve_workload_ref(ref, by_slug, by_triple, source_revision, by_key)
         return found
 
     return resolve
 
 
 async def load_workload_refs(
-    session: AsyncSession, slugs: Iterable[str] | None = None, triples: Iterable[WorkloadTriple] | None = None
-) -> tuple[dict[str, WorkloadRef], dict[WorkloadTriple, WorkloadRef]]:
-    """Workloads with their revisions: those named (slugs, triples), or every one when both are None."""
+    session: AsyncSession, slugs: Iterable[str] | None = None, triples: Iterable[WorkloadTriple] | None = None,
+    keys: Iterable[SuiteKey] | None = None,
+) -> tuple[dict[str, WorkloadRef], dict[WorkloadTriple, WorkloadRef], dict[SuiteKey, WorkloadRef]]:
+    """Workloads with their revisions: those named (slugs, triples, suite keys), or every one when all are None;
+    by slug, by (suite, level, problem) and by (suite, suite_key)."""
     query = select(
         Workload.id, Workload.slug, Workload.suite, Workload.level, Workload.problem_number, Workload.current_revision_id,
-        Workload.in_latest_snapshot,
+        Workload.in_latest_snapshot, Workload.suite_key,
     )
-    if slugs is not None or triples is not None:
+    if slugs is not None or triples is not None or keys is not None:
         conditions = []
         if slugs:
             conditions.append(Workload.slug.in_(list(slugs)))
         if triples:
             conditions.append(tuple_(Workload.suite, Workload.level, Workload.problem_number).in_(list(triples)))
+        if keys:
+            conditions.append(tuple_(Workload.suite, Workload.suite_key).in_(list(keys)))
         if not conditions:
-            return {}, {}
+            return {}, {}, {}
         query = query.where(or_(*conditions))
     rows = (await session.execute(query)).all()
     by_id = {r.id: WorkloadRef(r.id, r.slug, r.current_revision_id, in_latest_snapshot=r.in_latest_snapshot) for r in rows}
@@ -266,7 +278,7 @@ async def load_workload_refs(
         members = select(SuiteSnapshotMember.workload_id, SuiteSnapshot.upstream_revision, SuiteSnapshotMember.workload_revision_id).join(
             SuiteSnapshot, SuiteSnapshot.id == SuiteSnapshotMember.snapshot_id
         )
-        if slugs is not None or triples is not None:
+        if slugs is not None or triples is not None or keys is not None:
             revisions = revisions.where(WorkloadRevision.workload_id.in_(list(by_id)))
             members = members.where(SuiteSnapshotMember.workload_id.in_(list(by_id)))
         for rev_id, workload_id, sha, canonical_key, stand_in_sha in (await session.execute(revisions.order_by(WorkloadRevision.id))).all():
@@ -290,7 +302,8 @@ async def load_workload_refs(
             by_triple[triple] = refs[0] if len(refs) == 1 else latest[0]
         else:
             by_triple[triple] = replace(refs[0], ambiguous_with=tuple(w.slug for w in refs[1:]))
-    return by_slug, by_triple
+    by_key = {(r.suite, r.suite_key): by_id[r.id] for r in rows if r.suite_key is not None}
+    return by_slug, by_triple, by_key
 
 
 async def load_hardware_index(session: AsyncSession) -> HardwareIndex:
@@ -308,11 +321,12 @@ class References:
     by_slug: dict[str, WorkloadRef]
     by_triple: dict[WorkloadTriple, WorkloadRef]
     hardware: HardwareIndex
+    by_key: dict[SuiteKey, WorkloadRef] = field(default_factory=dict)
 
     @classmethod
     async def load(cls, session: AsyncSession) -> References:
-        by_slug, by_triple = await load_workload_refs(session)
-        return cls(by_slug, by_triple, await load_hardware_index(session))
+        by_slug, by_triple, by_key = await load_workload_refs(session)
+        return cls(by_slug, by_triple, await load_hardware_index(session), by_key)
 
 
 @dataclass(slots=True)
@@ -365,6 +379,7 @@ class Resolver:
         self._protocols: dict[tuple[str, str], int] = {}
         self._sources: dict[str, int] = {}
         self._snapshots: dict[tuple[int, str], int] = {}  # (source id, revision)
+        self.whole_sources: set[int] = set()  # sources with a whole snapshot this resolver named first
 
     async def hardware_index(self, session: AsyncSession) -> HardwareIndex:
         if self._known is not None:
@@ -378,9 +393,10 @@ class Resolver:
     ) -> Callable[[dict[str, Any], str | None], WorkloadResolution]:
         """A resolver of the workloads these records name (every one known to a dry run's overlay)."""
         if self._known is not None:
-            return workload_resolver(self._known.by_slug, self._known.by_triple)
+            return workload_resolver(self._known.by_slug, self._known.by_triple, self._known.by_key)
         slugs: set[str] = set()
         triples: set[WorkloadTriple] = set()
+        keys: set[SuiteKey] = set()
         for data in records:
             ref = data.get("workload")
             if not isinstance(ref, dict):
@@ -389,7 +405,9 @@ class Resolver:
                 slugs.add(ref["slug"])
             elif all(isinstance(ref.get(k), (str, int)) and not isinstance(ref.get(k), bool) for k in ("suite", "level", "problem")):
                 triples.add((ref["suite"], ref["level"], ref["problem"]))
-        return workload_resolver(*await load_workload_refs(session, slugs, triples))
+            elif isinstance(ref.get("suite"), str) and isinstance(ref.get("key"), str):
+                keys.add((ref["suite"], ref["key"]))
+        return workload_resolver(*await load_workload_refs(session, slugs, triples, keys))
 
     async def resolve(self, session: AsyncSession, records: list[RunRecord]) -> tuple[list[ResolvedRecord], list[Refused]]:
         """Which workload revision and catalogue hardware each record names (an unknown or look-alike
@@ -422,7 +440,8 @@ class Resolver:
         for item in resolved:
             data = item.record.data
             env = data["environment"]
-            fingerprint = environment_fingerprint_memo(item.sku, env)
+            # A stated fingerprint: the environment as a source adapter keyed it (a record in the stated form).
+            fingerprint = env.get("fingerprint") or environment_fingerprint_memo(item.sku, env)
             fingerprints.append(fingerprint)
             if fingerprint not in environments and fingerprint not in self._environments:
                 software = env.get("software") or {}
@@ -447,6 +466,11 @@ class Resolver:
                     "source_availability": spec.get("source_availability") or "none",
                     "source_url": spec.get("source_url"),
                     "install_recipe": spec.get("install_recipe"),
+                    # As a source states them (absent from a measured record: the table's defaults).
+                    "authors": list(spec.get("authors") or []), "project": spec.get("project"),
+                    "target_architectures": list(spec.get("target_architectures") or []),
+                    "artifact_sha256": spec.get("artifact_sha256"), "artifact_bytes": spec.get("artifact_bytes"),
+                    "version": spec.get("version"),
                 }
             proto = data["protocol"]
             pkey = (proto["name"], proto["version"])
@@ -455,10 +479,17 @@ class Resolver:
                     "name": proto["name"], "version": proto["version"], "timer": proto.get("timer"),
                     "warmup": proto.get("warmup"), "trials": proto.get("trials"),
                     "statistic": proto.get("statistic") or "mean", "l2_flush": proto.get("l2_flush"),
+                    "metric": proto.get("metric") or "latency",
+                    "unit": proto.get("unit") or METRIC_UNITS[proto.get("metric") or "latency"],
+                    "harness": proto.get("harness"), "comparator": proto.get("comparator"), "family": proto.get("family"),
+                    "notes": proto.get("notes"),
                 }
             src = data["source"]
             if src["name"] not in sources and src["name"] not in self._sources:
-                sources[src["name"]] = {"name": src["name"], "url": src.get("url"), "licence": src.get("licence")}
+                sources[src["name"]] = {
+                    "name": src["name"], "url": src.get("url"), "licence": src.get("licence"), "key": src.get("key"),
+                    "kind": src.get("kind"), "terms": src.get("terms"), "attribution": src.get("attribution"),
+                }
         await self._ensure(session, _table_of(Environment), self._environments, environments, ["fingerprint"], dry_run)
         await self._ensure(session, _table_of(Implementation), self._implementations, implementations, ["slug"], dry_run)
         await self._ensure(session, _table_of(Protocol), self._protocols, protocols, ["name", "version"], dry_run)
@@ -469,8 +500,12 @@ class Resolver:
             skey = (self._sources[src["name"]], src.get("revision") or "")
             if skey not in snapshots and skey not in self._snapshots:
                 revision_date = date.fromisoformat(src["revision_date"]) if src.get("revision_date") else None
-                snapshots[skey] = {"source_id": skey[0], "revision": skey[1], "revision_date": revision_date}
+                snapshots[skey] = {"source_id": skey[0], "revision": skey[1], "revision_date": revision_date,
+                                   "route": src.get("route"), "whole": bool(src.get("whole"))}
+        missing = {k for k in snapshots if k not in self._snapshots}
         await self._ensure(session, _table_of(SourceSnapshot), self._snapshots, snapshots, ["source_id", "revision"], dry_run)
+        # A whole snapshot new here may outdate an older one of its source, or be outdated (RunWriter.write).
+        self.whole_sources |= {k[0] for k in missing if snapshots[k]["whole"] and k[0] > 0}
         ids: list[DimensionIds] = []
         for item, fingerprint in zip(resolved, fingerprints):
             data = item.record.data

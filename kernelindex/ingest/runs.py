@@ -371,7 +371,7 @@ async def _dry_run(
             _read(tally, part)
             if part.catalogue:
                 # Nothing written: the lines' hardware and workloads are laid over the database in memory.
-                overlay_catalog(part.catalogue, refs.by_slug, refs.by_triple, refs.hardware)
+                overlay_catalog(part.catalogue, refs.by_slug, refs.by_triple, refs.hardware, refs.by_key)
             await _settle_pending(session, writer, part, tally, reader.label)
             if part.records:
                 tally.add_part(await _write_halving(_savepoints(session), writer, part.records))

@@ -45,7 +45,7 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.locks import hold_index_writes
 from kernelindex.db.models import Environment, Implementation, Source, SourceSnapshot
 from kernelindex.db.models import Protocol as ProtocolRow
-from kernelindex.ingest.digests import configuration_key_memo, environment_fingerprint_memo
+from kernelindex.ingest.digests import configuration_key_memo, environment_fingerprint_memo, stated_content_digest
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.merge import merge_stage
 from kernelindex.ingest.resolve import HardwareRefusal, load_hardware_index
@@ -289,11 +289,9 @@ def _implementation_row(part: ImplementationPart) -> dict[str, Any]:
 def _content(run: RunPart) -> str:
     """What a run measured, as its content digest: the same part read again is unchanged."""
     figure = run.figure
-    return _sha256({
-        "status": run.status, "failure_reason": run.failure_reason, "observed_at": run.observed_at.astimezone(UTC).isoformat(),
-        "figure": None if figure is None else dict(figure.__dict__), "correctness": run.correctness,
-        "source_speedup": run.source_speedup, "upstream_id": run.upstream_id,
-    })
+    # One digest with the same run read back from catalog.jsonl (a record in the stated form).
+    return stated_content_digest(run.status, run.failure_reason, run.observed_at, None if figure is None else dict(figure.__dict__),
+                                 run.correctness, run.source_speedup, run.upstream_id)
 
 
 def _latency_columns(run: RunPart) -> dict[str, Any]:

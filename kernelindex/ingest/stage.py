@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.copy import copy_rows, driver_connection
-from kernelindex.ingest.digests import configuration_key_memo, content_digest
+from kernelindex.ingest.digests import FIGURE_FIELDS, configuration_key_memo, content_digest, stated_content_digest
 from kernelindex.ingest.resolve import DimensionIds, ResolvedRecord
 
 
@@ -56,8 +56,9 @@ class StagedRun(NamedTuple):
     claimed_evidence: str | None
     fleet_worker_id: int | None
     fleet_machine_id: str | None
-    figure: float | None  # the headline figure: a run record's is its mean latency (kernelindex.run/1)
-    # What only a source adapter's runs state (kernelindex.ingest.source_import): None for a run record.
+    figure: float | None  # the headline figure: a measured record's is its mean latency (kernelindex.run/1)
+    # What a source states (a source adapter's run, kernelindex.ingest.source_import, or a record in the
+    # stated form): None for a measured record.
     figure_low: float | None = None
     figure_high: float | None = None
     low_quantile: float | None = None
@@ -118,6 +119,8 @@ def staged_run(ord_: int, item: ResolvedRecord, ids: DimensionIds, fleet_worker:
     """The row a resolved record stages as; built here and nowhere else."""
     rec = item.record
     data = rec.data
+    if "figure" in data:
+        return _stated_run(ord_, item, ids, fleet_worker)
     config = data["configuration"]
     stats = data.get("statistics") or {}
     correctness = data.get("correctness")
@@ -127,19 +130,63 @@ def staged_run(ord_: int, item: ResolvedRecord, ids: DimensionIds, fleet_worker:
     # (submitRuns, ingest runs, seeds) the run is 'reported' and a "measured" is kept as the
     # source's claim. The content digest keeps hashing the record as stated, so the same
     # record ingested again is unchanged.
-    evidence, claim = data["evidence"], None
-    if fleet_worker is None and evidence != "reported":
-        evidence, claim = "reported", data["evidence"]
+    evidence, claim = _evidence(data, fleet_worker)
     worker_id, machine_id = fleet_worker or (None, None)
     return StagedRun(
         ord_, rec.where, item.workload.id, item.revision_id, json.dumps(config["bindings"]), config["dtype"],
-        configuration_key_memo(config["bindings"], config["dtype"]), ids.implementation_id, ids.environment_id,
+        config.get("key") or configuration_key_memo(config["bindings"], config["dtype"]), ids.implementation_id, ids.environment_id,
         ids.protocol_id, ids.source_snapshot_id, data["status"], data.get("failure_reason"), _float(stats.get("mean")),
         _float(stats.get("std")), _float(stats.get("min")), _float(stats.get("max")), _float(stats.get("median")),
         _float(stats.get("p5")), _float(stats.get("p95")), stats.get("num_trials"),
         None if samples is None else [float(v) for v in samples], _float(data.get("compile_time_ms")),
         None if correctness is None else json.dumps(correctness), rec.observed_at, evidence,
         content_digest(data), rec.line_sha, claim, worker_id, machine_id, _float(stats.get("mean")),
+    )
+
+
+def _evidence(data: dict[str, Any], fleet_worker: tuple[int, str] | None) -> tuple[str, str | None]:
+    """The stored evidence and the claim kept (see staged_run)."""
+    if fleet_worker is None and data["evidence"] != "reported":
+        return "reported", data["evidence"]
+    return data["evidence"], None
+
+
+def _stated_run(ord_: int, item: ResolvedRecord, ids: DimensionIds, fleet_worker: tuple[int, str] | None) -> StagedRun:
+    """The row of a record in the stated form, as the source adapters stage theirs
+    (kernelindex.ingest.source_import): the figure with its bounds and quantiles, the ms columns of a
+    latency figure only where it states that very statistic, the source's speedup and id, its
+    correctness check, and the content digest an adapter gives the same run."""
+    rec = item.record
+    data = rec.data
+    config = data["configuration"]
+    protocol = data["protocol"]
+    figure = data["figure"]
+    stated = None if figure is None else {name: figure.get(name) for name in FIGURE_FIELDS}
+    latency = figure is not None and (protocol.get("metric") or "latency") == "latency"
+    statistic = protocol.get("statistic") or "mean"
+    value = None if figure is None else _float(figure["value"])
+
+    def stat(name: str) -> float | None:
+        return _float(figure.get(name)) if latency else None
+
+    mean = (value if statistic == "mean" else stat("mean")) if latency else None
+    median = value if latency and statistic == "median" else None
+    quantiles = (figure or {}).get("quantiles")
+    correctness = data.get("source_correctness")
+    evidence, claim = _evidence(data, fleet_worker)
+    worker_id, machine_id = fleet_worker or (None, None)
+    return StagedRun(
+        ord_, rec.where, item.workload.id, item.revision_id, json.dumps(config["bindings"]), config["dtype"],
+        config.get("key") or configuration_key_memo(config["bindings"], config["dtype"]), ids.implementation_id,
+        ids.environment_id, ids.protocol_id, ids.source_snapshot_id, data["status"],
+        data.get("failure_reason") if data["status"] != "passed" else None, mean, stat("std"), stat("min"), stat("max"),
+        median, None, None, (figure or {}).get("samples") if latency else None, None, None,
+        None if correctness is None else json.dumps(correctness), rec.observed_at, evidence,
+        stated_content_digest(data["status"], data.get("failure_reason"), rec.observed_at, stated, correctness,
+                              data.get("source_speedup"), data.get("upstream_id")),
+        rec.line_sha, claim, worker_id, machine_id, value, _float((figure or {}).get("low")), _float((figure or {}).get("high")),
+        None if quantiles is None else float(quantiles[0]), None if quantiles is None else float(quantiles[1]),
+        _float(data.get("source_speedup")), data.get("upstream_id") or "",
     )
 
 

@@ -38,9 +38,10 @@ from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.merge import CohortRefresh, MergeResult, claim_known_lines, first_places_known, merge_stage
 from kernelindex.ingest.records import PendingLine, RunRecord
 from kernelindex.ingest.resolve import DimensionIds, References, ResolvedRecord, ResolvedWorkload, Resolver
+from kernelindex.ingest.source_import import mark_outdated
 from kernelindex.ingest.stage import KnownLineCandidate, Stage, StagedRun, staged_run
 from kernelindex.ingest.summary import IngestSummary, Refused
-from kernelindex.services.records import CohortKey, RefreshSummary
+from kernelindex.services.records import CohortKey, RefreshSummary, refresh_workloads
 
 
 class RunWriter:
@@ -88,6 +89,13 @@ class RunWriter:
                 await self.statistics.grew(session, merged.inserted)
         touched = {key.cohort for key in merged.written} & _record_cohorts(resolved, rows)
         await self.refresh.after_merge(session, touched, set(merged.inserted_run_ids))
+        if self.resolver.whole_sources and not dry_run:
+            # A whole snapshot of a source (a record in the stated form names one) outdates the older
+            # ones, or is outdated by a newer one, as when an adapter imports it (source_import).
+            moved = await mark_outdated(session, sorted(self.resolver.whole_sources))
+            self.resolver.whole_sources.clear()
+            if moved:
+                await refresh_workloads(session, moved, now=self.now)
         return _summary(len(records), resolved, ids, refused + merged.refused, merged)
 
     async def record_events(self, session: AsyncSession) -> RefreshSummary:

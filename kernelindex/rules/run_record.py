@@ -10,6 +10,11 @@ JSON values: rules/ imports nothing but the standard library and its own modules
   columns; bindings are positive with identifier axis names; names are not empty, hold no
   invisible characters and fit a unique index, hardware names are no look-alikes; observed_at
   states its offset, is not before 2000 nor in the future beyond MAX_CLOCK_SKEW (rules.instants).
+- The stated form (a record with the key `figure`: a run as a source states it, which
+  /exports/catalog.jsonl writes for the runs a source adapter imported): its figure is in the
+  protocol's metric and unit, so it has no latency statistics, samples, compile time or run-record
+  correctness (the source's own is `source_correctness`); a binding is any integer the source states
+  (an offset of -100 is not a size); the unit is the metric's.
 - `normalised`: a new record, the given one untouched: integers written as 2.0 made ints (equal
   records get equal digests, and the columns get their type), the provider given its one name
   (rules.providers), names their spaces collapsed.
@@ -49,14 +54,19 @@ _INT32_FIELDS = {"workload": ("level", "problem"), "protocol": ("warmup", "trial
 # Names whose spaces are collapsed (a stray space must not make a second source or protocol) and
 # which may not be empty or hold invisible characters.
 _NAME_FIELDS = {
-    "workload": ("slug", "suite"), "implementation": ("title", "framework", "language", "runtime_id"),
+    "workload": ("slug", "suite", "key"), "implementation": ("title", "framework", "language", "runtime_id"),
     "protocol": ("name", "version", "timer"), "source": ("name", "revision"),
 }
 # Names that end up in unique indexes, so no longer than MAX_NAME_CHARS.
 _INDEXED_FIELDS = {
-    "workload": ("slug", "suite"), "implementation": ("slug",), "hardware": ("sku", "product_name"),
+    "workload": ("slug", "suite", "key"), "implementation": ("slug",), "hardware": ("sku", "product_name"),
     "protocol": ("name", "version"), "source": ("name", "revision"),
 }
+# What the measured form (a record without `figure`) takes: the stated form takes a source's own words.
+MEASURED_DTYPES = ("fp32", "fp16", "bf16", "fp64", "int8", "int32", "int64", "bool")
+MEASURED_STATISTICS = ("mean", "median", "min")
+# The unit each metric's figures are stated in (the protocols table holds them to it).
+METRIC_UNITS = {"latency": "ms", "memory": "MB", "score": "s"}
 # The kinds of problem, in the order a record's problems are told (then part by part).
 _TOO_LARGE, _NAME, _TOO_LONG, _LOOK_ALIKE, _RECORD = range(5)
 Ranked = tuple[int, str | None, str]  # (kind, key, reason)
@@ -177,7 +187,8 @@ def part_problems(name: str, values: Mapping[str, Any]) -> list[Ranked]:
             found.append((_TOO_LARGE, f"{prefix}.{key}", f"{value} is too large (at most {INT32_MAX:,})"))
     for key in _NAME_FIELDS.get(name, ()):
         value = values.get(key)
-        if isinstance(value, str):
+        if isinstance(value, str) and not (name == "protocol" and key == "version" and value == ""):
+            # (a protocol's version may be empty: a source that states none)
             bad = _name_problem(value)
             if bad:
                 found.append((_NAME, f"{prefix}.{key}", f"{key} {bad}"))
@@ -185,6 +196,10 @@ def part_problems(name: str, values: Mapping[str, Any]) -> list[Ranked]:
         value = values.get(key)
         if value is not None and len(value) > MAX_NAME_CHARS:
             found.append((_TOO_LONG, f"{prefix}.{key}", f"longer than {MAX_NAME_CHARS} characters ({len(value):,})"))
+    if name == "protocol" and values.get("unit") is not None:
+        metric = values.get("metric") or "latency"
+        if values["unit"] != METRIC_UNITS[metric]:
+            found.append((_RECORD, "protocol.unit", f"{values['unit']!r} is not the unit of {metric} ({METRIC_UNITS[metric]!r})"))
     if name == "hardware":
         for key in ("sku", "product_name"):
             value = values.get(key)
@@ -201,6 +216,10 @@ def record_problems(data: Mapping[str, Any], now: datetime) -> list[Ranked]:
     num_trials = (data.get("statistics") or {}).get("num_trials")
     if num_trials is not None and num_trials > INT32_MAX:
         found.append((_TOO_LARGE, "statistics.num_trials", f"{num_trials} is too large (at most {INT32_MAX:,})"))
+    samples = (data.get("figure") or {}).get("samples")
+    if samples is not None and samples > INT32_MAX:
+        found.append((_TOO_LARGE, "figure.samples", f"{samples} is too large (at most {INT32_MAX:,})"))
+    stated = "figure" in data
     problems: list[Problem] = []
     bindings = data["configuration"]["bindings"]
     for name, value in bindings.items():
@@ -209,7 +228,7 @@ def record_problems(data: Mapping[str, Any], now: datetime) -> list[Ranked]:
             problems.append((f"configuration.bindings.{name}", bad))
         elif value > INT32_MAX or value < -INT32_MAX:
             problems.append((f"configuration.bindings.{name}", f"{value} is out of range (at most {INT32_MAX:,})"))
-        elif value < 1:
+        elif value < 1 and not stated:
             problems.append((f"configuration.bindings.{name}", f"{value:g} is not a size: an axis binding is a positive integer"))
     if sum(len(name) + 16 for name in bindings) > MAX_CONFIGURATION_KEY_CHARS:
         problems.append(("configuration.bindings", f"too large (more than {MAX_CONFIGURATION_KEY_CHARS} characters as JSON)"))
@@ -242,7 +261,19 @@ def run_record_problems(data: Mapping[str, Any], now: datetime) -> list[Problem]
 
 def _outcome_problems(data: Mapping[str, Any]) -> list[Problem]:
     """The status, the statistics and samples, the compile time and the correctness check, together."""
+    if "figure" in data:
+        return _stated_problems(data)
     problems: list[Problem] = []
+    # The measured form is a latency in ms (its statistics), in the index's dtype names: a source's own
+    # words (nvfp4, a geometric mean, peak memory) are the stated form's.
+    dtype, protocol = data["configuration"]["dtype"], data["protocol"]
+    if dtype not in MEASURED_DTYPES:
+        problems.append(("configuration.dtype", f"{dtype!r} is not one of {list(MEASURED_DTYPES)!r}"))
+    if protocol.get("statistic") not in (None, *MEASURED_STATISTICS):
+        problems.append(("protocol.statistic", f"{protocol['statistic']!r} is not one of {list(MEASURED_STATISTICS)!r}"))
+    for key, only in (("metric", "latency"), ("unit", "ms")):
+        if protocol.get(key) not in (None, only):
+            problems.append((f"protocol.{key}", f"{only!r} was expected"))
     stats = data.get("statistics")
     correctness = data.get("correctness") or {}
     if data["status"] == "passed":
@@ -271,6 +302,33 @@ def _outcome_problems(data: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
+def _stated_problems(data: Mapping[str, Any]) -> list[Problem]:
+    """The outcome of a record in the stated form: a passed run has a figure, a failed one a reason;
+    the figure's bounds are in order, at quantiles in order; nothing of the measured form beside it."""
+    problems: list[Problem] = []
+    figure = data["figure"]
+    if data["status"] == "passed" and figure is None:
+        problems.append(("figure", "a passed run needs a figure (null is a failed run's)"))
+    if data["status"] == "failed" and not (data.get("failure_reason") and _collapse_spaces(data["failure_reason"])):
+        problems.append(("failure_reason", "a failed run needs a failure_reason"))
+    for key in ("statistics", "samples_ms", "compile_time_ms", "correctness"):
+        if data.get(key) is not None:
+            problems.append((key, f"a record in the stated form (with figure) states no {key}: its figure is in the "
+                                  "protocol's unit, and the source's correctness check is source_correctness"))
+    if figure:
+        low, high, quantiles = figure.get("low"), figure.get("high"), figure.get("quantiles")
+        if low is not None and high is not None and low > high:
+            problems.append(("figure.low", f"{low!r} is above figure.high ({high!r})"))
+        if quantiles is not None and not quantiles[0] < quantiles[1]:
+            problems.append(("figure.quantiles", f"{quantiles!r}: the lower quantile must be below the upper"))
+        if quantiles is not None and (low is None or high is None):
+            problems.append(("figure.quantiles", "quantiles name the quantiles of low and high: state both"))
+        minimum, maximum = figure.get("min"), figure.get("max")
+        if minimum is not None and maximum is not None and minimum > maximum:
+            problems.append(("figure.min", f"{minimum!r} is above figure.max ({maximum!r})"))
+    return problems
+
+
 # -- the normal form ------------------------------------------------------------------------------
 
 
@@ -281,6 +339,8 @@ def part_normal_form(name: str, values: Mapping[str, Any]) -> dict[str, Any]:
     for key in _INT32_FIELDS.get(name, ()):
         if type(out.get(key)) is float:
             out[key] = int(out[key])
+    if name == "implementation" and type(out.get("artifact_bytes")) is float:
+        out["artifact_bytes"] = int(out["artifact_bytes"])
     for key in _NAME_FIELDS.get(name, ()):
         value = out.get(key)
         if isinstance(value, str):
@@ -295,6 +355,10 @@ def record_normal_form(data: Mapping[str, Any]) -> dict[str, Any]:
     stats = out.get("statistics")
     if stats and type(stats.get("num_trials")) is float:
         out["statistics"] = {**stats, "num_trials": int(stats["num_trials"])}
+    figure = out.get("figure")
+    if figure and type(figure.get("samples")) is float:
+        out["figure"] = {**figure, "samples": int(figure["samples"])}
+
     bindings = out["configuration"]["bindings"]
     if any(type(v) is float for v in bindings.values()):
         out["configuration"] = {**out["configuration"], "bindings": {name: int(v) for name, v in bindings.items()}}

@@ -14,7 +14,7 @@ from datetime import datetime
 from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, and_, or_, select, text
+from sqlalchemy import Select, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -512,7 +512,9 @@ def _revisions_statement(filters: RunFilters, runs: Select[Any], *, everything: 
 
 async def catalog_jsonl(request: Request) -> Response:
     """Hardware, then the workload revisions (the current ones and those the runs need; `revisions=all`
-    for every one), then the runs: `kernelindex ingest runs` reads it back into an empty database.
+    for every one), then every run, of every suite (kernelindex.ingest.export.run_record: a source
+    adapter's in the run-record format's stated form, with its source, licence and terms): `kernelindex
+    ingest runs` reads it back into an empty database.
     Its numbers are the stored ones, exactly, and none is derived: numbers-v1 has nothing to round
     here, and rounding a stored figure would make a re-import differ from the record it came from."""
     export = CachedExport(request, "catalog.jsonl", "application/x-ndjson; charset=utf-8")
@@ -528,11 +530,6 @@ async def catalog_jsonl(request: Request) -> Response:
         return JSONResponse({"error": str(exc)}, status_code=400)
     if not filters.include_superseded:
         statement = statement.where(Run.retracted_at.is_(None))
-    # Runs the run-record format states (kernelindex.run/1: a mean latency with its trials, or a failed
-    # run): `kernelindex ingest runs` reads each back as it was. A source adapter's median, peak memory or
-    # score, or a figure stated without a trial count, is in runs.csv and the API, not here.
-    statement = statement.where(or_(Run.status == "failed", and_(Run.mean_ms.is_not(None), Run.num_trials.is_not(None),
-                                                                Run.figure == Run.mean_ms)))
     revisions_statement = _revisions_statement(filters, statement, everything=which == "all")
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable

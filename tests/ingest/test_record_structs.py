@@ -93,9 +93,33 @@ def test_every_corpus_line_gets_the_schemas_verdict():
     assert judged > 300 and 0 < accepted < judged, (judged, accepted)
 
 
+# A record in the stated form (a source adapter's run, as /exports/catalog.jsonl writes it): a median with
+# its 20th/80th percentiles, a source's speedup and id, its terms, and every new optional field given.
+GOOD_STATED = {
+    "format": "kernelindex.run/1",
+    "workload": {"slug": "liger-kernel-rms-norm-forward"},
+    "configuration": {"bindings": {"H": 4096, "offset": -100}, "dtype": "fp8_e4m3fnuz", "key": '{"bindings":{"H":4096}}#case-1'},
+    "implementation": {"slug": "liger/rms_norm@0.5.2", "authors": ["A. Person"], "project": "liger", "target_architectures": ["sm_90"],
+                       "artifact_sha256": "sha256:" + "ab" * 32, "artifact_bytes": 1234, "version": "0.5.2"},
+    "environment": {"hardware": {"product_name": "NVIDIA H100 80GB HBM3"}, "details": {"vendor": "nvidia"}, "fingerprint": "0" * 64},
+    "protocol": {"name": "Liger-Kernel benchmark (speed)", "version": "", "timer": None, "statistic": "median", "metric": "latency",
+                 "unit": "ms", "harness": "do_bench", "comparator": None, "family": "liger", "notes": None},
+    "status": "passed",
+    "figure": {"value": 0.5, "low": 0.45, "high": 0.6, "quantiles": [0.2, 0.8], "min": None, "max": None, "std": None, "mean": None,
+               "samples": 20},
+    "source_speedup": 1.5,
+    "upstream_id": "run-1",
+    "source_correctness": {"comparator": "allclose", "maximumAbsoluteError": 0},
+    "observed_at": "2026-06-01T12:00:00Z",
+    "evidence": "reported",
+    "source": {"name": "Liger-Kernel", "licence": "BSD-2-Clause", "revision": "2120862b", "revision_date": "2026-08-10",
+               "key": "liger-kernel", "kind": "benchmark", "terms": "t", "attribution": "a", "route": "x.csv", "whole": True},
+}
+
 # Values of every kind the schema tells apart: types, bounds, enums, the empty string, integral floats.
 VALUES = [None, "x", "", "Bad Slug", -1, 0, 1, 1.5, 2.0, -0.0, 1e-9, 10**12, True, False, [], {}, [1.5], [0], {"a": 1},
-          "fp16", "fp8", "passed", "median", "candidate", "mirrored", "kernelindex.run/1", "2026-02-30", "2026-06-01", "a" * 64]
+          "fp16", "fp8", "passed", "median", "candidate", "mirrored", "kernelindex.run/1", "2026-02-30", "2026-06-01", "a" * 64,
+          "geomean", "memory", "MB", "latency", "ms", "Bad/Slug@", [0.2, 0.8], [0.8], [0.2, 1.5, 0.3], ["x"], 0.5]
 
 
 def _leaves(value, path=()):
@@ -115,21 +139,31 @@ def _at(record: dict, path: tuple) -> dict:
     return target
 
 
+def _varied(good: dict):
+    """Every leaf and object of a good record set to each of VALUES, deleted, or given an unknown neighbour."""
+    for path in _leaves(good):
+        for value in VALUES:
+            rec = copy.deepcopy(good)
+            _at(rec, path)[path[-1]] = copy.deepcopy(value)
+            yield rec
+        rec = copy.deepcopy(good)
+        del _at(rec, path)[path[-1]]
+        yield rec
+        rec = copy.deepcopy(good)
+        _at(rec, path)["unexpected"] = 1
+        yield rec
+
+
 def generated_records():
     """Every leaf and object of a good record set to each of VALUES, deleted, or given an unknown
     neighbour; the workload and hardware named each way (and neither)."""
-    for path in _leaves(GOOD):
-        for value in VALUES:
-            rec = copy.deepcopy(GOOD)
-            _at(rec, path)[path[-1]] = copy.deepcopy(value)
-            yield rec
-        rec = copy.deepcopy(GOOD)
-        del _at(rec, path)[path[-1]]
-        yield rec
-        rec = copy.deepcopy(GOOD)
-        _at(rec, path)["unexpected"] = 1
+    yield from _varied(GOOD)
+    for protocol in ({"metric": "memory"}, {"metric": "latency", "unit": "ms"}, {"unit": "s"}, {"statistic": "geomean"}):
+        rec = copy.deepcopy(GOOD)  # the measured form is a latency in ms, of a mean, median or min
+        rec["protocol"].update(protocol)
         yield rec
     for workload in ({"suite": "kernelbench", "level": 3, "problem": 9}, {"suite": "kernelbench", "level": 3}, {},
+                     {"suite": "liger-kernel", "key": "rms_norm-forward"}, {"key": "k"}, {"suite": "s", "key": ""},
                      {"slug": "s", "level": 0}, {"suite": "k", "level": 2.5, "problem": 1}, {"source_sha256": "0" * 64}):
         for hardware in ({"sku": "NVIDIA H100 SXM5 80GB"}, {"product_name": "NVIDIA H100"}, {}, {"sku": ""}):
             rec = copy.deepcopy(GOOD)
@@ -175,6 +209,59 @@ def test_generated_records_get_the_schemas_verdict():
     assert accepted > 300 and judged - accepted > 1500, (judged, accepted)
 
 
+def test_generated_stated_records_get_the_schemas_verdict():
+    """The stated form's fields (figure, its bounds and quantiles, the source's speedup, id, correctness
+    and terms, the protocol's metric and unit, the implementation as a source describes it): the
+    structs and the schema agree on every variation, and the good record passes every check."""
+    assert check_run(copy.deepcopy(GOOD_STATED)) == GOOD_STATED
+    judged = accepted = 0
+    for record in _varied(GOOD_STATED):
+        judged += 1
+        accepted += _judge(record)
+    rng = random.Random(25)
+    paths = list(_leaves(GOOD_STATED))
+    for _ in range(600):
+        rec = copy.deepcopy(GOOD_STATED)
+        for path in rng.sample(paths, 2):
+            try:
+                target = _at(rec, path)
+            except (KeyError, TypeError):
+                continue  # a parent changed already
+            if isinstance(target, dict):
+                target[path[-1]] = copy.deepcopy(rng.choice(VALUES))
+        judged += 1
+        accepted += _judge(rec)
+    assert judged >= 2000 and accepted > 200 and judged - accepted > 1000, (judged, accepted)
+
+
+@pytest.mark.parametrize("change, key, reason", [
+    (lambda r: r.update(statistics={"mean": 1.0, "num_trials": 3}), "statistics", "a record in the stated form"),
+    (lambda r: r.update(figure=None), "figure", "a passed run needs a figure"),
+    (lambda r: r["figure"].update(low=0.7), "figure.low", "0.7 is above figure.high (0.6)"),
+    (lambda r: r["figure"].update(quantiles=[0.8, 0.2]), "figure.quantiles", "the lower quantile must be below the upper"),
+    (lambda r: r["protocol"].update(metric="memory"), "protocol.unit", "'ms' is not the unit of memory ('MB')"),
+    (lambda r: r["figure"].update(quantiles=[0.2, 1.5]), "figure.quantiles[1]", "1.5 is greater than the maximum of 1"),
+    (lambda r: r["figure"].update(quantiles=[0.2]), "figure.quantiles", "[0.2] is too short"),
+])
+def test_what_the_stated_form_refuses(change, key, reason):
+    record = copy.deepcopy(GOOD_STATED)
+    change(record)
+    problems = check_run(record)
+    assert isinstance(problems, list) and len(problems) == 1 and problems[0][0] == key and reason in problems[0][1], problems
+
+
+@pytest.mark.parametrize("change, key, reason", [
+    (lambda r: r["configuration"]["bindings"].update(offset=-100), "configuration.bindings.offset",
+     "-100 is not a size: an axis binding is a positive integer"),
+    (lambda r: r["protocol"].update(metric="memory"), "protocol.metric", "'latency' was expected"),
+    (lambda r: r["protocol"].update(statistic="geomean"), "protocol.statistic", "'geomean' is not one of ['mean', 'median', 'min']"),
+])
+def test_the_measured_form_refuses_what_only_a_source_states(change, key, reason):
+    record = copy.deepcopy(GOOD)
+    change(record)
+    assert check_run(record) == [(key, reason)]
+
+
 def test_a_line_decodes_to_the_struct_its_values_convert_to():
     """One reader: bytes decoded in C give the same struct as the same values converted (submitRuns)."""
     line = json.dumps(GOOD).encode()
@@ -193,8 +280,8 @@ def test_a_line_decodes_to_the_struct_its_values_convert_to():
      "'fp8' is not one of ['fp32', 'fp16', 'bf16', 'fp64', 'int8', 'int32', 'int64', 'bool']"),
     (lambda r: r.update(colour="red"), "colour", "unknown field 'colour' (not in the run-record schema)"),
     (lambda r: r.pop("observed_at"), "observed_at", "'observed_at' is a required property"),
-    (lambda r: r.update(workload={"suite": "kernelbench"}), "workload", "needs slug or suite and level and problem"),
-    (lambda r: r["implementation"].update(slug="Bad Slug"), "implementation.slug", "'Bad Slug' does not match '^[a-z0-9][a-z0-9_.-]*$'"),
+    (lambda r: r.update(workload={"suite": "kernelbench"}), "workload", "needs slug or suite and level and problem or suite and key"),
+    (lambda r: r["implementation"].update(slug="Bad Slug"), "implementation.slug", "'Bad Slug' does not match '^[a-z0-9][a-z0-9_.@/-]*$'"),
     (lambda r: r["source"].update(revision_date="2026-02-30"), "source.revision_date", "'2026-02-30' is not a 'date'"),
     (lambda r: r["statistics"].update(std=True), "statistics.std", "True is not of type 'number', 'null'"),
     (lambda r: r["configuration"]["bindings"].update(batch_size=2.5), "configuration.bindings.batch_size", "2.5 is not of type 'integer'"),
