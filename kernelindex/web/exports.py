@@ -72,9 +72,6 @@ class BoundedExport:
             return
         session = server.export_sessionmaker()
         state.session = session
-        # catalog_jsonl still reads request.state.session: the one scope key besides the request's state,
-        # until it reads request_state(request).session as the other exports do.
-        scope["state"]["session"] = session
         progress = _Progress(send, settings.export_idle_timeout_s)
         try:
             async with asyncio.timeout(settings.export_timeout_s):
@@ -533,7 +530,7 @@ async def catalog_jsonl(request: Request) -> Response:
     revisions_statement = _revisions_statement(filters, statement, everything=which == "all")
     if (unavailable := await database_unavailable(request)) is not None:
         return unavailable
-    session = request.state.session
+    session = _session(request)
     if (refused := await unknown_names(session, filters)) is not None:
         return refused
 

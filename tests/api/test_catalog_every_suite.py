@@ -105,7 +105,7 @@ async def test_an_export_and_a_liger_file_round_trip_through_catalog_jsonl(clien
         (liger, [liger.source], Snapshot("2120862b", date(2026, 8, 10), LIGER.name)),
     ):
         summary = await in_own_transaction(db_url, lambda s, r=read, so=sources, sn=snapshot: import_source(s, r, so, sn))
-        assert summary.runs.rejected == 0
+        assert summary.rejected == 0
 
     original = await _runs(db_url)
     path, runs = await _export_and_read_back(client, db_url, empty_db_url, tmp_path)
@@ -195,7 +195,7 @@ def _synthetic_read():
 async def test_a_median_a_memory_and_a_score_run_round_trip_exactly(client, db_url, empty_db_url, tmp_path):
     read, source = _synthetic_read()
     summary = await in_own_transaction(db_url, lambda s: import_source(s, read, [source], Snapshot("r1", date(2026, 8, 1), ROUTE)))
-    assert summary.runs.rejected == 0 and summary.runs.inserted == 4, summary.runs.problems
+    assert summary.rejected == 0 and summary.inserted == 4, summary.problems
     original = await _runs(db_url)
     path, runs = await _export_and_read_back(client, db_url, empty_db_url, tmp_path)
     stated = {r["upstream_id"]: r for r in runs if "figure" in r}
@@ -256,7 +256,7 @@ async def test_both_liger_snapshots_read_back_with_the_older_outdated_and_the_sa
         read = await asyncio.to_thread(read_liger, LIGER.parent / name, revision=revision, observed=observed)
         summary = await in_own_transaction(db_url, lambda s, r=read, n=name, rv=revision, o=observed: import_source(
             s, r, [r.source], Snapshot(rv, o, n)))
-        assert summary.runs.rejected == 0
+        assert summary.rejected == 0
     original = await _runs(db_url)
     assert {(row[31], row[35]) for row in original if row[1] == "liger-kernel"} == {("27fe47e2", True), ("2120862b", False)}
     await _export_and_read_back(client, db_url, empty_db_url, tmp_path)
