@@ -23,7 +23,6 @@ from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
 from kernelindex.ingest.records import HARDWARE_FORMAT, CatalogueLine
 from kernelindex.ingest.resolve import HardwareIndex, SuiteKey, WorkloadRef, WorkloadTriple
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, upsert_workload
-from kernelindex.rules.identity import configuration_key
 from kernelindex.rules.names import axis_name_problem, name_problem
 from kernelindex.services.records import refresh_workloads
 
@@ -210,8 +209,6 @@ def overlay_catalog(
         revision_id = ref.revisions.get(spec.digest)
         if revision_id is None:
             revision_id = ref.revisions[spec.digest] = next(placeholders)
-            ref.canonical_keys[revision_id] = (data["canonical"].get("configuration_key")
-                                               or configuration_key(spec.canonical_bindings or {}, spec.canonical_dtype))
         for entry in data.get("snapshots") or []:
             ref.snapshot_revisions.setdefault(str(entry["upstream_revision"]), revision_id)
         if data.get("snapshots"):

@@ -151,7 +151,6 @@ class WorkloadRef:
     current_revision_id: int | None
     # source sha256 → revision id; a stand-in module's own digest names its revision too.
     revisions: dict[str, int] = field(default_factory=dict)
-    canonical_keys: dict[int, str] = field(default_factory=dict)  # revision id → its canonical configuration key
     # upstream revision of a suite snapshot → the revision this workload holds in it.
     snapshot_revisions: dict[str, int] = field(default_factory=dict)
     in_latest_snapshot: bool | None = None
@@ -272,8 +271,7 @@ async def load_workload_refs(
     by_id = {r.id: WorkloadRef(r.id, r.slug, r.current_revision_id, in_latest_snapshot=r.in_latest_snapshot) for r in rows}
     if by_id:
         revisions = select(
-            WorkloadRevision.id, WorkloadRevision.workload_id, WorkloadRevision.source_sha256,
-            WorkloadRevision.canonical_configuration_key, WorkloadRevision.stand_in_sha256,
+            WorkloadRevision.id, WorkloadRevision.workload_id, WorkloadRevision.source_sha256, WorkloadRevision.stand_in_sha256,
         )
         members = select(SuiteSnapshotMember.workload_id, SuiteSnapshot.upstream_revision, SuiteSnapshotMember.workload_revision_id).join(
             SuiteSnapshot, SuiteSnapshot.id == SuiteSnapshotMember.snapshot_id
@@ -281,12 +279,11 @@ async def load_workload_refs(
         if slugs is not None or triples is not None or keys is not None:
             revisions = revisions.where(WorkloadRevision.workload_id.in_(list(by_id)))
             members = members.where(SuiteSnapshotMember.workload_id.in_(list(by_id)))
-        for rev_id, workload_id, sha, canonical_key, stand_in_sha in (await session.execute(revisions.order_by(WorkloadRevision.id))).all():
+        for rev_id, workload_id, sha, stand_in_sha in (await session.execute(revisions.order_by(WorkloadRevision.id))).all():
             if workload_id in by_id:
                 by_id[workload_id].revisions[sha] = rev_id
                 if stand_in_sha:
                     by_id[workload_id].revisions.setdefault(stand_in_sha, rev_id)
-                by_id[workload_id].canonical_keys[rev_id] = canonical_key
         for workload_id, upstream_revision, rev_id in (await session.execute(members)).all():
             if workload_id in by_id:
                 by_id[workload_id].snapshot_revisions[upstream_revision] = rev_id
