@@ -18,7 +18,8 @@ _JSON = msgspec.json.Decoder()
 
 def decode_json(text: str) -> Any:
     """A JSON/JSONB value as Python values, decoded in C (msgspec): runs' bindings and correctness are
-    read by the hundred thousand when records are refreshed, and json.loads was a tenth of an import.
+    read by the hundred thousand when records are refreshed (386,000 rows for 100,000 new runs), and
+    json.loads took about 7% of such an import under the profiler.
     The same values json.loads gives; a number msgspec will not take (a JSONB numeric beyond a double,
     1e400) is read by json.loads as before."""
     try:

@@ -163,7 +163,7 @@ _SOURCE_READ = ("name", "licence", "url", "terms", "attribution")
 class _ListAsRead(TypeDecorator[list[Any]]):
     """An array column read as the driver gives it: asyncpg already returns a list of Python values,
     and SQLAlchemy's ARRAY result processor would copy it item by item in Python (for the cohort
-    refresh, which reads every run of each cohort it judges, that copy was an eighth of an import)."""
+    refresh, which reads every run of each cohort it judges, that copy was about 6% of an import)."""
 
     impl = NullType
     cache_ok = True
