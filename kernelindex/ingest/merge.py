@@ -14,7 +14,7 @@ in the same transaction, so readers see a batch's runs and its records together.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -27,7 +27,7 @@ from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.resolve import chunks
 from kernelindex.ingest.stage import KEY_COLUMNS, KEYS, RUN_NAMES
 from kernelindex.ingest.summary import Refused
-from kernelindex.services.records import CohortKey, RefreshSummary, refresh_cohorts
+from kernelindex.services.records import CohortKey, RefreshSummary, refresh_after_arrivals, refresh_cohorts
 
 COHORTS_PER_REFRESH = 500
 
@@ -57,6 +57,7 @@ class MergeResult:
     unchanged: int = 0
     inserted_run_ids: list[int] = field(default_factory=list)
     written: list[RunKey] = field(default_factory=list)  # the natural keys of the runs inserted
+    left: set[CohortKey] = field(default_factory=set)  # the cohorts of the runs superseded
     refused: list[Refused] = field(default_factory=list)
 
 
@@ -163,6 +164,7 @@ async def merge_stage(
     result.unchanged = len(claimed) - len(inserted)
     result.inserted_run_ids = [row[0] for row in inserted]
     result.written = [RunKey(*row[1:]) for row in inserted]
+    result.left = {RunKey(*row[1:]).cohort for row in superseded}
     if superseded:
         new_of = {RunKey(*row[1:]): row[0] for row in inserted}
         pairs = [(row[0], new_of[RunKey(*row[1:])]) for row in superseded]
@@ -259,16 +261,21 @@ class CohortRefresh:
         self._pending_cohorts: set[CohortKey] = set()
         self._arrived: set[int] = set()
 
-    async def after_merge(self, session: AsyncSession, cohorts: set[CohortKey], arrived: set[int]) -> None:
-        """The precomputed records (cohort_bests, flags, record events) of the cohorts these runs
-        joined, in the same transaction. In chunks: cohorts are independent, and one call's multi-row
-        statements must stay under PostgreSQL's 32,767 parameters."""
-        if not cohorts:
+    async def after_merge(
+        self, session: AsyncSession, arrivals: Mapping[CohortKey, Sequence[int]], *, left: set[CohortKey],
+    ) -> None:
+        """The precomputed records (cohort_bests, flags, record events) of the cohorts runs joined
+        (`arrivals`: each cohort's new runs), in the same transaction: from the new runs and the stored
+        bests, except in the cohorts a run left (`left`), which are judged again in full
+        (services.records.refresh_after_arrivals). In chunks: cohorts are independent, and one call's
+        multi-row statements must stay under PostgreSQL's 32,767 parameters."""
+        if not arrivals:
             return
-        for chunk in chunks(sorted(cohorts), COHORTS_PER_REFRESH):
-            await refresh_cohorts(session, chunk, now=self.now, arrived=arrived, events=not self.defer_events)
+        for chunk in chunks(sorted(arrivals), COHORTS_PER_REFRESH):
+            ids = [run_id for key in chunk for run_id in arrivals[key]]
+            await refresh_after_arrivals(session, chunk, ids, left=left, now=self.now, events=not self.defer_events)
         if self.defer_events:
-            await self._remember(session, cohorts, arrived)
+            await self._remember(session, set(arrivals), {run_id for ids in arrivals.values() for run_id in ids})
 
     async def record_events(self, session: AsyncSession, *, dry_run: bool) -> RefreshSummary:
         """The record events of everything written since the last call (with defer_events): once,

@@ -28,6 +28,7 @@ comes in through kernelindex.hardware/1 catalogue lines).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import UTC, datetime
 
 from sqlalchemy import text
@@ -87,8 +88,12 @@ class RunWriter:
             merged = await merge_stage(session, resolved, now=self.now, fleet_worker=self.fleet_worker is not None, dry_run=dry_run)
             if self.statistics is not None and not dry_run:
                 await self.statistics.grew(session, merged.inserted)
-        touched = {key.cohort for key in merged.written} & _record_cohorts(resolved, rows)
-        await self.refresh.after_merge(session, touched, set(merged.inserted_run_ids))
+        record_cohorts = _record_cohorts(resolved, rows)
+        arrivals: dict[CohortKey, list[int]] = defaultdict(list)
+        for run_id, key in zip(merged.inserted_run_ids, merged.written, strict=True):
+            if key.cohort in record_cohorts:
+                arrivals[key.cohort].append(run_id)
+        await self.refresh.after_merge(session, arrivals, left=merged.left)
         if self.resolver.whole_sources and not dry_run:
             # A whole snapshot of a source (a record in the stated form names one) outdates the older
             # ones, or is outdated by a newer one, as when an adapter imports it (source_import).

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Integer, Text, and_, bindparam, delete, func, select, text
+from sqlalchemy import BigInteger, Integer, Text, and_, bindparam, delete, func, select, text
 from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -133,31 +133,32 @@ async def refresh_cohorts(
     are, unread (off the canonical configuration, or of another metric: most cohorts of an import).
     """
     now = now or datetime.now(UTC)
+    summary, drafts = await _judge_cohorts(session, cohorts, now, arrived=arrived, events=events, history_only=history_only)
+    await _write_events(session, drafts)
+    return summary
+
+
+async def _write_events(session: AsyncSession, drafts: list[dict]) -> None:
+    if drafts:
+        await copy_rows(session, "record_events", EVENT_COLUMNS, dict_rows(drafts, EVENT_COLUMNS))
+
+
+async def _judge_cohorts(
+    session: AsyncSession, cohorts: Iterable[CohortKey], now: datetime, *,
+    arrived: Collection[int], events: bool, history_only: bool = False,
+) -> tuple[RefreshSummary, list[dict]]:
+    """refresh_cohorts but for writing the events: returned (in cohort order), for the caller to write."""
     keys = sorted(set(cohorts))
     summary = RefreshSummary(cohorts=len(keys))
     if not keys:
-        return summary
-    revision_ids = sorted({k[0] for k in keys})
-    revisions = {
-        r.id: r for r in (await session.scalars(select(WorkloadRevision).where(WorkloadRevision.id.in_(revision_ids)))).all()
-    }
-    workloads = {
-        w.id: w
-        for w in (
-            await session.scalars(select(Workload).where(Workload.id.in_({r.workload_id for r in revisions.values()})))
-        ).all()
-    }
-    builder = FactsBuilder()
-    catalogue = [builder.hardware(h) for h in await load_catalogue(session)]
-    metric_of = dict((await session.execute(
-        select(Protocol.id, Protocol.metric).where(Protocol.id.in_({k[2] for k in keys}))
-    )).all())
+        return summary, []
+    context = await _RefreshContext.load(session, keys)
+    revisions, workloads, builder, metric_of = context.revisions, context.workloads, context.builder, context.metric_of
     if history_only:
-        keys = [k for k in keys if k[0] in revisions and eligibility.is_headline_cohort(
-            k[1], metric_of.get(k[2], ""), workload_facts(workloads[revisions[k[0]].workload_id], revisions[k[0]]))]
+        keys = [k for k in keys if context.is_headline(k)]
         summary.cohorts = len(keys)
         if not keys:
-            return summary
+            return summary, []
     # Plain columns (no ORM entity per run or dimension), the cohorts joined as arrays (see _cohorts).
     # A join, not a LATERAL subquery per cohort: with a young index's statistics PostgreSQL read each
     # cohort's runs through ix_runs_eligible_lookup, every run of the configuration for every cohort
@@ -185,16 +186,13 @@ async def refresh_cohorts(
     bests: list[dict] = []
     latest = await _latest_events(session, keys) if events else {}
     drafts: list[dict] = []
-    workload_facts_of: dict[int, WorkloadFacts] = {}
-    floors = _Floors(catalogue)
+    floors = context.floors
     for key in keys:
         revision = revisions.get(key[0])
         if revision is None:
             continue
         workload = workloads[revision.workload_id]
-        facts_of_workload = workload_facts_of.get(revision.id)
-        if facts_of_workload is None:
-            facts_of_workload = workload_facts_of[revision.id] = workload_facts(workload, revision)
+        facts_of_workload = context.workload_facts(revision)
         runs = by_cohort.get(key, [])
         baseline = next((r for r in sorted(runs, key=ranking.order_key) if r.implementation.is_baseline), None)
         judged: list[RunFacts] = []
@@ -239,10 +237,330 @@ async def refresh_cohorts(
             new_flags,
         )
     await _write_bests(session, keys, bests)
-    if drafts:
-        await copy_rows(session, "record_events", EVENT_COLUMNS, dict_rows(drafts, EVENT_COLUMNS))
+    summary.events = len(drafts)
+    return summary, drafts
+
+
+@dataclass
+class _RefreshContext:
+    """What judging the runs of some cohorts reads besides the runs: their revisions and workloads, the
+    protocols' metrics and the hardware catalogue (for floors)."""
+
+    revisions: dict[int, WorkloadRevision]
+    workloads: dict[int, Workload]
+    metric_of: dict[int, str]
+    builder: FactsBuilder
+    floors: _Floors
+    _workload_facts: dict[int, WorkloadFacts] = field(default_factory=dict)
+
+    @classmethod
+    async def load(cls, session: AsyncSession, keys: list[CohortKey]) -> _RefreshContext:
+        revision_ids = sorted({k[0] for k in keys})
+        revisions = {
+            r.id: r for r in (await session.scalars(select(WorkloadRevision).where(WorkloadRevision.id.in_(revision_ids)))).all()
+        }
+        workloads = {
+            w.id: w
+            for w in (
+                await session.scalars(select(Workload).where(Workload.id.in_({r.workload_id for r in revisions.values()})))
+            ).all()
+        }
+        builder = FactsBuilder()
+        catalogue = [builder.hardware(h) for h in await load_catalogue(session)]
+        metric_of = dict((await session.execute(
+            select(Protocol.id, Protocol.metric).where(Protocol.id.in_({k[2] for k in keys}))
+        )).all())
+        return cls(revisions, workloads, metric_of, builder, _Floors(catalogue))
+
+    def workload_facts(self, revision: WorkloadRevision) -> WorkloadFacts:
+        found = self._workload_facts.get(revision.id)
+        if found is None:
+            found = self._workload_facts[revision.id] = workload_facts(self.workloads[revision.workload_id], revision)
+        return found
+
+    def is_headline(self, key: CohortKey) -> bool:
+        revision = self.revisions.get(key[0])
+        return revision is not None and eligibility.is_headline_cohort(
+            key[1], self.metric_of.get(key[2], ""), self.workload_facts(revision))
+
+
+async def refresh_after_arrivals(
+    session: AsyncSession, cohorts: Iterable[CohortKey], arrived: Collection[int], *,
+    left: Collection[CohortKey] = (), now: datetime | None = None, events: bool = True,
+) -> RefreshSummary:
+    """The records of these cohorts after a write that added the runs `arrived` to them: the same
+    flags, bests and events as refresh_cohorts, computed from the new runs and the stored bests
+    instead of every run of each cohort.
+
+    Exact because of what a write that only adds runs can change. Every stored run was judged against
+    its cohort's baseline, and flags stay as history: a new baseline run can only lower the baseline's
+    figure (it is the best baseline run), which raises no run's speedup, so no stored run gains a flag,
+    no hold moves, and every stored run counts exactly as it did. The bests then only grow by the new
+    eligible runs (kernelindex.rules.ranking.order_key decides the best; counts, instants, evidence and
+    sources are unions), and so do the sources they name. A cohort where that does not hold is
+    refreshed in full:
+    - a run left it in this write (`left`: the cohorts of runs the write superseded);
+    - it had no baseline before and one arrives (its stored runs were judged without one);
+    - a below-floor flag judged under older rules is stored anywhere (refresh_cohorts judges it again).
+    Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py, on random writes."""
+    now = now or datetime.now(UTC)
+    keys = sorted(set(cohorts))
+    summary = RefreshSummary(cohorts=len(keys))
+    if not keys:
+        return summary
+    full = set(keys) & set(left)
+    if (await session.execute(_STALE_FLAGS, {"stale": sorted(plausibility.STALE_FLOOR_VERSIONS)})).scalar_one():
+        full = set(keys)
+    delta = [k for k in keys if k not in full]
+    drafts: list[dict] = []
+    if delta:
+        context = await _RefreshContext.load(session, delta)
+        arrivals = await _Arrivals.load(session, context, delta, arrived)
+        full |= arrivals.need_full
+        delta = [k for k in delta if k not in arrivals.need_full]
+        if delta:
+            part, made = await _refresh_delta(session, context, arrivals, delta, arrived, now=now, events=events)
+            summary.flagged_runs += part.flagged_runs
+            drafts += made
+    if full:
+        part, made = await _judge_cohorts(session, sorted(full), now, arrived=arrived, events=events)
+        summary.flagged_runs += part.flagged_runs
+        drafts += made
+    # In cohort order, as one refresh_cohorts over them all writes them (a stable sort keeps each
+    # cohort's own order), so the history's ids do not depend on which cohorts were judged in full.
+    drafts.sort(key=lambda d: (d["workload_revision_id"], d["configuration_key"], d["protocol_id"], d["environment_id"]))
+    await _write_events(session, drafts)
     summary.events = len(drafts)
     return summary
+
+
+_STALE_FLAGS = text(
+    f"SELECT EXISTS (SELECT 1 FROM run_flags WHERE code = '{plausibility.BELOW_FLOOR}' "
+    "AND rule_version = ANY(CAST(:stale AS text[])))"
+)
+_BASELINE_IMPLEMENTATIONS = text("SELECT id FROM implementations WHERE role = 'baseline'")
+_OUTDATED_SNAPSHOTS = text("SELECT id FROM source_snapshots WHERE outdated")
+# The stored bests of some cohorts (every implementation), as the refresh writes them (BEST_COLUMNS).
+_STORED_BESTS = (
+    "SELECT {columns} FROM cohort_bests b JOIN unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), "
+    "CAST(:protos AS int[]), CAST(:envs AS int[])) AS k(rev, cfg, proto, env) ON b.workload_revision_id = k.rev "
+    "AND b.configuration_key = k.cfg AND b.protocol_id = k.proto AND b.environment_id = k.env"
+)
+# The best baseline run of each cohort in a snapshot that is no longer its source's newest: not in the
+# bests (it counts for no record) but still its cohort's baseline, as refresh_cohorts takes it.
+_OUTDATED_BASELINES = text(
+    "SELECT DISTINCT ON (r.workload_revision_id, r.configuration_key, r.protocol_id, r.environment_id) "
+    "r.workload_revision_id, r.configuration_key, r.protocol_id, r.environment_id, r.id, r.figure, r.observed_at "
+    "FROM runs r JOIN unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:protos AS int[]), CAST(:envs AS int[])) "
+    "AS k(rev, cfg, proto, env) ON r.workload_revision_id = k.rev AND r.configuration_key = k.cfg "
+    "AND r.protocol_id = k.proto AND r.environment_id = k.env "
+    "WHERE r.superseded_at IS NULL AND r.retracted_at IS NULL AND r.status = 'passed' "
+    "AND r.implementation_id = ANY(CAST(:impls AS int[])) AND r.source_snapshot_id = ANY(CAST(:snapshots AS bigint[])) "
+    "AND r.id <> ALL(CAST(:arrived AS bigint[])) "
+    "ORDER BY r.workload_revision_id, r.configuration_key, r.protocol_id, r.environment_id, r.figure, r.observed_at, r.id"
+)
+# The cohorts with a stored run (not a baseline's) faster than a bound: through ix_runs_cohort_top.
+_LEAST_FIGURE = 1e-06  # the index expression's clamp, as migration 0010 wrote it
+_FAST_BESIDE_FIRST_BASELINE = text(
+    "SELECT k.rev, k.cfg, k.proto, k.env FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:protos AS int[]), "
+    "CAST(:envs AS int[]), CAST(:bounds AS float8[])) AS k(rev, cfg, proto, env, bound) WHERE EXISTS (SELECT 1 FROM runs r "
+    "WHERE r.workload_revision_id = k.rev AND r.configuration_key = k.cfg AND r.protocol_id = k.proto "
+    "AND r.environment_id = k.env AND r.superseded_at IS NULL AND r.retracted_at IS NULL AND r.status = 'passed' "
+    "AND least(greatest(r.figure, '1e-06'::double precision), '86400000'::double precision) < k.bound "
+    "AND r.implementation_id <> ALL(CAST(:impls AS int[])) AND r.id <> ALL(CAST(:arrived AS bigint[])))"
+)
+# The (revision, configuration) pairs' sources, grown by snapshots their bests now name: nothing is
+# removed (a write that only adds runs removes no best), so no pair's rows are recomputed.
+_ADD_SOURCES = text(
+    "INSERT INTO workload_sources (workload_revision_id, configuration_key, source_snapshot_id, workload_id, source_name, "
+    "snapshot_revision) SELECT DISTINCT v.rev, v.cfg, v.sid, v.workload_id, s.name, ss.revision "
+    "FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:sids AS bigint[]), CAST(:workloads AS int[])) "
+    "AS v(rev, cfg, sid, workload_id) JOIN source_snapshots ss ON ss.id = v.sid JOIN sources s ON s.id = ss.source_id "
+    "ON CONFLICT DO NOTHING"
+)
+
+
+def _columns(keys: list[CohortKey]) -> dict[str, list[Any]]:
+    revs, cfgs, protos, envs = (list(column) for column in zip(*keys))
+    return {"revs": revs, "cfgs": cfgs, "protos": protos, "envs": envs}
+
+
+_Ranked = tuple[float, datetime, int]  # ranking.order_key of a run: (figure, observed_at, id)
+
+
+@dataclass
+class _Arrivals:
+    """The new runs of the cohorts a delta refresh judges, the cohorts' stored bests and the best
+    baseline each had before (its order key), and the cohorts that must be refreshed in full."""
+
+    runs: dict[CohortKey, list[RunFacts]]
+    stored: dict[CohortKey, dict[int, dict[str, Any]]]  # cohort → implementation → its stored best row
+    baseline_before: dict[CohortKey, _Ranked]
+    baseline_implementations: set[int]
+    need_full: set[CohortKey]
+
+    @classmethod
+    async def load(cls, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Collection[int]) -> _Arrivals:
+        wanted = set(keys)
+        runs: dict[CohortKey, list[RunFacts]] = defaultdict(list)
+        rows = (await session.execute(
+            run_columns_statement().where(
+                _RUN_TABLE.id == func.any(bindparam("arrived_ids", sorted(arrived), type_=ARRAY(BigInteger))),
+                _RUN_TABLE.superseded_at.is_(None), _RUN_TABLE.retracted_at.is_(None), _RUN_TABLE.status == "passed",
+            )
+        )).all()
+        for row in rows:
+            facts = context.builder.run_of_columns(row)
+            if facts.cohort_key in wanted:
+                runs[facts.cohort_key].append(facts)
+        columns = _columns(keys)
+        stored: dict[CohortKey, dict[int, dict[str, Any]]] = defaultdict(dict)
+        for row in (await session.execute(text(_STORED_BESTS.format(columns=", ".join(f"b.{c}" for c in BEST_COLUMNS))), columns)).all():
+            best = dict(zip(BEST_COLUMNS, row, strict=True))
+            stored[(best["workload_revision_id"], best["configuration_key"], best["protocol_id"], best["environment_id"])][
+                best["implementation_id"]] = best
+        baselines = set((await session.execute(_BASELINE_IMPLEMENTATIONS)).scalars().all())
+        before: dict[CohortKey, _Ranked] = {}
+        for key, by_impl in stored.items():
+            ranked = [(b["figure"], b["observed_at"], b["run_id"]) for impl, b in by_impl.items() if impl in baselines]
+            if ranked:
+                before[key] = min(ranked)
+        outdated = (await session.execute(_OUTDATED_SNAPSHOTS)).scalars().all()
+        if outdated and baselines:
+            for rev, cfg, proto, env, run_id, figure, observed_at in (await session.execute(_OUTDATED_BASELINES, {
+                **columns, "impls": sorted(baselines), "snapshots": list(outdated), "arrived": sorted(arrived),
+            })).all():
+                key = (rev, cfg, proto, env)
+                if key not in before or (figure, observed_at, run_id) < before[key]:
+                    before[key] = (figure, observed_at, run_id)
+        # A cohort whose stored runs were judged without a baseline, now given one, is judged in full
+        # when any stored run could be implausibly fast beside it (a margin of two on the rule's ratio;
+        # at ix_runs_cohort_top's clamped figure, which stored figures never leave): usually none is.
+        first: dict[CohortKey, float] = {}
+        for key in keys:
+            figures = [r.figure for r in runs.get(key, ()) if r.implementation.is_baseline and r.figure is not None]
+            if key not in before and figures:
+                first[key] = min(figures) / (plausibility.MAX_PLAUSIBLE_SPEEDUP / 2)
+        need_full = {key for key, bound in first.items() if bound <= _LEAST_FIGURE}
+        asked = sorted(key for key in first if key not in need_full)
+        if asked:
+            need_full |= {(r[0], r[1], r[2], r[3]) for r in (await session.execute(_FAST_BESIDE_FIRST_BASELINE, {
+                **_columns(asked), "bounds": [first[k] for k in asked], "impls": sorted(baselines), "arrived": sorted(arrived),
+            })).all()}
+        return cls(runs, stored, before, baselines, need_full)
+
+
+async def _refresh_delta(
+    session: AsyncSession, context: _RefreshContext, arrivals: _Arrivals, keys: list[CohortKey], arrived: Collection[int],
+    *, now: datetime, events: bool,
+) -> tuple[RefreshSummary, list[dict]]:
+    """refresh_after_arrivals for the cohorts that need no full refresh (the events returned, in cohort
+    order, for the caller to write)."""
+    summary = RefreshSummary()
+    headline = {k for k in keys if events and context.is_headline(k)}
+    latest = await _latest_events(session, sorted(headline)) if headline else {}
+    # The stored runs the judgement reads: each cohort's baseline before and, for events, the standing
+    # holder and the stored top (the fastest of the cohort's stored eligible runs: its fastest best).
+    top_before = {key: _stored_top(arrivals.stored.get(key, {})) for key in headline}
+    wanted = {arrivals.baseline_before[k][2] for k in keys if k in arrivals.baseline_before}
+    wanted |= {holder for k in headline if (holder := latest.get(k, (None, None))[0]) is not None}
+    wanted |= {top for top in top_before.values() if top is not None}
+    stored_facts: dict[int, RunFacts] = {}
+    if wanted:
+        rows = (await session.execute(run_columns_statement().where(
+            _RUN_TABLE.id == func.any(bindparam("stored_ids", sorted(wanted), type_=ARRAY(BigInteger))),
+            _RUN_TABLE.superseded_at.is_(None), _RUN_TABLE.retracted_at.is_(None), _RUN_TABLE.status == "passed",
+        ))).all()
+        stored_facts = {facts.id: facts for facts in map(context.builder.run_of_columns, rows)}
+    holds = await load_holds(session, sorted(stored_facts)) if headline else {}
+
+    new_flags: list[dict] = []
+    changed: list[dict] = []
+    drafts: list[dict] = []
+    for key in keys:
+        revision = context.revisions.get(key[0])
+        runs = arrivals.runs.get(key, [])
+        if revision is None or not runs:
+            continue
+        workload = context.workloads[revision.workload_id]
+        facts_of_workload = context.workload_facts(revision)
+        baseline = min(
+            [r for r in runs if r.implementation.is_baseline]
+            + ([stored_facts[arrivals.baseline_before[key][2]]] if key in arrivals.baseline_before else []),
+            key=ranking.order_key, default=None,
+        )
+        judged: list[RunFacts] = []
+        for run in runs:  # new runs: no flag or review is stored for them yet
+            found = plausibility.flags_for(run, baseline, context.floors.floor_for(run, revision))
+            for flag in found:
+                new_flags.append({"run_id": run.id, "code": flag.code, "reason": flag.detail,
+                                  "rule_version": plausibility.PLAUSIBILITY_VERSION})
+                summary.flagged_runs.append(run.id)
+            held = plausibility.is_held_for_review(plausibility.holding_flags(run, found), ())
+            judged.append(replace(run, held_for_review=held) if run.held_for_review != held else run)
+        eligible = eligibility.eligible_in_cohort(judged, facts_of_workload)
+        stored = arrivals.stored.get(key, {})
+        fresh: list[dict] = []
+        _append_bests(fresh, key, workload.id, eligible, {r.id: r.source.id for r in eligible})
+        for best in fresh:
+            changed.append(_merged_best(stored.get(best["implementation_id"]), best))
+        if key not in headline:
+            continue
+        holder_id, holder_mean = latest.get(key, (None, None))
+        # The cohort's eligible runs as events_for reads them: the new ones, the stored top and the
+        # standing holder while it still counts (judged as refresh_cohorts judges a stored run).
+        counted = [
+            r for r in (stored_facts.get(i) for i in {holder_id, top_before[key]} if i is not None) if r is not None
+            and eligibility.cohort_ineligibility_reason(replace(r, held_for_review=plausibility.is_held_for_review(
+                plausibility.holding_flags(r, holds[r.id].flags), holds[r.id].reviews)), facts_of_workload) is None
+        ]
+        by_id = {r.id: r for r in eligible + counted}
+        for draft in events_for(holder_id, holder_mean, sorted(by_id.values(), key=ranking.order_key), arrived):
+            drafts.append({
+                "workload_id": workload.id, "workload_revision_id": key[0], "configuration_key": key[1],
+                "protocol_id": key[2], "environment_id": key[3], "kind": draft.kind, "run_id": draft.run_id,
+                "previous_run_id": draft.previous_run_id, "improvement_percent": draft.improvement_percent,
+                "rule_version": HISTORY_VERSION, "created_at": now,
+            })
+    if new_flags:
+        await session.execute(pg_insert(RunFlag).on_conflict_do_nothing(index_elements=["run_id", "code"]), new_flags)
+    if changed:
+        for statement in _CREATE_REFRESH_BESTS:
+            await session.execute(text(statement))
+        await copy_rows(session, "refresh_bests", BEST_COLUMNS, dict_rows(changed, BEST_COLUMNS))
+        await session.execute(_UPSERT_BESTS)
+        added = sorted({
+            (b["workload_revision_id"], b["configuration_key"], sid, b["workload_id"]) for b in changed
+            for sid in b["source_snapshot_ids"]
+        })
+        await session.execute(_ADD_SOURCES, {
+            "revs": [a[0] for a in added], "cfgs": [a[1] for a in added], "sids": [a[2] for a in added],
+            "workloads": [a[3] for a in added],
+        })
+    summary.events = len(drafts)
+    return summary, drafts
+
+
+def _stored_top(bests: dict[int, dict[str, Any]]) -> int | None:
+    """The run id of the fastest of these stored bests (ranking.order_key), if any."""
+    ranked = [(b["figure"], b["observed_at"], b["run_id"]) for b in bests.values()]
+    return min(ranked)[2] if ranked else None
+
+
+def _merged_best(stored: dict[str, Any] | None, fresh: dict[str, Any]) -> dict[str, Any]:
+    """An implementation's best in a cohort, from its stored best (of the stored runs) and the best of
+    its new runs: as _append_bests makes it from all of them."""
+    if stored is None:
+        return fresh
+    better = fresh if (fresh["figure"], fresh["observed_at"], fresh["run_id"]) < (
+        stored["figure"], stored["observed_at"], stored["run_id"]) else stored
+    return {
+        **better,
+        "run_count": stored["run_count"] + fresh["run_count"],
+        "last_observed_at": max(stored["last_observed_at"], fresh["last_observed_at"]),
+        "evidence_kinds": sorted(set(stored["evidence_kinds"]) | set(fresh["evidence_kinds"])),
+        "source_snapshot_ids": sorted(set(stored["source_snapshot_ids"]) | set(fresh["source_snapshot_ids"])),
+    }
 
 
 async def _write_bests(session: AsyncSession, keys: list[CohortKey], bests: list[dict]) -> None:

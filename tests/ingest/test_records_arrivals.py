@@ -1,0 +1,224 @@
+"""The records a write refreshes from its new runs alone (services.records.refresh_after_arrivals) are
+the records a full judgement of every run of each touched cohort makes (refresh_cohorts).
+
+Differential: the same random writes (new runs, runs that supersede, a baseline that arrives after the
+candidates, implausibly fast and below-floor runs, several cohorts and configurations, retractions and
+reviews between writes) go into two copies of the seeded database, one refreshing as the writer does
+and one with every refresh in full; every precomputed table must come out the same, row for row (run
+ids included: the same writes in the same order on the same template). Then a rebuild changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import pytest
+
+from kernelindex.db.urls import to_libpq_url
+from tests.api.helpers import synthetic_records
+from tests.conftest import TEMPLATE_DB, _admin, _fresh_database, _with_database
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+IMPLEMENTATIONS = ("torch_eager", "arrivals_a", "arrivals_b", "arrivals_c")
+TABLES = {
+    "cohort_bests": "SELECT * FROM cohort_bests ORDER BY workload_revision_id, configuration_key, protocol_id, "
+                    "environment_id, implementation_id",
+    "outdated": "SELECT id FROM source_snapshots WHERE outdated ORDER BY id",
+    "run_flags": "SELECT run_id, code, reason, rule_version FROM run_flags ORDER BY run_id, code",
+    "workload_sources": "SELECT * FROM workload_sources ORDER BY workload_revision_id, configuration_key, source_snapshot_id",
+    "record_events": "SELECT id, workload_revision_id, configuration_key, protocol_id, environment_id, kind, run_id, "
+                     "previous_run_id, improvement_percent, rule_version FROM record_events ORDER BY id",
+}
+
+
+@pytest.fixture
+def twin_db_url(pg_url, template_url) -> Any:
+    name = _fresh_database(pg_url, TEMPLATE_DB)
+    yield _with_database(pg_url, name)
+    asyncio.run(_admin(pg_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def _record(rng: random.Random, base: dict, written: list[dict]) -> dict:
+    """A random record: a new run, or (one in six) new content under an earlier run's natural key."""
+    if written and rng.random() < 1 / 6:
+        record = copy.deepcopy(rng.choice(written))
+    else:
+        record = copy.deepcopy(base)
+        impl = rng.choice(IMPLEMENTATIONS)
+        record["implementation"] = (
+            {"slug": impl} if impl == "torch_eager" else {"slug": impl, "title": impl, "role": "candidate"}
+        )
+        record["environment"]["label"] = f"arrivals-{rng.randrange(3)}"
+        if rng.random() < 0.25:  # another configuration: a cohort of its own, not the headline one
+            record["configuration"]["bindings"] = {"batch_size": 4}
+        record["source"]["revision"] = f"r{rng.randrange(4)}"
+    kind = rng.random()
+    # Most runs near a millisecond; some implausibly fast beside an eager baseline, some below any floor.
+    mean = 1e-5 if kind < 0.05 else rng.uniform(0.05, 0.09) if kind < 0.15 else round(rng.uniform(0.8, 3.0), 3)
+    record["statistics"] = {"mean": mean, "std": mean / 100, "min": mean * 0.99, "max": mean * 1.01, "num_trials": 100}
+    record["observed_at"] = (NOW - timedelta(days=rng.randrange(60), minutes=rng.randrange(1440))).isoformat()
+    return record
+
+
+async def _writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seeded random writes, each batch in a transaction of its own (as submitRuns and the fleet
+    write), with a retraction or a review now and then between them."""
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.ingest import merge
+    from kernelindex.ingest.records import RunRecord
+    from kernelindex.ingest.writer import RunWriter
+    from kernelindex.services import records as records_service
+    from kernelindex.services.judgements import retract_run, review_run
+
+    if full:
+        async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True):
+            return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)
+        monkeypatch.setattr(merge, "refresh_after_arrivals", every_cohort_in_full)
+    else:
+        monkeypatch.setattr(merge, "refresh_after_arrivals", records_service.refresh_after_arrivals)
+    rng = random.Random(seed)
+    base = synthetic_records(1, start=7)[0]
+    written: list[dict] = []
+    for step in range(10):
+        batch = [_record(rng, base, written) for _ in range(rng.randrange(1, 12))]
+        written += batch
+
+        async def write(session, batch=batch, step=step):
+            writer = RunWriter(now=NOW + timedelta(minutes=step))
+            return await writer.write(session, [RunRecord(r, "arrivals", f"line {i + 1}") for i, r in enumerate(batch)])
+
+        summary = await in_own_transaction(db_url, write)
+        # Only a natural key stated twice in one batch is refused: every other record is written.
+        assert all("same natural key" in p.reason for p in summary.problems), summary.problems
+        if step == 4:
+            # One source revision's snapshot is outdated from here on: its runs count for nothing, and
+            # its baseline runs are still their cohorts' baselines (refresh_cohorts reads them).
+            await in_own_transaction(db_url, _outdate_r0)
+        choice = rng.random()
+        conn = await asyncpg.connect(to_libpq_url(db_url))
+        try:
+            flagged = await conn.fetch("SELECT DISTINCT run_id FROM run_flags ORDER BY run_id")
+            live = await conn.fetch(
+                "SELECT r.id FROM runs r JOIN environments e ON e.id = r.environment_id "
+                "WHERE e.label LIKE 'arrivals-%' AND r.superseded_at IS NULL AND r.retracted_at IS NULL ORDER BY r.id")
+        finally:
+            await conn.close()
+        if choice < 0.15 and live:
+            run_id = rng.choice(live)["id"]
+            await in_own_transaction(db_url, lambda s, run_id=run_id: retract_run(s, run_id, "test", NOW))
+        elif choice < 0.3 and flagged:
+            run_id = rng.choice(flagged)["run_id"]
+            decision = rng.choice(("approved", "rejected"))
+            await in_own_transaction(db_url, lambda s, run_id=run_id, decision=decision: review_run(
+                s, run_id, decision, "tester", None, NOW))
+
+
+async def _outdate_r0(session) -> None:
+    from sqlalchemy import text
+
+    from kernelindex.services.records import refresh_all_records
+
+    await session.execute(text(
+        "UPDATE source_snapshots SET outdated = true WHERE revision = 'r0' "
+        "AND source_id IN (SELECT id FROM sources WHERE name = 'Synthetic test source')"))
+    await refresh_all_records(session, now=NOW)
+
+
+async def _tables(db_url: str) -> dict[str, list[tuple]]:
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        return {name: [tuple(row) for row in await conn.fetch(query)] for name, query in TABLES.items()}
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_arrivals_refresh_equals_a_full_one(db_url, twin_db_url, seed, monkeypatch):
+    asyncio.run(_writes(db_url, seed, full=False, monkeypatch=monkeypatch))
+    asyncio.run(_writes(twin_db_url, seed, full=True, monkeypatch=monkeypatch))
+    delta, full = asyncio.run(_tables(db_url)), asyncio.run(_tables(twin_db_url))
+    assert delta["cohort_bests"], "the writes made records"
+    assert any(row[1] == "implausible_speedup" for row in delta["run_flags"]), "some run was judged against a baseline"
+    for name in TABLES:
+        assert delta[name] == full[name], name
+
+    # And a rebuild of every record from every run changes nothing (and adds no event).
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.services.records import refresh_all_records
+
+    asyncio.run(in_own_transaction(db_url, lambda s: refresh_all_records(s, now=NOW)))
+    assert asyncio.run(_tables(db_url)) == delta
+
+
+def test_arrivals_in_an_import_equal_a_full_refresh(db_url, twin_db_url, tmp_path, monkeypatch):
+    """The import's path: batches of a file with their events deferred to its end."""
+    import json
+
+    from kernelindex.ingest import merge
+    from kernelindex.ingest.runs import ingest_runs_file
+    from kernelindex.services import records as records_service
+
+    rng = random.Random(7)
+    base = synthetic_records(1, start=7)[0]
+    records: list[dict] = []
+    for _ in range(80):
+        records.append(_record(rng, base, records))
+    # A file states each natural key once: the later statements of a key are dropped.
+    seen: dict[tuple, dict] = {}
+    for r in records:
+        seen[(r["implementation"]["slug"], r["environment"]["label"], str(r["configuration"]), r["source"]["revision"])] = r
+    path = tmp_path / "arrivals.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in seen.values()))
+
+    async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True):
+        return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)
+
+    for url, full in ((db_url, False), (twin_db_url, True)):
+        monkeypatch.setattr(merge, "refresh_after_arrivals", every_cohort_in_full if full else records_service.refresh_after_arrivals)
+        summary = asyncio.run(ingest_runs_file(url, path, str(path), progress=False, batch_size=7, now=NOW))
+        assert summary.problems == [] and summary.inserted == len(seen)
+    assert asyncio.run(_tables(db_url)) == asyncio.run(_tables(twin_db_url))
+
+
+async def _outdated_baseline_writes(db_url: str) -> None:
+    """An eager run in a snapshot that is then outdated, the only baseline of its cohort; then a
+    candidate forty times faster arrives in another snapshot."""
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.ingest.records import RunRecord
+    from kernelindex.ingest.writer import RunWriter
+
+    base = synthetic_records(1, start=7)[0]
+    base["environment"]["label"] = "arrivals-outdated"
+    eager, candidate = copy.deepcopy(base), copy.deepcopy(base)
+    eager["implementation"] = {"slug": "torch_eager"}
+    eager["source"]["revision"] = "r0"
+    eager["statistics"] = {"mean": 2.0, "std": 0.02, "min": 1.98, "max": 2.02, "num_trials": 100}
+    candidate["implementation"] = {"slug": "arrivals_a", "title": "arrivals_a", "role": "candidate"}
+    candidate["source"]["revision"] = "r1"
+    candidate["statistics"] = {"mean": 0.05, "std": 0.0005, "min": 0.0495, "max": 0.0505, "num_trials": 100}
+    for step, batch in enumerate(([eager], None, [candidate])):
+        if batch is None:
+            await in_own_transaction(db_url, _outdate_r0)
+            continue
+        await in_own_transaction(db_url, lambda s, batch=batch, step=step: RunWriter(now=NOW + timedelta(minutes=step)).write(
+            s, [RunRecord(r, "arrivals", f"line {i + 1}") for i, r in enumerate(batch)]))
+
+
+def test_an_outdated_baseline_still_judges_new_runs(db_url, twin_db_url, monkeypatch):
+    from kernelindex.ingest import merge
+    from kernelindex.services import records as records_service
+
+    async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True):
+        return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)
+
+    for url, full in ((db_url, False), (twin_db_url, True)):
+        monkeypatch.setattr(merge, "refresh_after_arrivals", every_cohort_in_full if full else records_service.refresh_after_arrivals)
+        asyncio.run(_outdated_baseline_writes(url))
+    delta, full_tables = asyncio.run(_tables(db_url)), asyncio.run(_tables(twin_db_url))
+    assert [row[1] for row in delta["run_flags"]] == ["implausible_speedup"]
+    assert delta == full_tables
