@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
-from sqlalchemy import bindparam, select, text, tuple_, update
+from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -48,7 +48,7 @@ from kernelindex.db.models import Protocol as ProtocolRow
 from kernelindex.ingest.digests import configuration_key_memo, environment_fingerprint_memo, stated_content_digest
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.merge import merge_stage
-from kernelindex.ingest.resolve import HardwareRefusal, load_hardware_index
+from kernelindex.ingest.resolve import HardwareRefusal, ensure_rows, load_hardware_index, table_of
 from kernelindex.ingest.sources.parts import (
     ConfigurationPart,
     ImplementationPart,
@@ -101,11 +101,6 @@ class _Placed:
 class _Where:
     file: str
     where: str
-
-
-def _sha256(value: Any) -> str:
-    # msgspec writes sorted, compact JSON in C (json.dumps was a tenth of an unchanged re-import).
-    return hashlib.sha256(msgspec.json.encode(value, order="sorted")).hexdigest()
 
 
 def workload_slug(suite: str, key: str) -> str:
@@ -213,31 +208,6 @@ async def _workloads_with_runs(session: AsyncSession, column: str, ids: Collecti
     rows = await session.execute(text(f"SELECT DISTINCT workload_id FROM runs WHERE {column} = ANY(CAST(:ids AS bigint[]))"),
                                  {"ids": sorted(ids)})
     return set(rows.scalars().all())
-
-
-async def _ensure_rows(session: AsyncSession, model: Any, rows: dict[Any, dict[str, Any]], keys: Sequence[str]) -> dict[Any, int]:
-    """Each wanted row's id by its natural key, inserted when missing (an existing row is kept as it is).
-    The stored ones are looked up first, so an unchanged re-import inserts nothing (an INSERT … ON
-    CONFLICT of thousands of rows was a third of its time)."""
-    if not rows:
-        return {}
-    columns = [getattr(model, k) for k in keys]
-
-    async def lookup(wanted: list[Any]) -> dict[Any, int]:
-        found: dict[Any, int] = {}
-        for start in range(0, len(wanted), 5000):
-            chunk = wanted[start:start + 5000]
-            condition = columns[0].in_(chunk) if len(keys) == 1 else tuple_(*columns).in_(chunk)
-            for row in (await session.execute(select(model.id, *columns).where(condition))).all():
-                found[row[1] if len(keys) == 1 else tuple(row[1:])] = row[0]
-        return found
-
-    ids = await lookup(list(rows))
-    missing = [key for key in rows if key not in ids]
-    if missing:
-        await session.execute(pg_insert(model).on_conflict_do_nothing(index_elements=list(keys)), [rows[k] for k in missing])
-        ids |= await lookup(missing)
-    return ids
 
 
 async def _newest_of_its_sources(session: AsyncSession, source_ids: Collection[int], snapshot: Snapshot) -> bool:
@@ -386,7 +356,7 @@ async def import_source(
         updated = await _update_rows(session, Implementation, implementations)
         # a role or a name moved: the cohorts' baselines and flags are judged again
         changed |= await _workloads_with_runs(session, "implementation_id", updated)
-    impl_ids = await _ensure_rows(session, Implementation, implementations, ["slug"])
+    impl_ids = await ensure_rows(session, table_of(Implementation), implementations, ["slug"])
     protocols: dict[tuple[str, str], dict[str, Any]] = {}
     environments: dict[str, dict[str, Any]] = {}
     staged: list[StagedRun] = []
@@ -425,8 +395,8 @@ async def import_source(
             "unit": p.unit, "harness": p.harness, "comparator": p.comparator, "family": p.family, "notes": p.notes,
         })
         pending.append((run, where, index, fingerprint))
-    env_ids = await _ensure_rows(session, Environment, environments, ["fingerprint"])
-    protocol_ids = await _ensure_rows(session, ProtocolRow, protocols, ["name", "version"])
+    env_ids = await ensure_rows(session, table_of(Environment), environments, ["fingerprint"])
+    protocol_ids = await ensure_rows(session, table_of(ProtocolRow), protocols, ["name", "version"])
 
     for run, where, index, fingerprint in pending:
         workload_id, revision_id = revision_of[(run.suite, run.workload)]
