@@ -26,7 +26,7 @@ from kernelindex.rules import eligibility, plausibility, ranking
 from kernelindex.rules import headroom_v1 as headroom
 from kernelindex.rules.facts import HardwareFacts, RunFacts, WorkloadFacts
 from kernelindex.rules.headroom_v2 import roofline_floor
-from kernelindex.rules.history import HISTORY_VERSION, REVISION_CHANGED, events_for
+from kernelindex.rules.history import HISTORY_VERSION, REVISION_CHANGED, EventDraft, events_for
 from kernelindex.services.facts import CohortKey, FactsBuilder, load_catalogue, run_columns_statement, workload_facts
 from kernelindex.services.holds import load_holds
 
@@ -138,6 +138,16 @@ async def refresh_cohorts(
     return summary
 
 
+def _event_rows(key: CohortKey, workload_id: int, now: datetime, drafts: Iterable[EventDraft]) -> list[dict]:
+    """A cohort's new record events as record_events rows (EVENT_COLUMNS)."""
+    return [{
+        "workload_id": workload_id, "workload_revision_id": key[0], "configuration_key": key[1],
+        "protocol_id": key[2], "environment_id": key[3], "kind": draft.kind, "run_id": draft.run_id,
+        "previous_run_id": draft.previous_run_id, "improvement_percent": draft.improvement_percent,
+        "rule_version": HISTORY_VERSION, "created_at": now,
+    } for draft in drafts]
+
+
 async def _write_events(session: AsyncSession, drafts: list[dict]) -> None:
     if drafts:
         await copy_rows(session, "record_events", EVENT_COLUMNS, dict_rows(drafts, EVENT_COLUMNS))
@@ -216,14 +226,8 @@ async def _judge_cohorts(
         if not events or not eligibility.is_headline_cohort(key[1], metric_of.get(key[2], ""), facts_of_workload):
             continue
         holder = latest.get(key)
-        for draft in events_for(holder[0] if holder else None, holder[1] if holder else None,
-                                sorted(eligible, key=ranking.order_key), arrived):
-            drafts.append({
-                "workload_id": workload.id, "workload_revision_id": key[0], "configuration_key": key[1],
-                "protocol_id": key[2], "environment_id": key[3], "kind": draft.kind, "run_id": draft.run_id,
-                "previous_run_id": draft.previous_run_id, "improvement_percent": draft.improvement_percent,
-                "rule_version": HISTORY_VERSION, "created_at": now,
-            })
+        drafts += _event_rows(key, workload.id, now, events_for(
+            holder[0] if holder else None, holder[1] if holder else None, sorted(eligible, key=ranking.order_key), arrived))
     # Flags are few (implausible runs): executemany, for its ON CONFLICT. A stale flag of the same code
     # (plausibility.is_current) takes the new reason and version; a current one is left as it is.
     if new_flags:
@@ -515,13 +519,8 @@ async def _refresh_delta(
                 plausibility.holding_flags(r, holds[r.id].flags), holds[r.id].reviews)), facts_of_workload) is None
         ]
         by_id = {r.id: r for r in eligible + counted}
-        for draft in events_for(holder_id, holder_mean, sorted(by_id.values(), key=ranking.order_key), arrived):
-            drafts.append({
-                "workload_id": workload.id, "workload_revision_id": key[0], "configuration_key": key[1],
-                "protocol_id": key[2], "environment_id": key[3], "kind": draft.kind, "run_id": draft.run_id,
-                "previous_run_id": draft.previous_run_id, "improvement_percent": draft.improvement_percent,
-                "rule_version": HISTORY_VERSION, "created_at": now,
-            })
+        drafts += _event_rows(key, workload.id, now, events_for(
+            holder_id, holder_mean, sorted(by_id.values(), key=ranking.order_key), arrived))
     if new_flags:
         await session.execute(pg_insert(RunFlag).on_conflict_do_nothing(index_elements=["run_id", "code"]), new_flags)
     if changed:
