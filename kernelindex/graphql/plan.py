@@ -39,6 +39,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from graphql import (
     DocumentNode,
@@ -583,17 +584,26 @@ async def planned_result(schema: Any, ctx: Any, cache: PlanCache) -> ExecutionRe
     return executor.build_response(data)
 
 
+# One cache per schema: a plan holds the field definitions (and so the resolvers) of the schema it was built for.
+_CACHES: WeakKeyDictionary[GraphQLSchema, PlanCache] = WeakKeyDictionary()
+
+
+def plan_cache(schema: GraphQLSchema) -> PlanCache:
+    cache = _CACHES.get(schema)
+    if cache is None:
+        cache = _CACHES[schema] = PlanCache()
+    return cache
+
+
 class PlannedExecution(SchemaExtension):
     """Answers a query by its plan before graphql-core would execute it (strawberry skips execution
     when an extension has set the result). Placed after the extensions that refuse an operation
     (text inputs, cost, subscriptions over HTTP) and after the session's connection is taken."""
 
-    cache = PlanCache()
-
     async def on_execute(self) -> AsyncIterator[None]:
         ctx = self.execution_context
         if ctx.result is None:
-            result = await planned_result(ctx.schema, ctx, self.cache)
+            result = await planned_result(ctx.schema, ctx, plan_cache(ctx.schema._schema))
             if result is not None:
                 ctx.result = result
         yield

@@ -15,6 +15,7 @@ every check, as tests/ingest/test_hostile_pages.py writes them.
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import re
 from datetime import date
@@ -50,8 +51,9 @@ from tests.conftest import FIXED_NOW
 from tests.ingest.conftest import execute
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = int(__import__("os").environ.get("PLAN_DIFF_DOCS", "1000"))
-SEED = 27
+# More documents or another seed: PLAN_DIFF_DOCS=5000 PLAN_DIFF_SEED=3 pytest tests/api/test_planned_execution.py -s
+GENERATED = int(os.environ.get("PLAN_DIFF_DOCS", "1000"))
+SEED = int(os.environ.get("PLAN_DIFF_SEED", "27"))
 HOSTILE_TEXT = "quote \" backslash \\ tab \t newline \n line-sep \u2028 astral \U0001d518 </script> ü"
 _REQUEST_ID = re.compile(rb'"request_id":"[^"]*"')
 
@@ -350,10 +352,12 @@ async def test_planned_and_graphql_core_answer_alike(servers):
                      "decision": "ACCEPT", "reason": "x", "input": {}}
         await compare.same(query, variables, operation)
         fixed += 1
+    built = plan.STATS.plans_built
     for slug in values["workload"]:
         body = await compare.same(WORKLOAD_PAGE_QUERY, {"slug": slug})
         assert body["data"]["workload"]["slug"] == slug
         fixed += 1
+    assert plan.STATS.plans_built - built <= 1  # one plan for the page, whatever the slug
     for query in readme_queries():
         await compare.same(query)
         fixed += 1
@@ -387,3 +391,13 @@ def test_no_extension_wraps_resolvers():
     assert any(isinstance(e, plan.PlannedExecution) for e in extensions)
     assert [type(e).__name__ for e in extensions if type(e).resolve is not SchemaExtension.resolve] == []
     assert not any(isinstance(e, plan.PlannedExecution) for e in build_schema(Settings(planned_execution=False)).get_extensions())
+
+
+def test_the_plan_cache_keeps_the_most_recently_used():
+    cache = plan.PlanCache(size=2)
+    for index in range(3):
+        cache.put(("query", index), None)
+        cache.get(("query", 0))  # 0 used after each put: 1 is the least recently used when 2 comes
+    assert len(cache) == 2
+    assert cache.get(("query", 0)) is None
+    assert cache.get(("query", 1)) is plan._MISSING
