@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     # 130 kB a workload (perf.dataset's, 200 runs each, page and list read): 500, KernelBench's
     # 270 problems with room, is some 65 MB a server process.
     read_model_workloads: int = 500
+    # Queries answered by their plan, built once per document (kernelindex.graphql.plan); false: every
+    # query executed by graphql-core, as the plan's differential test and perf/page_split.py compare.
+    planned_execution: bool = True
 
     # Persisted queries (kernelindex.web.persisted). APQ documents clients register by hash are kept
     # per process in a bounded LRU (a miss costs the client one re-send of the full query); 0 entries

@@ -6,6 +6,8 @@ by the rule classes) would then never hit. The depth and alias rules are ours (l
 walk a fragment once per spread, which fragments spreading fragments make exponential.
 Validation is ours too (validation.py), to leave schema suggestions out of errors in production;
 the query cost (cost.py) is measured after validation, with the variables, before execution.
+A query is then answered by its plan (plan.py) where it has one, after every extension that may refuse
+it and after the session's connection is taken; graphql-core executes the rest.
 Errors are logged by ErrorPolicy (errors.py), which logs what is the server's: strawberry's own
 logging of every error is off (a document of unknown fields logged its 100 validation errors, each
 with its whole line of source, at ERROR level: a megabyte of log a request, for the client's mistake).
@@ -32,6 +34,7 @@ from kernelindex.graphql.inputs import TextInputPolicy
 from kernelindex.graphql.limits import alias_limit_rule, depth_limit_rule
 from kernelindex.graphql.mutations import Mutation as WriteMutations
 from kernelindex.graphql.mutations import ReviewMutations
+from kernelindex.graphql.plan import PlannedExecution
 from kernelindex.graphql.queries.catalogue import CatalogueQueries
 from kernelindex.graphql.queries.compare import CompareQueries
 from kernelindex.graphql.queries.fleet import FleetMutations, FleetQueries
@@ -108,6 +111,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         lambda: QueryCost(cost_model),
         SubscriptionsOverWebSocket,
         SessionConnection,
+        *([PlannedExecution] if settings.planned_execution else []),
         ErrorPolicy,
     ]
     # The node types are named here too: a client refetches them through `node`, which returns the interface.
