@@ -50,6 +50,8 @@ from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.writer import RunWriter
 from kernelindex.settings import get_settings
 
+READ_BUFFER_BYTES = 1 << 20
+
 # Opens one unit of work (a transaction or a savepoint) and yields the session to write with.
 UnitOfWork = Callable[[], AbstractAsyncContextManager[AsyncSession]]
 
@@ -273,7 +275,9 @@ async def ingest_runs_file(
     tally = IngestSummary()
     bar = Progress("ingest runs (bytes)", total=size) if progress else None
     try:
-        with path.open("rb") as stream:
+        # A large buffer: the reader thread refills it (releasing and taking back the interpreter lock,
+        # which the thread merging the previous part may hold) a hundred times a gigabyte, not 100,000.
+        with path.open("rb", buffering=READ_BUFFER_BYTES) as stream:
             reader = PartReader(stream, label, batch_size)
             if dry_run:
                 await _dry_run(sessionmaker, reader, tally, bar, now)

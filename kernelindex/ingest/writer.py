@@ -118,13 +118,13 @@ class RunWriter:
             await hold_index_writes(session)
         # Resolved once per workload reference and source revision the batch names, not per line.
         probes = dict.fromkeys(line.probe for line in lines)
-        references = {probe: workload_reference(probe.workload) for probe in probes}
+        references = {workload: workload_reference(workload) for workload in dict.fromkeys(probe.workload for probe in probes)}
         resolve = await self.resolver.workload_resolver(session, ({"workload": ref} for ref in references.values()))
         revision_of: dict[LineProbe, int] = {}
-        for probe, ref in references.items():
+        for probe in probes:
             stated = probe.source.revision
             try:
-                resolved = resolve(ref, stated if isinstance(stated, str) else None)
+                resolved = resolve(references[probe.workload], stated if isinstance(stated, str) else None)
             except KeyError:  # a reference of no shape a record may take (slug, suite and level and problem, suite and key)
                 continue  # the check says why
             if isinstance(resolved, ResolvedWorkload):
