@@ -153,9 +153,10 @@ def test_parts_of_known_lines_grow_and_records_are_still_written_in_batches(db_u
     monkeypatch.setattr(runs_module.RunWriter, "skip_known", skip_known)
     monkeypatch.setattr(runs_module.RunWriter, "write", write)
     both = tmp_path / "both.jsonl"
-    _write(both, known + new)
+    _write(both, known + new + known[:1])  # and the first line again, last: a run stated twice
     summary = _ingest(db_url, both, batch_size=3)
-    assert (summary.found, summary.inserted, summary.unchanged, summary.rejected) == (24, 12, 12, 0)
+    assert (summary.found, summary.inserted, summary.unchanged, summary.rejected) == (25, 12, 12, 1)
+    assert [(p.where, p.reason) for p in summary.problems] == [("line 25", "the same run as line 1 (same natural key)")]
     assert max(looked_up) > 3  # a part grew past the batch size
     assert written and max(written) <= 3 and sum(written) == 12  # the new records, in batches of 3
 
