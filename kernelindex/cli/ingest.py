@@ -21,7 +21,6 @@ from kernelindex.cli.common import EXIT_FATAL, EXIT_OK, EXIT_SOME_REJECTED, Comm
 from kernelindex.db.errors import describe_failure, shortage
 from kernelindex.ingest.errors import IngestAborted, IngestFatal
 from kernelindex.ingest.formats import sniff
-from kernelindex.ingest.kernelbench import import_kernelbench
 from kernelindex.ingest.progress import print_table
 from kernelindex.ingest.runs import check_input_file, ingest_runs_file
 from kernelindex.ingest.summary import IngestSummary
@@ -156,6 +155,9 @@ def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
         raise CommandError(f"--levels {args.levels!r}: expected comma-separated level numbers, e.g. 1,2,3") from None
     if not levels:
         raise CommandError(f"--levels {args.levels!r}: no level named")
+    # Here, not at the top: `ingest runs` needs none of it (the problem tracer's cache, psycopg).
+    from kernelindex.ingest.kernelbench import import_kernelbench
+
     url = database_url()
     summary = import_kernelbench(
         url, Path(args.path), revision=args.revision, observed=args.observed, levels=levels,

@@ -8,12 +8,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, Task, TextColumn, TimeRemainingColumn
-from rich.progress import Progress as RichProgress
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
 
 
 def say(message: str) -> None:
@@ -45,13 +43,7 @@ class Progress:
         self._lock = threading.Lock()
         self._bar: RichProgress | None = None
         if self.tty:
-            self._bar = RichProgress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
-                TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[note]}"),
-                console=Console(file=self.stream), transient=False,
-                # `say` lines printed meanwhile go above the bar instead of through it.
-                redirect_stdout=False, redirect_stderr=self.stream is sys.stderr,
-            )
+            self._bar = _rich_bar(self.stream)
             self._task = self._bar.add_task(label, total=total, note="")
             self._bar.start()
 
@@ -100,12 +92,30 @@ class Progress:
         self._printed = self.done
 
 
-class _RateColumn(ProgressColumn):
-    """Items per second, over rich's recent window."""
+def _rich_bar(stream: TextIO) -> RichProgress:
+    """The bar on a terminal. rich is loaded here, for a terminal only: a command whose stderr is a
+    log or a pipe never loads it (about 40 ms of its start-up)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, Task, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as RichProgress
+    from rich.text import Text
 
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("?/s" if speed is None else _rate(speed))
+    class RateColumn(ProgressColumn):
+        """Items per second, over rich's recent window."""
+
+        def render(self, task: Task) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("?/s" if speed is None else _rate(speed))
+
+    columns: list[Any] = [
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
+        TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[note]}"),
+    ]
+    return RichProgress(
+        *columns, console=Console(file=stream), transient=False,
+        # `say` lines printed meanwhile go above the bar instead of through it.
+        redirect_stdout=False, redirect_stderr=stream is sys.stderr,
+    )
 
 
 def _isatty(stream: TextIO) -> bool:

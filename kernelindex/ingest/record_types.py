@@ -44,7 +44,10 @@ class _Part(Struct, forbid_unknown_fields=True, kw_only=True):
     """A part of a record: unknown keys refused, absent keys UNSET."""
 
 
-class Workload(_Part):
+class Workload(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """A part (as _Part), frozen: hashable, so that the lines of a batch naming the same workload share
+    one lookup (LineProbe)."""
+
     slug: Name | UnsetType = UNSET
     suite: Name | UnsetType = UNSET
     level: PositiveInteger | UnsetType = UNSET
@@ -194,6 +197,42 @@ class Run(_Part):
 
 RUN_DECODER = msgspec.json.Decoder(Run)
 _ENCODER = msgspec.json.Encoder()
+
+
+# -- the few keys that find a line's live run ----------------------------------------------------
+
+
+class SourceRevision(Struct, frozen=True):
+    """The source revision a record names (its other source keys are not read)."""
+
+    revision: str | None | UnsetType = UNSET
+
+
+class LineProbe(Struct, frozen=True, gc=False):
+    """What `ingest runs` reads of a line before it knows whether the line's very bytes made a live
+    run already (kernelindex.ingest.writer.RunWriter.skip_known): the workload it names and the
+    source revision, which together say which workload revision it measures now. Every other key is
+    skipped unread (in C, its JSON syntax checked): a line found to be a live run is never decoded
+    further, and the others are decoded and checked in full afterwards. Hashable, so that the lines
+    of a batch naming the same workload at the same revision are resolved once."""
+
+    format: Literal["kernelindex.run/1"]
+    workload: Workload
+    source: SourceRevision
+
+
+_PROBE_DECODER = msgspec.json.Decoder(LineProbe)
+
+
+def probe_line(raw: bytes) -> LineProbe:
+    """A line's LineProbe; raises msgspec.DecodeError or msgspec.ValidationError as decode_run does
+    (a line it refuses cannot be a stored run's line: it is read in full at once)."""
+    return _PROBE_DECODER.decode(raw)
+
+
+def workload_reference(name: Workload) -> dict[str, Any]:
+    """The reference as plain values, with exactly the keys it was written with (as as_data gives it)."""
+    return {field: value for field, value in msgspec.structs.asdict(name).items() if value is not UNSET}
 
 
 def decode_run(raw: bytes) -> Run:

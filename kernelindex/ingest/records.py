@@ -32,13 +32,24 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
 from kernelindex.db.text import text_problem
 from kernelindex.ingest.errors import InputProblem
-from kernelindex.ingest.record_types import RECORD_FORMAT, Run, as_data, colons, convert_run, decode_run, is_date, shape_problems
+from kernelindex.ingest.record_types import (
+    RECORD_FORMAT,
+    LineProbe,
+    Run,
+    as_data,
+    colons,
+    convert_run,
+    decode_run,
+    is_date,
+    probe_line,
+    shape_problems,
+)
 from kernelindex.rules.instants import EARLIEST_OBSERVED, MAX_CLOCK_SKEW
 from kernelindex.rules.run_record import (
     INT32_MAX,
@@ -644,33 +655,36 @@ def _written_once(raw: bytes, run: Run) -> bool:
     return colons(run) == raw.count(b":")
 
 
-@dataclass(frozen=True)
-class PendingLine:
-    """A line the structs took and not checked further yet: `ingest runs` first asks whether the
-    very same bytes are a live run already (RunWriter.skip_known), and checks only the others
-    (check_pending)."""
+class PendingLine(NamedTuple):
+    """A run line not checked yet: `ingest runs` first asks whether its very bytes are a live run
+    already (RunWriter.skip_known, by its digest and the workload revision its probe names), and
+    decodes and checks in full only the others (check_pending). A tuple: a batch holds thousands."""
 
     number: int
-    where: str
-    run: Run
-    data: dict[str, Any]  # its plain values (as_data): what skip_known reads to find its workload revision
-    raw: bytes
-    digest: bytes
+    raw: bytes  # without the byte-order mark of a first line
+    digest: bytes  # line_digest(raw)
+    probe: LineProbe  # the workload and source revision it names
+
+    @property
+    def where(self) -> str:
+        return f"line {self.number}"
 
 
 def read_pending(number: int, raw: bytes | str | _TooLong, file: str) -> PendingLine | RunRecord | CatalogueLine | list[InputProblem] | None:
-    """One physical line, decoded once: a PendingLine when the structs take it, else what
-    read_item makes of it (a record, a catalogue line, its problems, or None for a blank line)."""
+    """One physical line: a PendingLine when it is a line of bytes whose probe (the few keys that
+    find its live run, record_types.LineProbe) decodes, else what read_item makes of it (a record, a
+    catalogue line, its problems, or None for a blank line). A pending line is not checked here: a
+    stored run's line passed the checks already (and the strict reader where msgspec could read it
+    otherwise, so its probe reads as the check did), the others are checked by check_pending."""
     if isinstance(raw, bytes):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
-        if _plain_bytes(raw):
-            try:
-                run = decode_run(raw)
-            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-                pass
-            else:
-                return PendingLine(number, f"line {number}", run, as_data(run), raw, line_digest(raw))
+        try:
+            probe = probe_line(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            pass
+        else:
+            return PendingLine(number, raw, line_digest(raw), probe)
         item = read_item(number, raw, file)
         # Read another way, but a line of bytes all the same: its run keeps the digest.
         return replace(item, line_sha=line_digest(raw)) if isinstance(item, RunRecord) else item
@@ -678,12 +692,10 @@ def read_pending(number: int, raw: bytes | str | _TooLong, file: str) -> Pending
 
 
 def check_pending(line: PendingLine, file: str) -> RunRecord | list[InputProblem]:
-    """The check of a PendingLine: exactly read_item's answer for its bytes."""
-    if not _written_once(line.raw, line.run):
-        found = read_item(line.number, line.raw, file)
-        assert not isinstance(found, (RunRecord, CatalogueLine)) and found is not None  # a repeated key is a problem
-        return found
-    return _record(_checked_run(line.run, line.data, None), line.number, file, line.where, line.digest)
+    """The check of a PendingLine: exactly read_item's answer for its bytes, its digest kept."""
+    found = read_item(line.number, line.raw, file)
+    assert not isinstance(found, CatalogueLine) and found is not None  # its probe read a run record's format
+    return replace(found, line_sha=line.digest) if isinstance(found, RunRecord) else found
 
 
 def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord | list[InputProblem] | None:

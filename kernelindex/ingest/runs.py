@@ -7,11 +7,14 @@ or a socket is refused at once, never read), then reads it once, streaming:
     read → decode → validate (kernelindex.ingest.records) → resolve references → stage → merge
     (kernelindex.ingest.writer)
 
-Each line is decoded and checked once, in a worker thread that reads the next batch while the
-database merges this one. Memory does not grow with the file: a batch of records at a time (two,
-with the one read ahead), the first problems, and nothing per run (the natural keys already staged,
-to refuse a run stated twice however far apart, are kept by the database in a temporary table of
-the import's one connection).
+Each line is read once, in a worker thread that reads the next part while the database merges
+this one: a line whose very bytes made a live run already is found by its digest and the few keys
+that name its workload revision (RunWriter.skip_known), and every other line is decoded and checked
+once. Memory does not grow with the file: a batch of records at a time (two, with the one read
+ahead; where the lines are live runs already, a part of at most KNOWN_PART_LINES lines and about
+KNOWN_PART_BYTES), the first problems, and nothing per run (the natural keys already staged, to
+refuse a run stated twice however far apart, are kept by the database in a temporary table of the
+import's one connection).
 
 Catalogue lines (kernelindex.ingest.catalog: hardware and workload revisions, which an export
 writes before its runs) are checked as they come and take effect before the runs after them: a
@@ -49,6 +52,12 @@ from kernelindex.ingest.resolve import References
 from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.writer import RunWriter
 from kernelindex.settings import get_settings
+
+READ_BUFFER_BYTES = 1 << 20
+# A part of lines mostly found to be live runs already grows (PartReader.settled), up to this many
+# lines and about this many bytes: a lookup costs a few round trips whatever its size.
+KNOWN_PART_LINES = 20_000
+KNOWN_PART_BYTES = 16 << 20
 
 # Opens one unit of work (a transaction or a savepoint) and yields the session to write with.
 UnitOfWork = Callable[[], AbstractAsyncContextManager[AsyncSession]]
@@ -103,13 +112,17 @@ class Part:
 
 
 class PartReader:
-    """Reads a stream of lines into Parts of at most batch_size records. A catalogue line after
-    records ends the part before it, so catalogue lines always precede the records they serve."""
+    """Reads a stream of lines into Parts of at most batch_size lines (records and pending lines). A
+    catalogue line after records ends the part before it, so catalogue lines always precede the
+    records they serve. Where the lines turn out to be live runs already (an unchanged file), parts
+    grow (`settled`), since the lookup of a part costs the same few round trips whatever its size;
+    its records are then written in batches of batch_size all the same (`batches`)."""
 
     def __init__(self, lines: Any, label: str, batch_size: int):
         self._lines = raw_lines(lines)
         self.label = label
-        self._batch_size = batch_size
+        self.batch_size = batch_size
+        self.part_lines = batch_size  # the most lines the next part holds (settled grows it)
         self._held: tuple[int, Any] | None = None  # a catalogue line that ended the previous part
         self.saw_any = False  # a record or a catalogue line (a file of catalogue lines alone is not empty)
         self.lines_read = 0
@@ -117,7 +130,8 @@ class PartReader:
     def next_part(self) -> Part | None:
         part = Part()
         seen = False
-        while len(part.records) + len(part.pending) < self._batch_size:
+        limit = self.part_lines
+        while len(part.records) < self.batch_size and len(part.records) + len(part.pending) < limit:
             if self._held is not None:
                 number, raw = self._held
                 self._held = None
@@ -159,6 +173,21 @@ class PartReader:
                 part.records.append(item)
         return part if seen else None
 
+    def settled(self, pending: int, known: int, size: int) -> None:
+        """A part's `pending` lines (`size` bytes in all) were looked up and `known` of them were live
+        runs already: where nearly all were, the next part the reader starts holds up to
+        KNOWN_PART_LINES lines (about KNOWN_PART_BYTES), else batch_size again. Memory stays bounded:
+        a part's lines, or a batch of records, whatever the file's size."""
+        if pending and known >= pending * 0.9:
+            fit = KNOWN_PART_BYTES * pending // max(size, 1)
+            self.part_lines = max(self.batch_size, min(KNOWN_PART_LINES, fit))
+        else:
+            self.part_lines = self.batch_size
+
+    def batches(self, records: list[RunRecord]) -> list[list[RunRecord]]:
+        """A part's records in batches of batch_size, in order."""
+        return [records[i : i + self.batch_size] for i in range(0, len(records), self.batch_size)]
+
 
 async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[None]]) -> None:
     """handle(part) for every part, in order, the next part read in a worker thread while the
@@ -180,13 +209,15 @@ async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[Non
 # -- writing ------------------------------------------------------------------------------------
 
 
-async def _settle_pending(session: AsyncSession, writer: RunWriter, part: Part, tally: IngestSummary, label: str) -> None:
+async def _settle_pending(session: AsyncSession, writer: RunWriter, part: Part, tally: IngestSummary, reader: PartReader) -> None:
     """Count the part's pending lines whose bytes are live runs already as unchanged, and check the
     others into the part's records (in line order), their problems into the tally. In the session's
     transaction."""
     if not part.pending:
         return
+    label = reader.label
     known, unknown = await writer.skip_known(session, part.pending, label)
+    reader.settled(len(part.pending), len(part.pending) - len(unknown), sum(len(line.raw) for line in part.pending))
     tally.add_part(known)
     bad = 0
     for line in unknown:
@@ -273,7 +304,9 @@ async def ingest_runs_file(
     tally = IngestSummary()
     bar = Progress("ingest runs (bytes)", total=size) if progress else None
     try:
-        with path.open("rb") as stream:
+        # A large buffer: the reader thread refills it (releasing and taking back the interpreter lock,
+        # which the thread merging the previous part may hold) a hundred times a gigabyte, not 100,000.
+        with path.open("rb", buffering=READ_BUFFER_BYTES) as stream:
             reader = PartReader(stream, label, batch_size)
             if dry_run:
                 await _dry_run(sessionmaker, reader, tally, bar, now)
@@ -302,9 +335,9 @@ async def _default(
                 await apply_catalog(session, part.catalogue)
         if part.pending:
             async with transaction(sessionmaker) as session:
-                await _settle_pending(session, writer, part, tally, reader.label)
-        if part.records:
-            tally.add_part(await _write_halving(_own_transactions(sessionmaker), writer, part.records))
+                await _settle_pending(session, writer, part, tally, reader)
+        for batch in reader.batches(part.records):
+            tally.add_part(await _write_halving(_own_transactions(sessionmaker), writer, batch))
         if bar:
             bar.advance(part.bytes_read)
 
@@ -332,15 +365,16 @@ async def _strict(
             if not failed and part.catalogue:
                 await apply_catalog(session, part.catalogue)
             problems_before = tally.problem_count
-            await _settle_pending(session, writer, part, tally, reader.label)
+            await _settle_pending(session, writer, part, tally, reader)
             failed = failed or tally.problem_count > problems_before
-            if not failed and part.records:
-                written = await _write_halving(_savepoints(session), writer, part.records)
-                failed = bool(written.problems)
-                tally.add_part(written)
-            elif part.records:
-                # Still checked against the database (unknown workloads, hardware), not written.
-                tally.add_part(await _checked_only(session, writer, part.records))
+            for batch in reader.batches(part.records):
+                if not failed:
+                    written = await _write_halving(_savepoints(session), writer, batch)
+                    failed = bool(written.problems)
+                    tally.add_part(written)
+                else:
+                    # Still checked against the database (unknown workloads, hardware), not written.
+                    tally.add_part(await _checked_only(session, writer, batch))
             if bar:
                 bar.advance(part.bytes_read)
 
@@ -372,9 +406,9 @@ async def _dry_run(
             if part.catalogue:
                 # Nothing written: the lines' hardware and workloads are laid over the database in memory.
                 overlay_catalog(part.catalogue, refs.by_slug, refs.by_triple, refs.hardware, refs.by_key)
-            await _settle_pending(session, writer, part, tally, reader.label)
-            if part.records:
-                tally.add_part(await _write_halving(_savepoints(session), writer, part.records))
+            await _settle_pending(session, writer, part, tally, reader)
+            for batch in reader.batches(part.records):
+                tally.add_part(await _write_halving(_savepoints(session), writer, batch))
             if bar:
                 bar.advance(part.bytes_read)
 

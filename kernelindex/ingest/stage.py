@@ -13,7 +13,6 @@ import json
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.copy import copy_rows, driver_connection
@@ -206,21 +205,18 @@ class Stage:
             # The keys staged by earlier batches are in the old connection's temporary table.
             raise RuntimeError("the import's database connection changed between batches: run it again (it is idempotent)")
         self._connection = connection
-        await create_stage(session)
-        await session.execute(text("TRUNCATE ingest_stage"))
-        if not self.track_keys:
-            await session.execute(text("TRUNCATE ingest_keys"))
+        await create_stage(session, "TRUNCATE ingest_stage" if self.track_keys else "TRUNCATE ingest_stage, ingest_keys")
         await copy_rows(session, "ingest_stage", STAGE_NAMES, rows)
 
     async def lines(self, session: AsyncSession, candidates: list[KnownLineCandidate]) -> None:
         """Lines that may be live runs already into a fresh `ingest_lines`, by COPY."""
-        await create_stage(session)
-        await session.execute(text("TRUNCATE ingest_lines"))
+        await create_stage(session, "TRUNCATE ingest_lines")
         await copy_rows(session, "ingest_lines", KnownLineCandidate._fields, candidates)
 
 
-async def create_stage(session: AsyncSession) -> None:
-    # Every time: a stage made in a transaction that rolled back is gone with it.
-    for statement in _CREATE_STAGE:
-        await session.execute(text(statement))
-
+async def create_stage(session: AsyncSession, *then: str) -> None:
+    """The stage's tables, then the statements `then` (emptying some), in one round trip: a script
+    of statements without parameters, sent on the driver connection in the session's transaction.
+    Every time: a stage made in a transaction that rolled back is gone with it."""
+    connection = await driver_connection(session)
+    await connection.execute(";\n".join((*_CREATE_STAGE, *then)))

@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from kernelindex.db.locks import hold_index_writes
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.merge import CohortRefresh, MergeResult, claim_known_lines, first_places_known, merge_stage
+from kernelindex.ingest.record_types import LineProbe, workload_reference
 from kernelindex.ingest.records import PendingLine, RunRecord
 from kernelindex.ingest.resolve import DimensionIds, References, ResolvedRecord, ResolvedWorkload, Resolver
 from kernelindex.ingest.source_import import mark_outdated
@@ -120,16 +121,23 @@ class RunWriter:
             return summary, []
         if not self.dry_run:
             await hold_index_writes(session)
-        resolve = await self.resolver.workload_resolver(session, (line.data for line in lines))
-        candidates: list[KnownLineCandidate] = []
-        for ord_, line in enumerate(lines):
-            data = line.data
+        # Resolved once per workload reference and source revision the batch names, not per line.
+        probes = dict.fromkeys(line.probe for line in lines)
+        references = {workload: workload_reference(workload) for workload in dict.fromkeys(probe.workload for probe in probes)}
+        resolve = await self.resolver.workload_resolver(session, ({"workload": ref} for ref in references.values()))
+        revision_of: dict[LineProbe, int] = {}
+        for probe in probes:
+            stated = probe.source.revision
             try:
-                resolved = resolve(data["workload"], data["source"].get("revision"))
-            except (KeyError, TypeError, AttributeError):  # not a record's shape: the check will say why
-                continue
+                resolved = resolve(references[probe.workload], stated if isinstance(stated, str) else None)
+            except KeyError:  # a reference of no shape a record may take (slug, suite and level and problem, suite and key)
+                continue  # the check says why
             if isinstance(resolved, ResolvedWorkload):
-                candidates.append(KnownLineCandidate(ord_, line.where, line.digest, resolved.revision_id))
+                revision_of[probe] = resolved.revision_id
+        candidates = [
+            KnownLineCandidate(ord_, line.where, line.digest, revision)
+            for ord_, line in enumerate(lines) if (revision := revision_of.get(line.probe)) is not None
+        ]
         if not candidates:
             return summary, lines
         await self.stage.lines(session, candidates)

@@ -126,3 +126,48 @@ def test_a_new_current_revision_takes_the_full_path(db_url, tmp_path, checks):
     checks["n"] = 0
     summary = _ingest(db_url, path)
     assert (summary.inserted, summary.unchanged, checks["n"]) == (0, 5, 0)
+
+
+def test_parts_of_known_lines_grow_and_records_are_still_written_in_batches(db_url, tmp_path, monkeypatch):
+    """Where a part's lines were nearly all live runs already, the next parts hold up to
+    KNOWN_PART_LINES lines (one lookup, a few round trips, for many lines); the records among them
+    are written in batches of --batch-size all the same, and the counts are the same."""
+    records = synthetic_records(24)
+    known, new = records[:12], records[12:]
+    first = tmp_path / "first.jsonl"
+    _write(first, known)
+    assert _ingest(db_url, first, batch_size=3).inserted == 12
+
+    looked_up: list[int] = []
+    written: list[int] = []
+    real_skip, real_write = runs_module.RunWriter.skip_known, runs_module.RunWriter.write
+
+    async def skip_known(self, session, lines, file):
+        looked_up.append(len(lines))
+        return await real_skip(self, session, lines, file)
+
+    async def write(self, session, batch, **options):
+        written.append(len(batch))
+        return await real_write(self, session, batch, **options)
+
+    monkeypatch.setattr(runs_module.RunWriter, "skip_known", skip_known)
+    monkeypatch.setattr(runs_module.RunWriter, "write", write)
+    both = tmp_path / "both.jsonl"
+    _write(both, known + new + known[:1])  # and the first line again, last: a run stated twice
+    summary = _ingest(db_url, both, batch_size=3)
+    assert (summary.found, summary.inserted, summary.unchanged, summary.rejected) == (25, 12, 12, 1)
+    assert [(p.where, p.reason) for p in summary.problems] == [("line 25", "the same run as line 1 (same natural key)")]
+    assert max(looked_up) > 3  # a part grew past the batch size
+    assert written and max(written) <= 3 and sum(written) == 12  # the new records, in batches of 3
+
+
+def test_a_part_grows_only_where_its_lines_were_known_and_only_so_far():
+    reader = runs_module.PartReader([], "f", 10)
+    reader.settled(pending=10, known=10, size=10 * 500)  # short lines: as many as a part may hold
+    assert reader.part_lines == runs_module.KNOWN_PART_LINES
+    reader.settled(pending=10, known=10, size=10 * runs_module.KNOWN_PART_BYTES // 50)  # long lines: 50 fit
+    assert reader.part_lines == 50
+    reader.settled(pending=10, known=10, size=10 * runs_module.KNOWN_PART_BYTES)  # longer still: a batch
+    assert reader.part_lines == 10
+    reader.settled(pending=10, known=5, size=10 * 1000)  # half new: back to a batch
+    assert reader.part_lines == 10

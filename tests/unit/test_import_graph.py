@@ -61,6 +61,7 @@ LAZY = {
     "kernelindex.cli.mcp": "`mcp`: the MCP SDK, the GraphQL schema and the database",
     "kernelindex.cli.snapshots": "`snapshot list|retract`: the database",
     "kernelindex.cli.sources": "`ingest kernelindex-export|liger`: the source import and the database",
+    "kernelindex.ingest.kernelbench": "`ingest kernelbench` alone (its trace cache loads psycopg): not `ingest runs`",
     # Each source's adapter, imported by its own command only (cli.sources): zstandard, the CSV reader.
     "kernelindex.ingest.sources.kernelindex_export": "`ingest kernelindex-export`: zstandard and the export's reader",
     "kernelindex.ingest.sources.liger": "`ingest liger`: the Liger-Kernel CSV reader",
