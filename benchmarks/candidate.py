@@ -87,6 +87,11 @@ INTEGRITY_CHECK_PROBABILITY = 0.2  # of a full integrity walk after a block (the
 BLOCK_TARGET_MS = 50.0
 MAX_BLOCK = 128
 KEPT_OUTPUT_BYTES = 256 * 1024**2
+# Heap touched before the first timed block (_Executor.reserve): a block's outputs and RESERVE_EXTRA_FACTOR
+# times as much again (at most RESERVE_EXTRA_BYTES) for what calls allocate besides; at most RESERVE_MAX_BYTES.
+RESERVE_EXTRA_FACTOR = 2
+RESERVE_EXTRA_BYTES = 4 * 1024**2
+RESERVE_MAX_BYTES = 64 * 1024**2
 # Do-nothing blocks of 1 and of CALIBRATION_BLOCK trials, CALIBRATION_ROUNDS of each, timed through the same
 # messages before the candidate is loaded: the harness's own cost per block and per trial.
 CALIBRATION_BLOCK = 32
@@ -1036,6 +1041,7 @@ class _Executor:
         self.integrity = Integrity(_LIBRARY_SNAPSHOT, extra)
         self.model: Callable[..., Any] | None = None
         self.kept: list[tuple[Any, list[Any]]] = []
+        self.reserved = 0  # trials whose outputs' memory reserve() has touched
 
     def serve(self) -> None:
         while True:
@@ -1050,6 +1056,9 @@ class _Executor:
                     self.block([int(seed) for seed in message["seeds"]], str(message["mode"]), str(message["phase"]))
                 elif op == "ship":
                     self.ship(int(message["index"]), str(message["phase"]))
+                elif op == "reserve":
+                    self.reserve(int(message["trials"]))
+                    self.channel.send({"reserved": True})
                 elif op == "load":
                     self.load()
                     self.channel.send({"loaded": True})
@@ -1191,6 +1200,29 @@ class _Executor:
             if mode == "time":
                 self.kept.append((output, inputs))
             del output, inputs
+
+    def reserve(self, trials: int) -> None:
+        """The heap a timed block's kept outputs will take, grown and touched before the first block (untimed):
+        a block keeps every output until the coordinator has picked, so the first block's calls would grow
+        the heap and fault its pages in inside their samples, where before issue 28 each trial's output
+        reused the last one's freed memory (an honest 5 us candidate's first block took 12 us a call, 3 new
+        pages a trial; a 0.7 ms one's 19% more than its later blocks). What is reserved: the outputs of
+        ``trials`` trials and as much again twice over for what a call allocates besides (its temporaries,
+        the tensors' own records, the allocator's alignment), that extra at most RESERVE_EXTRA_BYTES, all at
+        most RESERVE_MAX_BYTES, in chunks the size of an output (the holes a small output fills first), one
+        byte a page written. Freed, glibc keeps them (_keep_freed_memory) and the outputs take them; each
+        later block reuses what the one before freed. CPU only: CUDA's caching allocator keeps its own."""
+        if self.device.type != "cpu" or trials <= self.reserved:
+            return
+        size = max(1, _output_bytes(self.expected))
+        total = trials * size + min(RESERVE_EXTRA_FACTOR * trials * size, RESERVE_EXTRA_BYTES)
+        held: list[torch.Tensor] = []
+        for _ in range(max(1, min(total, RESERVE_MAX_BYTES) // size)):
+            chunk = torch.empty(size, dtype=torch.uint8)
+            chunk[::4096].fill_(0)
+            held.append(chunk)
+        del held
+        self.reserved = trials
 
     def ship(self, index: int, phase: str) -> None:
         if not 0 <= index < len(self.kept):
@@ -1590,6 +1622,7 @@ class _Remote:
         if settings.warmup:
             warm, _, _, _ = self.block(*self.seeds_and_offsets(settings.warmup), "warm", "the warm-up calls")
         size = block_size(_median(warm) or 0.0, self.output_limit + self.input_bytes)
+        self.ask({"op": "reserve", "trials": size}, "reserved")
         check_chance = max(TIMED_OUTPUT_SAMPLES / settings.max_trials, MIN_TIMED_CHECK_PROBABILITY)
         samples: list[float] = []
         raw_samples: list[float] = []
