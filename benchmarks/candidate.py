@@ -1630,7 +1630,7 @@ class _Remote:
         unexplained_per_trial: list[float] = []
         seeds_used: set[tuple[int, int | None]] = set()
         timed_ms = 0.0
-        running = timing.RunningStats()  # for the interval after every block
+        running = timing.RunningStats()  # for the interval after every trial
         half_width: float | None = None
         stop_reason = ""
         extra_checks = blocks = 0
@@ -1656,36 +1656,45 @@ class _Remote:
             expected_gap = calibration.fixed + calibration.per_trial * want
             unexplained_per_trial.append((clock - sum(block_samples) - expected_gap) / want)
             picks: list[int] = []
+            first = trial  # the block's first trial
+            kept = len(block_samples)  # its trials up to the one the stopping rule stopped at
             for index, (raw, tail) in enumerate(zip(block_samples, block_tails)):
                 sample = raw
                 if tail is not None and calibration.tail is not None and tail > calibration.tail + timing.TAIL_ALLOWANCE_MS:
                     sample += tail - calibration.tail  # work the call left on another stream: counted
                 timed_ms += sample
-                if trial > 0:  # the first timed call still pays for allocator growth and lazy set-up
-                    samples.append(sample)
-                    raw_samples.append(raw)
-                    if tail is not None:
-                        tails.append(tail)
-                    running.add(sample)
-                    # Which outputs are checked is decided here, after the trials ran, from randomness no process
-                    # a candidate runs in holds: it cannot skip work on the trials it guesses go unchecked.
-                    if trial == 1 or (extra_checks < 2 * TIMED_OUTPUT_SAMPLES and _secret_chance(check_chance)):
-                        extra_checks += trial != 1
-                        picks.append(index)
                 trial += 1
-            half_width = running.relative_half_width()
-            if running.count >= settings.min_trials and half_width is not None and half_width < settings.target_half_width:
-                stop_reason = "converged"
-            elif running.count >= settings.max_trials:
-                stop_reason = "max_trials"
-            elif running.count >= MIN_KEPT_TRIALS and _monotonic_ns() - started >= budget_ns:
+                if trial == 1:  # the first timed call still pays for allocator growth and lazy set-up
+                    continue
+                samples.append(sample)
+                raw_samples.append(raw)
+                if tail is not None:
+                    tails.append(tail)
+                running.add(sample)
+                # Which outputs are checked is decided here, after the trials ran, from randomness no process
+                # a candidate runs in holds: it cannot skip work on the trials it guesses go unchecked.
+                if trial == 2 or (extra_checks < 2 * TIMED_OUTPUT_SAMPLES and _secret_chance(check_chance)):
+                    extra_checks += trial != 2
+                    picks.append(index)
+                # The rule after every trial, as the harness before blocks applied it: the samples kept are those
+                # up to the first trial at which it is met; the block's later trials ran (the second clock timed
+                # them with the rest) but are not kept, so a block's length never decides when the timing ends.
+                half_width = running.relative_half_width()
+                stop_reason = _stop_rule(running.count, half_width, settings)
+                if stop_reason:
+                    kept = index + 1
+                    timed_ms += sum(block_samples[kept:])
+                    trial += len(block_samples) - kept
+                    break
+            spent = running.count >= MIN_KEPT_TRIALS and _monotonic_ns() - started >= budget_ns
+            if spent and stop_reason == "":
                 # Never before two kept trials: a slow call (a block of one, its trial discarded) that used the
                 # whole budget would otherwise end a passed run with no sample at all, or none to judge it by.
                 stop_reason = "budget"
-            if stop_reason and len(block_samples) - 1 not in picks:
-                picks.append(len(block_samples) - 1)  # the last trial's output, always
+            if stop_reason and kept - 1 not in picks:
+                picks.append(kept - 1)  # the last kept trial's output, always
             for index in picks:
-                label = f"timed trial {trial - len(block_samples) + index}"
+                label = f"timed trial {first + index}"
                 reply, blobs = self.ask({"op": "ship", "index": index, "phase": label}, "output", blobs=True)
                 try:
                     self.judge(reply, blobs, seeds[index], label, label, offsets[index])
@@ -1724,6 +1733,16 @@ class _Remote:
         if non_positive:
             raise CandidateFailure(f"timer returned {len(non_positive)} non-positive samples (below its resolution)")
         return samples
+
+
+def _stop_rule(kept: int, half_width: float | None, settings: timing.AdaptiveSettings) -> str:
+    """Why the timing stops after this many kept trials ("converged", "max_trials"), or "" (the time budget is
+    judged after a block)."""
+    if kept >= settings.min_trials and half_width is not None and half_width < settings.target_half_width:
+        return "converged"
+    if kept >= settings.max_trials:
+        return "max_trials"
+    return ""
 
 
 def _median(values: list[float]) -> float | None:

@@ -420,6 +420,22 @@ def test_a_clock_swapped_while_timed_and_put_back_fails_by_the_second_clock():
     assert retry["first"].startswith("the timed samples disagree") and retry["timing"]["unexplained_ms_per_trial"] > retry["timing"]["clock_tolerance_ms"]
 
 
+def test_the_stopping_rule_is_applied_after_every_trial_not_only_after_a_block():
+    # A microsecond candidate's blocks are 128 trials; an interval target it meets at once (100% of the mean) stops
+    # the timing at min_trials kept trials, as the harness before blocks did: the block's later trials ran (and were
+    # timed by the second clock with the rest) but are not kept, and the last kept trial's output is checked.
+    loop = {**FAST_TIMING, "min_trials": 10, "max_trials": 1000, "target_half_width": 1.0, "budget_s": 60}
+    result = measure_job(payload("honest", timing=loop))
+    record = only_record(result)
+    assert record["status"] == "passed", record["failure_reason"]
+    timing_checks = result["checks"]["implementations"][0]["timing"]
+    assert timing_checks["stop_reason"] == "converged" and timing_checks["blocks"] == 1
+    assert timing_checks["kept_trials"] == len(record["samples_ms"]) == 10
+    assert timing_checks["trials_run"] == timing_checks["block_size"] > 11
+    timed = [entry["set"] for entry in result["checks"]["implementations"][0]["timed_outputs"]]
+    assert "timed trial 10" in timed  # the last kept trial (the first, trial 0, is discarded)
+
+
 def test_one_disagreement_of_the_second_clock_is_timed_again_not_failed():
     # A loaded machine's hiccup can leave one timing loop unexplained (seen in CI: an honest 0.09 ms candidate
     # read 0.108 ms over against a 0.100 ms tolerance); only a second disagreement fails the job. The fixture
