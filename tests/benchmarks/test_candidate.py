@@ -436,6 +436,26 @@ def test_the_stopping_rule_is_applied_after_every_trial_not_only_after_a_block()
     assert "timed trial 10" in timed  # the last kept trial (the first, trial 0, is discarded)
 
 
+def test_a_small_timed_output_is_checked_and_copied_when_returned_not_only_if_picked():
+    # Small CPU outputs are checked after every timed trial and copied (the candidate's memory is then free for its
+    # next call, as before issue 28): an output aliasing its input fails at the trial that returned it, here the
+    # first timed one (trial 0, which the figures discard and no pick would ever check).
+    source = (
+        "import torch\nimport torch.nn as nn\n"
+        "class ModelNew(nn.Module):\n"
+        "    calls = 0\n"
+        "    def forward(self, A, B):\n"
+        "        self.calls += 1\n"
+        "        if self.calls <= 5 + 2:  # the correctness sets and the warm-up\n"
+        "            return torch.relu(A @ B)\n"
+        "        return A[:, : B.shape[1]]\n"
+    )
+    record = only_record(measure_job(payload(source=source)))
+    assert record["status"] == "failed"
+    reason = record["failure_reason"]
+    assert "aliases an input" in reason and "timed trials 0-" in reason and "trial 0 of the block" in reason, reason
+
+
 def test_one_disagreement_of_the_second_clock_is_timed_again_not_failed():
     # A loaded machine's hiccup can leave one timing loop unexplained (seen in CI: an honest 0.09 ms candidate
     # read 0.108 ms over against a 0.100 ms tolerance); only a second disagreement fails the job. The fixture
