@@ -746,6 +746,17 @@ def unpack_output(headers: Any, blobs: list[bytes], expected: list[Leaf]) -> lis
     return leaves
 
 
+def split_outputs(described: Any, blobs: list[bytes], expected: list[Leaf], count: int) -> list[list[Any]]:
+    """``count`` outputs sent in one message ({"outputs": [headers, ...]}, each output's blobs in turn: one per
+    tensor leaf), each checked by unpack_output; ProtocolViolation for any other shape."""
+    if not isinstance(described, list) or len(described) != count:
+        raise ProtocolViolation(f"{len(described) if isinstance(described, list) else 'no'} outputs where {count} were asked")
+    per_output = sum(1 for leaf in expected if leaf.is_tensor)
+    if len(blobs) != per_output * count:
+        raise ProtocolViolation(f"{len(blobs)} tensors for {count} outputs of {per_output} each")
+    return [unpack_output(headers, blobs[n * per_output:(n + 1) * per_output], expected) for n, headers in enumerate(described)]
+
+
 def _input_bytes(inputs: list[Any]) -> int:
     return sum(t.numel() * t.element_size() for t in _tensors(inputs))
 
@@ -956,6 +967,16 @@ def _reference_role(job: Job) -> Callable[[Channel], None]:
             if message.get("op") != "reference":
                 return
             try:
+                if "trials" in message:  # the picked trials of a timed block: [[seed, offset], ...], one answer
+                    described: list[list[dict[str, Any]]] = []
+                    data: list[bytes] = []
+                    for seed, offset in message["trials"]:
+                        inputs = context.inputs(int(seed), None if offset is None else int(offset))
+                        headers, blobs = pack_output(context.reference(inputs))
+                        described.append(headers)
+                        data += blobs
+                    channel.send({"outputs": described}, data)
+                    continue
                 offset = message.get("offset")
                 inputs = context.inputs(int(message["seed"]), None if offset is None else int(offset))
                 headers, blobs = pack_output(context.reference(inputs))
@@ -1066,7 +1087,7 @@ class _Executor:
                 elif op == "block":
                     self.block([int(seed) for seed in message["seeds"]], str(message["mode"]), str(message["phase"]))
                 elif op == "ship":
-                    self.ship(int(message["index"]), str(message["phase"]))
+                    self.ship([int(index) for index in message["indices"]], [str(phase) for phase in message["phases"]])
                 elif op == "reserve":
                     self.reserve(int(message["trials"]))
                     self.channel.send({"reserved": True})
@@ -1274,20 +1295,32 @@ class _Executor:
         del held
         self.reserved = trials
 
-    def ship(self, index: int, phase: str) -> None:
-        if not 0 <= index < len(self.kept):
+    def ship(self, indices: list[int], phases: list[str]) -> None:
+        """The picked outputs of the last timed block, in one message (one wake-up per block, not per pick)."""
+        if len(indices) != len(phases):
             raise CandidateFailure("no timed output to check")
-        output, inputs = self.kept[index]
-        if inputs is None:  # copied by the harness (never what a candidate returned: that is kept with its inputs)
-            output, inputs = self.copied_output(output), []
-        self.send_output(output, inputs, phase)
+        described: list[list[dict[str, Any]]] = []
+        data: list[bytes] = []
+        for index, phase in zip(indices, phases):
+            if not 0 <= index < len(self.kept):
+                raise CandidateFailure("no timed output to check")
+            output, inputs = self.kept[index]
+            if inputs is None:  # copied by the harness (never what a candidate returned: that is kept with its inputs)
+                output, inputs = self.copied_output(output), []
+            headers, blobs = self.packed_output(output, inputs, phase)
+            described.append(headers)
+            data += blobs
+        self.channel.send({"outputs": described}, data)
 
     def send_output(self, output: Any, inputs: list[Any], phase: str) -> None:
+        headers, blobs = self.packed_output(output, inputs, phase)
+        self.channel.send({"output": headers}, blobs)
+
+    def packed_output(self, output: Any, inputs: list[Any], phase: str) -> tuple[list[dict[str, Any]], list[bytes]]:
         problem = check_output(output, self.expected, inputs, self.decoy)
         if problem:
             raise CandidateFailure(f"{problem} ({phase})")
-        headers, blobs = pack_output(output)
-        self.channel.send({"output": headers}, blobs)
+        return pack_output(output)
 
 
 @dataclass(frozen=True)
@@ -1479,6 +1512,18 @@ class _Reference:
             raise CandidateFailure(str(reply["failed"]))
         return unpack_output(reply.get("output"), blobs, self.expected)
 
+    def outputs(self, trials: list[tuple[int, int | None]]) -> list[list[Any]]:
+        """The reference outputs of several timed trials (seed, offset), in one request."""
+        try:
+            self.child.channel.send({"op": "reference", "trials": [list(trial) for trial in trials]})
+            reply, blobs = self.child.channel.receive(self.limit * len(trials), len(self.expected) * len(trials))
+        except (ChannelClosed, ProtocolViolation) as exc:
+            raise CandidateFailure(f"the reference process stopped answering while the candidate ran ({exc}; "
+                                   f"{self.child.describe_end()})") from None
+        if "failed" in reply:
+            raise CandidateFailure(str(reply["failed"]))
+        return split_outputs(reply.get("outputs"), blobs, self.expected, len(trials))
+
 
 class _Remote:
     """One implementation measured from the coordinator: every check, then timing, each step a message
@@ -1507,12 +1552,13 @@ class _Remote:
 
     # -- messages --
 
-    def ask(self, message: dict[str, Any], answer: str, blobs: bool = False) -> tuple[dict[str, Any], list[bytes]]:
-        """Send a request; the answer, which must be exactly ``{answer: ...}`` (or ``{"failed": reason}``)."""
+    def ask(self, message: dict[str, Any], answer: str, blobs: bool = False, outputs: int = 1) -> tuple[dict[str, Any], list[bytes]]:
+        """Send a request; the answer, which must be exactly ``{answer: ...}`` (or ``{"failed": reason}``), with
+        blobs for at most ``outputs`` outputs when ``blobs``."""
         channel = self.executor.channel
         before = self.cpu.thread_ms()
         channel.send(message)
-        reply, data = channel.receive(self.output_limit if blobs else 0, len(self.expected) if blobs else 0)
+        reply, data = channel.receive(self.output_limit * outputs if blobs else 0, len(self.expected) * outputs if blobs else 0)
         after = self.cpu.thread_ms()
         if before is not None and after is not None:
             self.observed_cpu_ms += after - before
@@ -1762,11 +1808,16 @@ class _Remote:
                 stop_reason = "budget"
             if stop_reason and kept - 1 not in picks:
                 picks.append(kept - 1)  # the last kept trial's output, always
-            for index in picks:
-                label = f"timed trial {first + index}"
-                reply, blobs = self.ask({"op": "ship", "index": index, "phase": label}, "output", blobs=True)
+            if picks:
+                # All of a block's picks in one request to the executor and one to the reference process.
+                labels = [f"timed trial {first + index}" for index in picks]
+                reply, blobs = self.ask({"op": "ship", "indices": picks, "phases": labels}, "outputs", blobs=True,
+                                        outputs=len(picks))
+                shipped = split_outputs(reply["outputs"], blobs, self.expected, len(picks))
                 try:
-                    self.judge(reply, blobs, seeds[index], label, label, offsets[index])
+                    references = self.reference.outputs([(seeds[index], offsets[index]) for index in picks])
+                    for output, expected, label in zip(shipped, references, labels):
+                        self.compare(output, expected, label, label)
                 except CandidateFailure as failure:
                     raise CandidateFailure(f"while timed, {failure} (a stale or cached result, or work skipped on "
                                            f"trials it guessed would not be checked)") from None

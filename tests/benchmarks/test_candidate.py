@@ -19,6 +19,7 @@ import torch
 
 from benchmarks import candidate, problems, timing
 from benchmarks.candidate import PayloadError, measure_job
+from benchmarks.channel import ProtocolViolation
 from benchmarks.records import FORMAT
 from benchmarks.sandbox import GiB, Limits, Outcome, Sandbox, describe_sandbox_failure
 
@@ -599,6 +600,22 @@ def test_timed_inputs_are_fresh_values_in_memory_reused_from_trial_to_trial():
     filled = buffers.fill(ahead)
     assert [t.data_ptr() for t in filled][0] == addresses[0]
     assert all(torch.equal(a, b) for a, b in zip(filled, ahead))
+
+
+def test_a_blocks_picked_outputs_travel_in_one_message_and_are_each_checked():
+    # The executor ships every pick of a block at once (one wake-up per block): split back per output, each held
+    # to the reference's structure, and a message with a missing output or tensor is a protocol violation.
+    expected = [candidate.Leaf(True, torch.float32, (2, 3), torch.device("cpu"))]
+    first, second = torch.randn(2, 3), torch.randn(2, 3)
+    (head_1, blobs_1), (head_2, blobs_2) = candidate.pack_output(first), candidate.pack_output(second)
+    got = candidate.split_outputs([head_1, head_2], blobs_1 + blobs_2, expected, 2)
+    assert torch.equal(got[0][0], first) and torch.equal(got[1][0], second)
+    with pytest.raises(ProtocolViolation, match="1 outputs where 2"):
+        candidate.split_outputs([head_1], blobs_1 + blobs_2, expected, 2)
+    with pytest.raises(ProtocolViolation, match="1 tensors for 2 outputs"):
+        candidate.split_outputs([head_1, head_2], blobs_1, expected, 2)
+    with pytest.raises(ProtocolViolation, match="arrived with"):
+        candidate.split_outputs([head_1, head_2], [blobs_1[0], blobs_2[0][:4]], expected, 2)
 
 
 def test_block_sizes_follow_the_call_time_and_the_memory_kept():
