@@ -82,12 +82,10 @@ MIN_KEPT_TRIALS = 2
 TIMED_OUTPUT_SAMPLES = 6
 MIN_TIMED_CHECK_PROBABILITY = 0.02
 INTEGRITY_CHECK_PROBABILITY = 0.2  # of a full integrity walk after a block (the clocks: after every trial)
-# Trials run per request: about BLOCK_TARGET_MS of calls for the first timed block, twice the last's for each
-# after it up to MAX_BLOCK_TARGET_MS, at most MAX_BLOCK, and their outputs (kept for the coordinator to pick
-# from) within KEPT_OUTPUT_BYTES.
+# Trials run per request: about BLOCK_TARGET_MS of calls, at most MAX_BLOCK, and their outputs (kept for
+# the coordinator to pick from) within KEPT_OUTPUT_BYTES.
 BLOCK_TARGET_MS = 50.0
-MAX_BLOCK_TARGET_MS = 200.0
-MAX_BLOCK = 256
+MAX_BLOCK = 128
 KEPT_OUTPUT_BYTES = 256 * 1024**2
 # CPU outputs of at most this many bytes are checked and copied after every timed trial (_Executor.copies), not
 # kept as the candidate returned them.
@@ -1437,10 +1435,10 @@ class _Calibration:
     ready_per_trial: float = 0.0
 
 
-def block_size(sample_ms: float, output_bytes: int, target_ms: float = BLOCK_TARGET_MS) -> int:
-    """Trials per request: enough for ``target_ms`` of calls (fewer messages, fewer wake-ups), at most
+def block_size(sample_ms: float, output_bytes: int) -> int:
+    """Trials per request: enough for BLOCK_TARGET_MS of calls (fewer messages, fewer wake-ups), at most
     MAX_BLOCK, and no more outputs kept for checking than KEPT_OUTPUT_BYTES."""
-    by_time = MAX_BLOCK if sample_ms <= 0 else math.ceil(target_ms / sample_ms)
+    by_time = MAX_BLOCK if sample_ms <= 0 else math.ceil(BLOCK_TARGET_MS / sample_ms)
     by_memory = max(1, KEPT_OUTPUT_BYTES // max(1, output_bytes))
     return max(1, min(MAX_BLOCK, by_time, by_memory))
 
@@ -1728,12 +1726,8 @@ class _Remote:
         warm: list[float] = []
         if settings.warmup:
             warm, _, _, _ = self.block(*self.seeds_and_offsets(settings.warmup), "warm", "the warm-up calls")
-        # Each block after the first asks for twice the calls of the last (up to MAX_BLOCK_TARGET_MS): a timing the
-        # rule ends early ends in the first, short block; a long one pays its per-block messages (each a wake-up
-        # of three processes, several milliseconds on a loaded machine) a few times, not every 50 ms.
-        target = BLOCK_TARGET_MS
-        size = first_size = block_size(_median(warm) or 0.0, self.output_limit + self.input_bytes, target)
-        reserved = largest = 0
+        size = block_size(_median(warm) or 0.0, self.output_limit + self.input_bytes)
+        self.ask({"op": "reserve", "trials": size}, "reserved")
         check_chance = max(TIMED_OUTPUT_SAMPLES / settings.max_trials, MIN_TIMED_CHECK_PROBABILITY)
         samples: list[float] = []
         raw_samples: list[float] = []
@@ -1751,10 +1745,6 @@ class _Remote:
         process_before, observed_before = self.cpu.process_ms(), self.observed_cpu_ms
         while not stop_reason:
             want = min(size, settings.max_trials - running.count + (1 if trial == 0 else 0))
-            if want > reserved:
-                self.ask({"op": "reserve", "trials": want}, "reserved")
-                reserved = want
-            largest = max(largest, want)
             seeds, offsets = self.seeds_and_offsets(want)
             seeds_used.update(zip(seeds, offsets))
             phase = f"timed trials {trial}-{trial + want - 1}"
@@ -1823,8 +1813,6 @@ class _Remote:
                                            f"trials it guessed would not be checked)") from None
             if not stop_reason and _secret_chance(INTEGRITY_CHECK_PROBABILITY):
                 self.ask({"op": "integrity"}, "intact")
-            target = min(2 * target, MAX_BLOCK_TARGET_MS)
-            size = block_size(running.mean if running.count else _median(warm) or 0.0, self.output_limit + self.input_bytes, target)
         wall_ms = (_monotonic_ns() - started) / 1e6
         process_after = self.cpu.process_ms()
         observed = self.observed_cpu_ms - observed_before
@@ -1833,7 +1821,7 @@ class _Remote:
         unexplained, tolerance, disagreement = clock_disagreement(unexplained_per_trial, median_sample, calibration.per_trial)
         self.checks["timing"] = {
             "stop_reason": stop_reason, "trials_run": trial, "kept_trials": len(samples), "blocks": blocks,
-            "block_size": first_size, "largest_block": largest, "distinct_inputs": len(seeds_used), "half_width": _finite(half_width), "wall_ms": wall_ms,
+            "block_size": size, "distinct_inputs": len(seeds_used), "half_width": _finite(half_width), "wall_ms": wall_ms,
             "timed_ms": timed_ms, "second_clock": "executor CPU time (schedstat)" if calibration.by_cpu else "coordinator wall clock",
             "harness_ms_per_block": calibration.fixed, "harness_ms_per_trial": calibration.per_trial,
             "unexplained_ms_per_trial": unexplained, "clock_tolerance_ms": tolerance,
