@@ -1498,29 +1498,46 @@ class _Reference:
         self.child = child
         self.expected = expected
         self.limit = _output_bytes(expected)
+        self.pending: int | None = None  # outputs asked for and not yet read
 
-    def output(self, seed: int, offset: int | None = None) -> list[Any]:
+    def request(self, trials: list[tuple[int, int | None]]) -> None:
+        """Ask for the reference outputs of ``trials`` (seed, offset; offset None for a check's set), without
+        waiting: the reference process computes them while the executor answers its own request. Every
+        request is answered by ``answer`` (or ``drop``) before the next."""
+        if self.pending is not None:
+            raise RuntimeError("a reference request is still unanswered")
+        message: dict[str, Any] = ({"op": "reference", "seed": trials[0][0], "offset": trials[0][1]} if len(trials) == 1
+                                   else {"op": "reference", "trials": [list(trial) for trial in trials]})
         try:
-            self.child.channel.send({"op": "reference", "seed": seed, "offset": offset})
-            reply, blobs = self.child.channel.receive(self.limit, len(self.expected))
+            self.child.channel.send(message)
+        except (ChannelClosed, OSError) as exc:
+            raise CandidateFailure(f"the reference process stopped answering while the candidate ran ({exc}; "
+                                   f"{self.child.describe_end()})") from None
+        self.pending = len(trials)
+
+    def answer(self) -> list[list[Any]]:
+        """The outputs the last request asked for, in its order."""
+        count, self.pending = self.pending, None
+        if count is None:
+            raise RuntimeError("no reference request to answer")
+        try:
+            reply, blobs = self.child.channel.receive(self.limit * count, len(self.expected) * count)
         except (ChannelClosed, ProtocolViolation) as exc:
             raise CandidateFailure(f"the reference process stopped answering while the candidate ran ({exc}; "
                                    f"{self.child.describe_end()})") from None
         if "failed" in reply:
             raise CandidateFailure(str(reply["failed"]))
-        return unpack_output(reply.get("output"), blobs, self.expected)
+        if count == 1:
+            return [unpack_output(reply.get("output"), blobs, self.expected)]
+        return split_outputs(reply.get("outputs"), blobs, self.expected, count)
 
-    def outputs(self, trials: list[tuple[int, int | None]]) -> list[list[Any]]:
-        """The reference outputs of several timed trials (seed, offset), in one request."""
-        try:
-            self.child.channel.send({"op": "reference", "trials": [list(trial) for trial in trials]})
-            reply, blobs = self.child.channel.receive(self.limit * len(trials), len(self.expected) * len(trials))
-        except (ChannelClosed, ProtocolViolation) as exc:
-            raise CandidateFailure(f"the reference process stopped answering while the candidate ran ({exc}; "
-                                   f"{self.child.describe_end()})") from None
-        if "failed" in reply:
-            raise CandidateFailure(str(reply["failed"]))
-        return split_outputs(reply.get("outputs"), blobs, self.expected, len(trials))
+    def drop(self) -> None:
+        """Read and drop the answer to a pending request (the executor failed meanwhile: its reason stands)."""
+        if self.pending is not None:
+            try:
+                self.answer()
+            except CandidateFailure:
+                pass
 
 
 class _Remote:
@@ -1654,14 +1671,15 @@ class _Remote:
                       correctness=self.correctness, kept_trials=len(samples))
 
     def checked(self, seed: int, label: str, phase: str) -> None:
-        reply, blobs = self.ask({"op": "check", "seed": seed, "phase": phase}, "output", blobs=True)
-        self.judge(reply, blobs, seed, label, phase)
-
-    def judge(self, reply: dict[str, Any], blobs: list[bytes], seed: int, label: str, phase: str,
-              offset: int | None = None) -> None:
+        # The reference process computes its output while the executor runs the call (two processes, two cores).
+        self.reference.request([(seed, None)])
+        try:
+            reply, blobs = self.ask({"op": "check", "seed": seed, "phase": phase}, "output", blobs=True)
+        except BaseException:
+            self.reference.drop()
+            raise
         output = unpack_output(reply["output"], blobs, self.expected)
-        expected = self.reference.output(seed, offset)
-        self.compare(output, expected, label, phase)
+        self.compare(output, self.reference.answer()[0], label, phase)
 
     def compare(self, output: Any, expected: Any, label: str, phase: str) -> None:
         correctness, problem = compare_outputs(output, expected, self.atol, self.rtol)
@@ -1801,11 +1819,19 @@ class _Remote:
             if picks:
                 # All of a block's picks in one request to the executor and one to the reference process.
                 labels = [f"timed trial {first + index}" for index in picks]
-                reply, blobs = self.ask({"op": "ship", "indices": picks, "phases": labels}, "outputs", blobs=True,
-                                        outputs=len(picks))
-                shipped = split_outputs(reply["outputs"], blobs, self.expected, len(picks))
                 try:
-                    references = self.reference.outputs([(seeds[index], offsets[index]) for index in picks])
+                    self.reference.request([(seeds[index], offsets[index]) for index in picks])
+                except CandidateFailure as failure:
+                    raise CandidateFailure(f"while timed, {failure}") from None
+                try:
+                    reply, blobs = self.ask({"op": "ship", "indices": picks, "phases": labels}, "outputs", blobs=True,
+                                            outputs=len(picks))
+                    shipped = split_outputs(reply["outputs"], blobs, self.expected, len(picks))
+                except BaseException:
+                    self.reference.drop()
+                    raise
+                try:
+                    references = self.reference.answer()
                     for output, expected, label in zip(shipped, references, labels):
                         self.compare(output, expected, label, label)
                 except CandidateFailure as failure:
