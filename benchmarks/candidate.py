@@ -87,6 +87,14 @@ INTEGRITY_CHECK_PROBABILITY = 0.2  # of a full integrity walk after a block (the
 BLOCK_TARGET_MS = 50.0
 MAX_BLOCK = 128
 KEPT_OUTPUT_BYTES = 256 * 1024**2
+# CPU outputs of at most this many bytes are checked and copied after every timed trial (_Executor.copies), not
+# kept as the candidate returned them.
+COPIED_OUTPUT_BYTES = 64 * 1024
+# Heap touched before the first timed block (_Executor.reserve): a block's outputs and RESERVE_EXTRA_FACTOR
+# times as much again (at most RESERVE_EXTRA_BYTES) for what calls allocate besides; at most RESERVE_MAX_BYTES.
+RESERVE_EXTRA_FACTOR = 2
+RESERVE_EXTRA_BYTES = 4 * 1024**2
+RESERVE_MAX_BYTES = 64 * 1024**2
 # Do-nothing blocks of 1 and of CALIBRATION_BLOCK trials, CALIBRATION_ROUNDS of each, timed through the same
 # messages before the candidate is loaded: the harness's own cost per block and per trial.
 CALIBRATION_BLOCK = 32
@@ -736,6 +744,17 @@ def unpack_output(headers: Any, blobs: list[bytes], expected: list[Leaf]) -> lis
     return leaves
 
 
+def split_outputs(described: Any, blobs: list[bytes], expected: list[Leaf], count: int) -> list[list[Any]]:
+    """``count`` outputs sent in one message ({"outputs": [headers, ...]}, each output's blobs in turn: one per
+    tensor leaf), each checked by unpack_output; ProtocolViolation for any other shape."""
+    if not isinstance(described, list) or len(described) != count:
+        raise ProtocolViolation(f"{len(described) if isinstance(described, list) else 'no'} outputs where {count} were asked")
+    per_output = sum(1 for leaf in expected if leaf.is_tensor)
+    if len(blobs) != per_output * count:
+        raise ProtocolViolation(f"{len(blobs)} tensors for {count} outputs of {per_output} each")
+    return [unpack_output(headers, blobs[n * per_output:(n + 1) * per_output], expected) for n, headers in enumerate(described)]
+
+
 def _input_bytes(inputs: list[Any]) -> int:
     return sum(t.numel() * t.element_size() for t in _tensors(inputs))
 
@@ -946,6 +965,16 @@ def _reference_role(job: Job) -> Callable[[Channel], None]:
             if message.get("op") != "reference":
                 return
             try:
+                if "trials" in message:  # the picked trials of a timed block: [[seed, offset], ...], one answer
+                    described: list[list[dict[str, Any]]] = []
+                    data: list[bytes] = []
+                    for seed, offset in message["trials"]:
+                        inputs = context.inputs(int(seed), None if offset is None else int(offset))
+                        headers, blobs = pack_output(context.reference(inputs))
+                        described.append(headers)
+                        data += blobs
+                    channel.send({"outputs": described}, data)
+                    continue
                 offset = message.get("offset")
                 inputs = context.inputs(int(message["seed"]), None if offset is None else int(offset))
                 headers, blobs = pack_output(context.reference(inputs))
@@ -1035,7 +1064,14 @@ class _Executor:
             extra.append(("the problem's Model", self.module.Model))
         self.integrity = Integrity(_LIBRARY_SNAPSHOT, extra)
         self.model: Callable[..., Any] | None = None
-        self.kept: list[tuple[Any, list[Any]]] = []
+        self.kept: list[tuple[Any, list[Any] | None]] = []
+        self.reserved = 0  # trials whose outputs' memory reserve() has touched
+        # Small CPU outputs: each tensor leaf's copies for the trials of a block (one tensor per leaf, a row per
+        # trial, made and touched now; no output-shaped tensor exists outside a timed block).
+        self.copies: list[torch.Tensor] = []
+        if device.type == "cpu" and 0 < _output_bytes(expected) <= COPIED_OUTPUT_BYTES:
+            self.copies = [torch.zeros((MAX_BLOCK, *leaf.shape), dtype=leaf.dtype)
+                           for leaf in expected if leaf.is_tensor and leaf.dtype is not None]
 
     def serve(self) -> None:
         while True:
@@ -1049,7 +1085,10 @@ class _Executor:
                 elif op == "block":
                     self.block([int(seed) for seed in message["seeds"]], str(message["mode"]), str(message["phase"]))
                 elif op == "ship":
-                    self.ship(int(message["index"]), str(message["phase"]))
+                    self.ship([int(index) for index in message["indices"]], [str(phase) for phase in message["phases"]])
+                elif op == "reserve":
+                    self.reserve(int(message["trials"]))
+                    self.channel.send({"reserved": True})
                 elif op == "load":
                     self.load()
                     self.channel.send({"loaded": True})
@@ -1129,8 +1168,8 @@ class _Executor:
 
     def block(self, seeds: list[int], mode: str, phase: str) -> None:
         """Timed trials back to back, one per seed (fresh inputs each, made outside the timed region): their
-        samples and tails are the answer; a timed block's outputs are kept until the next request, for the
-        coordinator to ask for the ones it picks."""
+        samples and tails are the answer; a timed block's outputs (small CPU ones as copies, checked when
+        returned: copy_output) are kept until the next request, for the coordinator to ask for the ones it picks."""
         self.kept = []
         call = self.call_for(mode)
         samples: list[float] = []
@@ -1167,6 +1206,12 @@ class _Executor:
     def timed_calls(self, offsets: list[int | None], write: Callable[[int | None], list[Any]] | None,
                     prepared: list[list[Any]], call: Callable[[Any], Any], samples: list[float],
                     tails: list[float | None], mode: str, phase: str) -> None:
+        copying = bool(self.copies) and mode in ("time", "noop") and len(offsets) <= MAX_BLOCK
+        harness = [*self.decoy, *self.copies]
+        # A do-nothing trial checks and copies an output of the reference's structure as a timed one does its
+        # output, so the calibration counts that work as the harness's own (the candidate is not loaded then).
+        stand_in = [torch.zeros(leaf.shape, dtype=leaf.dtype) if leaf.is_tensor and leaf.dtype is not None else None
+                    for leaf in self.expected] if copying and mode == "noop" else None
         for index, offset in enumerate(offsets):
             # Made just before the call (one multiplication, or a copy of a set made ahead), as every trial's
             # inputs always were: fresh values, in memory warm in the cache (InputBuffers), outside the timed region.
@@ -1188,22 +1233,101 @@ class _Executor:
                 raise CandidateFailure("; ".join(replaced))
             samples.append(sample)
             tails.append(tail)
-            if mode == "time":
+            if copying:
+                # Checked now (as a picked output is) and copied, so the candidate's own memory is freed for its next
+                # call, as before issue 28: keeping every small output for the picks made each call allocate fresh
+                # memory, 12% of an honest 5 us call. What is shipped if picked is the copy of what it returned then.
+                copied = self.copy_output(output if stand_in is None else stand_in, inputs, harness, index, phase)
+                if mode == "time":
+                    self.kept.append((copied, None))
+                del copied
+            elif mode == "time":
                 self.kept.append((output, inputs))
             del output, inputs
 
-    def ship(self, index: int, phase: str) -> None:
-        if not 0 <= index < len(self.kept):
+    def copy_output(self, output: Any, inputs: list[Any], harness: list[torch.Tensor], index: int, phase: str) -> _Copied:
+        """A timed trial's output checked (check_output: its structure, no aliasing of the inputs or the harness's
+        tensors, no lazy view) and its tensors copied into row ``index`` of the block's copies."""
+        problem = check_output(output, self.expected, inputs, harness)
+        if problem:
+            raise CandidateFailure(f"{problem} ({phase}, trial {index} of the block)")
+        copies = iter(self.copies)
+        others: list[Any] = []
+        for leaf, want in zip(flatten_outputs(output), self.expected):
+            if want.is_tensor and want.dtype is not None:
+                next(copies)[index].copy_(leaf)
+                others.append(None)
+            else:
+                others.append(leaf)
+        return _Copied(index, others)
+
+    def copied_output(self, copied: _Copied) -> list[Any]:
+        """The leaves ``copy_output`` kept: each tensor a view of its row (made only now: a view kept per trial
+        would be a small allocation between the candidate's calls, and those fragment the heap its outputs
+        reuse: an honest microsecond candidate's calls then faulted new pages in again)."""
+        copies = iter(self.copies)
+        return [next(copies)[copied.index] if want.is_tensor and want.dtype is not None else other
+                for other, want in zip(copied.others, self.expected)]
+
+    def reserve(self, trials: int) -> None:
+        """The heap a timed block's kept outputs will take, grown and touched before the first block (untimed):
+        a block keeps every output until the coordinator has picked, so the first block's calls would grow
+        the heap and fault its pages in inside their samples, where before issue 28 each trial's output
+        reused the last one's freed memory (an honest 5 us candidate's first block took 12 us a call, 3 new
+        pages a trial; a 0.7 ms one's 19% more than its later blocks). What is reserved: the outputs of
+        ``trials`` trials and as much again twice over for what a call allocates besides (its temporaries,
+        the tensors' own records, the allocator's alignment), that extra at most RESERVE_EXTRA_BYTES, all at
+        most RESERVE_MAX_BYTES, in chunks the size of an output (the holes a small output fills first), one
+        byte a page written. Freed, glibc keeps them (_keep_freed_memory) and the outputs take them; each
+        later block reuses what the one before freed. CPU outputs too large to copy only (copied ones leave
+        the candidate's memory free for its next call); CUDA's caching allocator keeps its own."""
+        if self.device.type != "cpu" or trials <= self.reserved or self.copies:
+            return  # copied outputs free the candidate's memory every trial
+        size = max(1, _output_bytes(self.expected))
+        total = trials * size + min(RESERVE_EXTRA_FACTOR * trials * size, RESERVE_EXTRA_BYTES)
+        held: list[torch.Tensor] = []
+        for _ in range(max(1, min(total, RESERVE_MAX_BYTES) // size)):
+            chunk = torch.empty(size, dtype=torch.uint8)
+            chunk[::4096].fill_(0)
+            held.append(chunk)
+        del held
+        self.reserved = trials
+
+    def ship(self, indices: list[int], phases: list[str]) -> None:
+        """The picked outputs of the last timed block, in one message (one wake-up per block, not per pick)."""
+        if len(indices) != len(phases):
             raise CandidateFailure("no timed output to check")
-        output, inputs = self.kept[index]
-        self.send_output(output, inputs, phase)
+        described: list[list[dict[str, Any]]] = []
+        data: list[bytes] = []
+        for index, phase in zip(indices, phases):
+            if not 0 <= index < len(self.kept):
+                raise CandidateFailure("no timed output to check")
+            output, inputs = self.kept[index]
+            if inputs is None:  # copied by the harness (never what a candidate returned: that is kept with its inputs)
+                output, inputs = self.copied_output(output), []
+            headers, blobs = self.packed_output(output, inputs, phase)
+            described.append(headers)
+            data += blobs
+        self.channel.send({"outputs": described}, data)
 
     def send_output(self, output: Any, inputs: list[Any], phase: str) -> None:
+        headers, blobs = self.packed_output(output, inputs, phase)
+        self.channel.send({"output": headers}, blobs)
+
+    def packed_output(self, output: Any, inputs: list[Any], phase: str) -> tuple[list[dict[str, Any]], list[bytes]]:
         problem = check_output(output, self.expected, inputs, self.decoy)
         if problem:
             raise CandidateFailure(f"{problem} ({phase})")
-        headers, blobs = pack_output(output)
-        self.channel.send({"output": headers}, blobs)
+        return pack_output(output)
+
+
+@dataclass(frozen=True)
+class _Copied:
+    """A timed output copied by _Executor.copy_output: its row in the block's copies and its non-tensor leaves
+    (None where a tensor leaf is)."""
+
+    index: int
+    others: list[Any]
 
 
 def _keep_freed_memory() -> None:
@@ -1374,17 +1498,46 @@ class _Reference:
         self.child = child
         self.expected = expected
         self.limit = _output_bytes(expected)
+        self.pending: int | None = None  # outputs asked for and not yet read
 
-    def output(self, seed: int, offset: int | None = None) -> list[Any]:
+    def request(self, trials: list[tuple[int, int | None]]) -> None:
+        """Ask for the reference outputs of ``trials`` (seed, offset; offset None for a check's set), without
+        waiting: the reference process computes them while the executor answers its own request. Every
+        request is answered by ``answer`` (or ``drop``) before the next."""
+        if self.pending is not None:
+            raise RuntimeError("a reference request is still unanswered")
+        message: dict[str, Any] = ({"op": "reference", "seed": trials[0][0], "offset": trials[0][1]} if len(trials) == 1
+                                   else {"op": "reference", "trials": [list(trial) for trial in trials]})
         try:
-            self.child.channel.send({"op": "reference", "seed": seed, "offset": offset})
-            reply, blobs = self.child.channel.receive(self.limit, len(self.expected))
+            self.child.channel.send(message)
+        except (ChannelClosed, OSError) as exc:
+            raise CandidateFailure(f"the reference process stopped answering while the candidate ran ({exc}; "
+                                   f"{self.child.describe_end()})") from None
+        self.pending = len(trials)
+
+    def answer(self) -> list[list[Any]]:
+        """The outputs the last request asked for, in its order."""
+        count, self.pending = self.pending, None
+        if count is None:
+            raise RuntimeError("no reference request to answer")
+        try:
+            reply, blobs = self.child.channel.receive(self.limit * count, len(self.expected) * count)
         except (ChannelClosed, ProtocolViolation) as exc:
             raise CandidateFailure(f"the reference process stopped answering while the candidate ran ({exc}; "
                                    f"{self.child.describe_end()})") from None
         if "failed" in reply:
             raise CandidateFailure(str(reply["failed"]))
-        return unpack_output(reply.get("output"), blobs, self.expected)
+        if count == 1:
+            return [unpack_output(reply.get("output"), blobs, self.expected)]
+        return split_outputs(reply.get("outputs"), blobs, self.expected, count)
+
+    def drop(self) -> None:
+        """Read and drop the answer to a pending request (the executor failed meanwhile: its reason stands)."""
+        if self.pending is not None:
+            try:
+                self.answer()
+            except CandidateFailure:
+                pass
 
 
 class _Remote:
@@ -1414,12 +1567,13 @@ class _Remote:
 
     # -- messages --
 
-    def ask(self, message: dict[str, Any], answer: str, blobs: bool = False) -> tuple[dict[str, Any], list[bytes]]:
-        """Send a request; the answer, which must be exactly ``{answer: ...}`` (or ``{"failed": reason}``)."""
+    def ask(self, message: dict[str, Any], answer: str, blobs: bool = False, outputs: int = 1) -> tuple[dict[str, Any], list[bytes]]:
+        """Send a request; the answer, which must be exactly ``{answer: ...}`` (or ``{"failed": reason}``), with
+        blobs for at most ``outputs`` outputs when ``blobs``."""
         channel = self.executor.channel
         before = self.cpu.thread_ms()
         channel.send(message)
-        reply, data = channel.receive(self.output_limit if blobs else 0, len(self.expected) if blobs else 0)
+        reply, data = channel.receive(self.output_limit * outputs if blobs else 0, len(self.expected) * outputs if blobs else 0)
         after = self.cpu.thread_ms()
         if before is not None and after is not None:
             self.observed_cpu_ms += after - before
@@ -1517,14 +1671,15 @@ class _Remote:
                       correctness=self.correctness, kept_trials=len(samples))
 
     def checked(self, seed: int, label: str, phase: str) -> None:
-        reply, blobs = self.ask({"op": "check", "seed": seed, "phase": phase}, "output", blobs=True)
-        self.judge(reply, blobs, seed, label, phase)
-
-    def judge(self, reply: dict[str, Any], blobs: list[bytes], seed: int, label: str, phase: str,
-              offset: int | None = None) -> None:
+        # The reference process computes its output while the executor runs the call (two processes, two cores).
+        self.reference.request([(seed, None)])
+        try:
+            reply, blobs = self.ask({"op": "check", "seed": seed, "phase": phase}, "output", blobs=True)
+        except BaseException:
+            self.reference.drop()
+            raise
         output = unpack_output(reply["output"], blobs, self.expected)
-        expected = self.reference.output(seed, offset)
-        self.compare(output, expected, label, phase)
+        self.compare(output, self.reference.answer()[0], label, phase)
 
     def compare(self, output: Any, expected: Any, label: str, phase: str) -> None:
         correctness, problem = compare_outputs(output, expected, self.atol, self.rtol)
@@ -1590,6 +1745,7 @@ class _Remote:
         if settings.warmup:
             warm, _, _, _ = self.block(*self.seeds_and_offsets(settings.warmup), "warm", "the warm-up calls")
         size = block_size(_median(warm) or 0.0, self.output_limit + self.input_bytes)
+        self.ask({"op": "reserve", "trials": size}, "reserved")
         check_chance = max(TIMED_OUTPUT_SAMPLES / settings.max_trials, MIN_TIMED_CHECK_PROBABILITY)
         samples: list[float] = []
         raw_samples: list[float] = []
@@ -1597,7 +1753,7 @@ class _Remote:
         unexplained_per_trial: list[float] = []
         seeds_used: set[tuple[int, int | None]] = set()
         timed_ms = 0.0
-        running = timing.RunningStats()  # for the interval after every block
+        running = timing.RunningStats()  # for the interval after every trial
         half_width: float | None = None
         stop_reason = ""
         extra_checks = blocks = 0
@@ -1623,39 +1779,61 @@ class _Remote:
             expected_gap = calibration.fixed + calibration.per_trial * want
             unexplained_per_trial.append((clock - sum(block_samples) - expected_gap) / want)
             picks: list[int] = []
+            first = trial  # the block's first trial
+            kept = len(block_samples)  # its trials up to the one the stopping rule stopped at
             for index, (raw, tail) in enumerate(zip(block_samples, block_tails)):
                 sample = raw
                 if tail is not None and calibration.tail is not None and tail > calibration.tail + timing.TAIL_ALLOWANCE_MS:
                     sample += tail - calibration.tail  # work the call left on another stream: counted
                 timed_ms += sample
-                if trial > 0:  # the first timed call still pays for allocator growth and lazy set-up
-                    samples.append(sample)
-                    raw_samples.append(raw)
-                    if tail is not None:
-                        tails.append(tail)
-                    running.add(sample)
-                    # Which outputs are checked is decided here, after the trials ran, from randomness no process
-                    # a candidate runs in holds: it cannot skip work on the trials it guesses go unchecked.
-                    if trial == 1 or (extra_checks < 2 * TIMED_OUTPUT_SAMPLES and _secret_chance(check_chance)):
-                        extra_checks += trial != 1
-                        picks.append(index)
                 trial += 1
-            half_width = running.relative_half_width()
-            if running.count >= settings.min_trials and half_width is not None and half_width < settings.target_half_width:
-                stop_reason = "converged"
-            elif running.count >= settings.max_trials:
-                stop_reason = "max_trials"
-            elif running.count >= MIN_KEPT_TRIALS and _monotonic_ns() - started >= budget_ns:
+                if trial == 1:  # the first timed call still pays for allocator growth and lazy set-up
+                    continue
+                samples.append(sample)
+                raw_samples.append(raw)
+                if tail is not None:
+                    tails.append(tail)
+                running.add(sample)
+                # Which outputs are checked is decided here, after the trials ran, from randomness no process
+                # a candidate runs in holds: it cannot skip work on the trials it guesses go unchecked.
+                if trial == 2 or (extra_checks < 2 * TIMED_OUTPUT_SAMPLES and _secret_chance(check_chance)):
+                    extra_checks += trial != 2
+                    picks.append(index)
+                # The rule after every trial, as the harness before blocks applied it: the samples kept are those
+                # up to the first trial at which it is met; the block's later trials ran (the second clock timed
+                # them with the rest) but are not kept, so a block's length never decides when the timing ends.
+                half_width = running.relative_half_width()
+                stop_reason = _stop_rule(running.count, half_width, settings)
+                if stop_reason:
+                    kept = index + 1
+                    timed_ms += sum(block_samples[kept:])
+                    trial += len(block_samples) - kept
+                    break
+            spent = running.count >= MIN_KEPT_TRIALS and _monotonic_ns() - started >= budget_ns
+            if spent and stop_reason == "":
                 # Never before two kept trials: a slow call (a block of one, its trial discarded) that used the
                 # whole budget would otherwise end a passed run with no sample at all, or none to judge it by.
                 stop_reason = "budget"
-            if stop_reason and len(block_samples) - 1 not in picks:
-                picks.append(len(block_samples) - 1)  # the last trial's output, always
-            for index in picks:
-                label = f"timed trial {trial - len(block_samples) + index}"
-                reply, blobs = self.ask({"op": "ship", "index": index, "phase": label}, "output", blobs=True)
+            if stop_reason and kept - 1 not in picks:
+                picks.append(kept - 1)  # the last kept trial's output, always
+            if picks:
+                # All of a block's picks in one request to the executor and one to the reference process.
+                labels = [f"timed trial {first + index}" for index in picks]
                 try:
-                    self.judge(reply, blobs, seeds[index], label, label, offsets[index])
+                    self.reference.request([(seeds[index], offsets[index]) for index in picks])
+                except CandidateFailure as failure:
+                    raise CandidateFailure(f"while timed, {failure}") from None
+                try:
+                    reply, blobs = self.ask({"op": "ship", "indices": picks, "phases": labels}, "outputs", blobs=True,
+                                            outputs=len(picks))
+                    shipped = split_outputs(reply["outputs"], blobs, self.expected, len(picks))
+                except BaseException:
+                    self.reference.drop()
+                    raise
+                try:
+                    references = self.reference.answer()
+                    for output, expected, label in zip(shipped, references, labels):
+                        self.compare(output, expected, label, label)
                 except CandidateFailure as failure:
                     raise CandidateFailure(f"while timed, {failure} (a stale or cached result, or work skipped on "
                                            f"trials it guessed would not be checked)") from None
@@ -1691,6 +1869,16 @@ class _Remote:
         if non_positive:
             raise CandidateFailure(f"timer returned {len(non_positive)} non-positive samples (below its resolution)")
         return samples
+
+
+def _stop_rule(kept: int, half_width: float | None, settings: timing.AdaptiveSettings) -> str:
+    """Why the timing stops after this many kept trials ("converged", "max_trials"), or "" (the time budget is
+    judged after a block)."""
+    if kept >= settings.min_trials and half_width is not None and half_width < settings.target_half_width:
+        return "converged"
+    if kept >= settings.max_trials:
+        return "max_trials"
+    return ""
 
 
 def _median(values: list[float]) -> float | None:

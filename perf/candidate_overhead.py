@@ -9,6 +9,11 @@ zygote per job), the baseline (torch_eager) asked for, the worker's default timi
 size, ``--runs`` jobs; prints the median over them of the candidate's mean (ms), the baseline's mean
 (ms) and the job's wall time (s, the parent's clock around Sandbox.run), one line per size.
 
+The zygote is warmed as each tree's fleet worker warms it: with ``benchmarks.candidate:load_shape_inference``
+(torch's meta-device shape inference, about 0.7 s of imports) where the tree has it, so its jobs do not pay
+for it; the harness before issue 28 had none, and each of its jobs paid that import in its own
+``instantiate``. ``--no-warm-up`` warms neither (every job of both pays it).
+
 Sizes: ``tiny`` is the fixture as written (32x48 @ 48x40, microseconds: the harness's own per-trial
 cost dominates), ``ms`` binds it to 256x512 @ 512x256 (about a millisecond on one CPU thread, the
 order of the honest candidate in issue 28). Torch and benchmarks only (never kernelindex).
@@ -40,6 +45,7 @@ FIXTURES = REPO / "tests" / "fixtures" / "candidates"
 # this figure must not change when someone tunes the worker without meaning to change it).
 WORKER_TIMING = {"warmup": 3, "min_trials": 10, "max_trials": 1000, "target_half_width": 0.01, "budget_s": 10.0}
 SIZES = {"tiny": {}, "ms": {"M": 256, "K": 512, "N": 256}}
+WARM_UP = "benchmarks.candidate:load_shape_inference"  # kernelindex.fleet.worker's (copied, as WORKER_TIMING)
 
 
 def payload(bindings: dict[str, int]) -> dict[str, Any]:
@@ -82,17 +88,26 @@ FIGURES = (("candidate_mean_ms", "candidate mean", "ms"), ("baseline_mean_ms", "
            ("job_wall_s", "job wall", "s"))
 
 
-def one_round(tree: Path, sizes: list[str]) -> dict[str, Any]:
+def warm_up_for(warm: bool) -> str | None:
+    """The zygote's warm-up this tree's fleet worker passes (kernelindex.fleet.worker), or None."""
+    import benchmarks
+
+    source = (Path(benchmarks.__file__).parent / "candidate.py").read_text()
+    return WARM_UP if warm and f"def {WARM_UP.split(':')[1]}(" in source else None
+
+
+def one_round(tree: Path, sizes: list[str], warm: bool = True) -> dict[str, Any]:
     """One job per size with ``tree``'s benchmarks package, in a fresh process (its last line: the JSON)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--runs", "1", "--sizes", ",".join(sizes), "--json"],
+    command = [sys.executable, str(Path(__file__).resolve()), "--runs", "1", "--sizes", ",".join(sizes), "--json"]
+    done = subprocess.run(command + ([] if warm else ["--no-warm-up"]),
                           cwd=tree, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise SystemExit(f"the round under {tree} failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def compare(against: Path, rounds: int, sizes: list[str]) -> dict[str, Any]:
+def compare(against: Path, rounds: int, sizes: list[str], warm: bool = True) -> dict[str, Any]:
     """Rounds alternating ``against`` and this checkout; per size and figure, the rounds' values and medians."""
     trees = {"before": against.resolve(), "after": REPO}
     seen: dict[str, dict[str, dict[str, list[float]]]] = {
@@ -100,11 +115,11 @@ def compare(against: Path, rounds: int, sizes: list[str]) -> dict[str, Any]:
     load_before = os.getloadavg()
     for _ in range(rounds):
         for name, tree in trees.items():
-            result = one_round(tree, sizes)
+            result = one_round(tree, sizes, warm)
             for size in sizes:
                 for key, _, _ in FIGURES:
                     seen[name][size][key].append(result[size][key])
-    summary: dict[str, Any] = {"rounds": rounds, "before_tree": str(trees["before"]), "after_tree": str(REPO),
+    summary: dict[str, Any] = {"rounds": rounds, "before_tree": str(trees["before"]), "after_tree": str(REPO), "warm_up": warm,
                                "load_average_before": load_before, "load_average_after": os.getloadavg(), "sizes": {}}
     for size in sizes:
         summary["sizes"][size] = {}
@@ -122,6 +137,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object instead of lines")
     parser.add_argument("--against", type=Path, metavar="TREE", help="another checkout to compare with, round by round")
     parser.add_argument("--rounds", type=int, default=5, help="with --against: alternating rounds (one job per size each)")
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="warm neither tree's zygote (every job pays torch's shape-inference imports)")
     args = parser.parse_args()
     sizes = [s for s in args.sizes.split(",") if s]
     unknown = [s for s in sizes if s not in SIZES]
@@ -130,13 +147,14 @@ def main() -> None:
     if args.against is not None:
         if not (args.against / "benchmarks" / "candidate.py").is_file():
             parser.error(f"{args.against} holds no benchmarks/candidate.py")
-        summary = compare(args.against, args.rounds, sizes)
+        summary = compare(args.against, args.rounds, sizes, not args.no_warm_up)
         if args.json:
             print(json.dumps(summary))
             return
         print(f"{summary['before_tree']} (before) against {summary['after_tree']} (after), median of {args.rounds} "
               f"alternating rounds; load average {summary['load_average_before'][0]:.2f} at the start, "
-              f"{summary['load_average_after'][0]:.2f} at the end")
+              f"{summary['load_average_after'][0]:.2f} at the end; zygotes warmed as each tree's worker does: "
+              f"{'yes' if summary['warm_up'] else 'no (--no-warm-up)'}")
         for size in sizes:
             figures = summary["sizes"][size]
             print(f"{size}: " + "; ".join(f"{label} {figures[key]['before']:.4g} -> {figures[key]['after']:.4g} {unit} "
@@ -145,7 +163,8 @@ def main() -> None:
     limits = Limits(wall_s=120, address_space=8 * GiB, processes=256, open_files=1024, scratch_bytes=1 * GiB,
                     result_bytes=16 * 1024**2)
     results = {}
-    with Sandbox(["torch", "benchmarks.candidate", "benchmarks.environment"], workers=1, limits=limits) as box:
+    with Sandbox(["torch", "benchmarks.candidate", "benchmarks.environment"], workers=1, limits=limits,
+                 warm_up=warm_up_for(not args.no_warm_up)) as box:
         for size in sizes:
             results[size] = measure(box, SIZES[size], args.runs)
             if not args.json:

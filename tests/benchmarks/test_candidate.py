@@ -19,6 +19,7 @@ import torch
 
 from benchmarks import candidate, problems, timing
 from benchmarks.candidate import PayloadError, measure_job
+from benchmarks.channel import ProtocolViolation
 from benchmarks.records import FORMAT
 from benchmarks.sandbox import GiB, Limits, Outcome, Sandbox, describe_sandbox_failure
 
@@ -420,6 +421,42 @@ def test_a_clock_swapped_while_timed_and_put_back_fails_by_the_second_clock():
     assert retry["first"].startswith("the timed samples disagree") and retry["timing"]["unexplained_ms_per_trial"] > retry["timing"]["clock_tolerance_ms"]
 
 
+def test_the_stopping_rule_is_applied_after_every_trial_not_only_after_a_block():
+    # A microsecond candidate's blocks are 128 trials; an interval target it meets at once (100% of the mean) stops
+    # the timing at min_trials kept trials, as the harness before blocks did: the block's later trials ran (and were
+    # timed by the second clock with the rest) but are not kept, and the last kept trial's output is checked.
+    loop = {**FAST_TIMING, "min_trials": 10, "max_trials": 1000, "target_half_width": 1.0, "budget_s": 60}
+    result = measure_job(payload("honest", timing=loop))
+    record = only_record(result)
+    assert record["status"] == "passed", record["failure_reason"]
+    timing_checks = result["checks"]["implementations"][0]["timing"]
+    assert timing_checks["stop_reason"] == "converged" and timing_checks["blocks"] == 1
+    assert timing_checks["kept_trials"] == len(record["samples_ms"]) == 10
+    assert timing_checks["trials_run"] == timing_checks["block_size"] > 11
+    timed = [entry["set"] for entry in result["checks"]["implementations"][0]["timed_outputs"]]
+    assert "timed trial 10" in timed  # the last kept trial (the first, trial 0, is discarded)
+
+
+def test_a_small_timed_output_is_checked_and_copied_when_returned_not_only_if_picked():
+    # Small CPU outputs are checked after every timed trial and copied (the candidate's memory is then free for its
+    # next call, as before issue 28): an output aliasing its input fails at the trial that returned it, here the
+    # first timed one (trial 0, which the figures discard and no pick would ever check).
+    source = (
+        "import torch\nimport torch.nn as nn\n"
+        "class ModelNew(nn.Module):\n"
+        "    calls = 0\n"
+        "    def forward(self, A, B):\n"
+        "        self.calls += 1\n"
+        "        if self.calls <= 5 + 2:  # the correctness sets and the warm-up\n"
+        "            return torch.relu(A @ B)\n"
+        "        return A[:, : B.shape[1]]\n"
+    )
+    record = only_record(measure_job(payload(source=source)))
+    assert record["status"] == "failed"
+    reason = record["failure_reason"]
+    assert "aliases an input" in reason and "timed trials 0-" in reason and "trial 0 of the block" in reason, reason
+
+
 def test_one_disagreement_of_the_second_clock_is_timed_again_not_failed():
     # A loaded machine's hiccup can leave one timing loop unexplained (seen in CI: an honest 0.09 ms candidate
     # read 0.108 ms over against a 0.100 ms tolerance); only a second disagreement fails the job. The fixture
@@ -563,6 +600,22 @@ def test_timed_inputs_are_fresh_values_in_memory_reused_from_trial_to_trial():
     filled = buffers.fill(ahead)
     assert [t.data_ptr() for t in filled][0] == addresses[0]
     assert all(torch.equal(a, b) for a, b in zip(filled, ahead))
+
+
+def test_a_blocks_picked_outputs_travel_in_one_message_and_are_each_checked():
+    # The executor ships every pick of a block at once (one wake-up per block): split back per output, each held
+    # to the reference's structure, and a message with a missing output or tensor is a protocol violation.
+    expected = [candidate.Leaf(True, torch.float32, (2, 3), torch.device("cpu"))]
+    first, second = torch.randn(2, 3), torch.randn(2, 3)
+    (head_1, blobs_1), (head_2, blobs_2) = candidate.pack_output(first), candidate.pack_output(second)
+    got = candidate.split_outputs([head_1, head_2], blobs_1 + blobs_2, expected, 2)
+    assert torch.equal(got[0][0], first) and torch.equal(got[1][0], second)
+    with pytest.raises(ProtocolViolation, match="1 outputs where 2"):
+        candidate.split_outputs([head_1], blobs_1 + blobs_2, expected, 2)
+    with pytest.raises(ProtocolViolation, match="1 tensors for 2 outputs"):
+        candidate.split_outputs([head_1, head_2], blobs_1, expected, 2)
+    with pytest.raises(ProtocolViolation, match="arrived with"):
+        candidate.split_outputs([head_1, head_2], [blobs_1[0], blobs_2[0][:4]], expected, 2)
 
 
 def test_block_sizes_follow_the_call_time_and_the_memory_kept():
