@@ -174,10 +174,14 @@ async def merge_stage(
 
 # -- lines whose very bytes are live runs already ---------------------------------------------------
 
-# The live runs some lines' very bytes made (skip_known), and the claim of their natural keys.
+# The live runs some lines' very bytes made (skip_known), and the claim of their natural keys. One
+# index probe per line (ix_runs_line_sha_live, whose predicate is stated): as a plain join PostgreSQL
+# hashed every live run for each part of lines, a cost that grew with the index, not the file.
 _SAME_LINE = (
-    "FROM ingest_lines s JOIN runs r ON r.line_sha = s.line_sha AND r.workload_revision_id = s.workload_revision_id "
-    "AND r.superseded_at IS NULL AND r.line_sha IS NOT NULL"  # the partial index's own predicate, stated
+    "FROM ingest_lines s CROSS JOIN LATERAL (SELECT r.workload_id, r.workload_revision_id, r.configuration_key, "
+    "r.implementation_id, r.environment_id, r.protocol_id, r.source_snapshot_id, r.upstream_id FROM runs r "
+    "WHERE r.line_sha = s.line_sha AND r.workload_revision_id = s.workload_revision_id "
+    "AND r.superseded_at IS NULL AND r.line_sha IS NOT NULL OFFSET 0) r"
 )
 # One join: the live runs found, and which of their keys this line is the first to claim.
 _CLAIM_KNOWN = text(
