@@ -100,14 +100,17 @@ class EncodedResponse(str):
     """A GraphQL response already encoded as JSON (from the response cache): sent as it is."""
 
 
-def encode_response(data: object) -> bytes:
+def encode_response(data: object) -> str:
     """A GraphQL response as JSON, written by orjson (issue 27: after planned execution, the standard
     library's encoder was the next cost of a page): compact, UTF-8 as it is. What orjson refuses (an
-    integer beyond 64 bits) is written by the standard library, as before."""
+    integer beyond 64 bits) is written by the standard library, as before. Text, not bytes: the view
+    sends the same encoding as a websocket message, which strawberry sends as a binary frame when
+    given bytes, and graphql-transport-ws speaks in text frames only (a client waiting for its
+    connection_ack saw none)."""
     try:
-        return orjson.dumps(data)
+        return orjson.dumps(data).decode()
     except TypeError:  # orjson.JSONEncodeError
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 class _CachedResult(ExecutionResult):
