@@ -86,6 +86,15 @@ INTEGRITY_CHECK_PROBABILITY = 0.2  # of a full integrity walk after a block (the
 # the coordinator to pick from) within KEPT_OUTPUT_BYTES.
 BLOCK_TARGET_MS = 50.0
 MAX_BLOCK = 128
+# A block's first call comes right after the executor slept waiting for "go": on a machine whose idle CPUs lose
+# their caches (a VM's halted vCPU, measured on the 2-core CI machine) it takes 5-30x a 5 us call's time, and
+# once per block that raised an honest tiny candidate's mean by 12%. In blocks of at least timing.LEAD_MIN_BLOCK
+# trials (calls under BLOCK_TARGET_MS / LEAD_MIN_BLOCK) the first trial is a lead: run and timed like the others, on its
+# own fresh inputs, but not kept. Its sample counts against the second clock up to LEAD_FACTOR x the block's
+# slowest kept sample + LEAD_WAKE_MS; beyond that it is unexplained time, held against the clock's tolerance,
+# so the one sample nobody keeps cannot hide a block's time.
+LEAD_FACTOR = 2.0
+LEAD_WAKE_MS = 0.2
 KEPT_OUTPUT_BYTES = 256 * 1024**2
 # CPU outputs of at most this many bytes are checked and copied after every timed trial (_Executor.copies), not
 # kept as the candidate returned them.
@@ -1400,6 +1409,15 @@ def clock_disagreement(unexplained_per_trial_ms: list[float], median_sample_ms: 
     return unexplained, tolerance, None
 
 
+def lead_beyond_cap(block_samples: list[float], capped: bool) -> float:
+    """The part of a block's lead sample (its first) that the second clock does not accept as explained: beyond
+    LEAD_FACTOR x the block's slowest other sample + LEAD_WAKE_MS. Not capped (0.0) for the first block, whose
+    first call may honestly be far slower (lazy compilation), nor without leads."""
+    if not capped or len(block_samples) < 2:
+        return 0.0
+    return max(0.0, block_samples[0] - (LEAD_FACTOR * max(block_samples[1:]) + LEAD_WAKE_MS))
+
+
 def side_stream_problem(tails_ms: list[float], noop_tail_ms: float | None, median_sample_ms: float) -> str | None:
     """CUDA: the median untimed tail beyond a do-nothing call's is work left on a stream not joined to the
     timed one."""
@@ -1756,13 +1774,14 @@ class _Remote:
         running = timing.RunningStats()  # for the interval after every trial
         half_width: float | None = None
         stop_reason = ""
-        extra_checks = blocks = 0
+        extra_checks = blocks = leads_run = 0
         trial = 0  # timed trials run; the first is discarded
         budget_ns = settings.budget_s * 1e9
         started = _monotonic_ns()
         process_before, observed_before = self.cpu.process_ms(), self.observed_cpu_ms
+        leads = size >= timing.LEAD_MIN_BLOCK
         while not stop_reason:
-            want = min(size, settings.max_trials - running.count + (1 if trial == 0 else 0))
+            want = min(size, settings.max_trials - running.count + (1 if trial == 0 or leads else 0))
             seeds, offsets = self.seeds_and_offsets(want)
             seeds_used.update(zip(seeds, offsets))
             phase = f"timed trials {trial}-{trial + want - 1}"
@@ -1777,7 +1796,8 @@ class _Remote:
                 )
             clock = cpu if calibration.by_cpu and cpu is not None else interval
             expected_gap = calibration.fixed + calibration.per_trial * want
-            unexplained_per_trial.append((clock - sum(block_samples) - expected_gap) / want)
+            explained = sum(block_samples) - lead_beyond_cap(block_samples, leads and trial > 0)
+            unexplained_per_trial.append((clock - explained - expected_gap) / want)
             picks: list[int] = []
             first = trial  # the block's first trial
             kept = len(block_samples)  # its trials up to the one the stopping rule stopped at
@@ -1787,7 +1807,9 @@ class _Remote:
                     sample += tail - calibration.tail  # work the call left on another stream: counted
                 timed_ms += sample
                 trial += 1
-                if trial == 1:  # the first timed call still pays for allocator growth and lazy set-up
+                # The first timed call still pays for allocator growth and lazy set-up; a lead for the wake-up.
+                if trial == 1 or (leads and index == 0):
+                    leads_run += trial != 1
                     continue
                 samples.append(sample)
                 raw_samples.append(raw)
@@ -1847,7 +1869,7 @@ class _Remote:
         unexplained, tolerance, disagreement = clock_disagreement(unexplained_per_trial, median_sample, calibration.per_trial)
         self.checks["timing"] = {
             "stop_reason": stop_reason, "trials_run": trial, "kept_trials": len(samples), "blocks": blocks,
-            "block_size": size, "distinct_inputs": len(seeds_used), "half_width": _finite(half_width), "wall_ms": wall_ms,
+            "block_size": size, "lead_trials": leads_run, "distinct_inputs": len(seeds_used), "half_width": _finite(half_width), "wall_ms": wall_ms,
             "timed_ms": timed_ms, "second_clock": "executor CPU time (schedstat)" if calibration.by_cpu else "coordinator wall clock",
             "harness_ms_per_block": calibration.fixed, "harness_ms_per_trial": calibration.per_trial,
             "unexplained_ms_per_trial": unexplained, "clock_tolerance_ms": tolerance,

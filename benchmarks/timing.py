@@ -203,7 +203,11 @@ _event_synchronize = torch.cuda.Event.synchronize
 
 # 2: fresh inputs every trial from a seed the harness draws (1 rotated pre-generated sets), each trial
 # requested and timed from outside the implementation's process as well.
-CANDIDATE_PROTOCOL_VERSION = "2"
+# 3: the first trial of each block of at least 8 is a lead, not kept (it paid the wake-up after the harness's
+# messages: 5-30x a microsecond call on a VM whose idle CPUs lose their caches).
+CANDIDATE_PROTOCOL_VERSION = "3"
+LEAD_MIN_BLOCK = 8
+LEAD_TRIALS = f"the first trial of each block of {LEAD_MIN_BLOCK} or more also discarded (it follows the harness's messages)"
 # Trials of a call that does nothing, run through the same loop first: what the harness itself costs
 # per trial (input clone, flush, synchronizations), for the wall-clock cross-check.
 CALIBRATION_TRIALS = 5
@@ -418,7 +422,7 @@ class CpuAdaptiveTimer(AdaptiveTimer):
     def describe(self, settings: AdaptiveSettings) -> str:
         return (
             f"time.perf_counter_ns around each call; {FRESH_INPUTS}; no cache flush; {OUTSIDE_CLOCK}; "
-            f"first timed trial discarded; {settings.stopping_rule()}"
+            f"first timed trial discarded; {LEAD_TRIALS}; {settings.stopping_rule()}"
         )
 
     def _trial(self, call: Callable[[Any], Any], inputs: Any) -> tuple[float, float | None, Any]:
@@ -453,7 +457,7 @@ class CudaAdaptiveTimer(AdaptiveTimer):
             f"{self._flush.flush_bytes / 2**20:.1f} MiB buffer ({self._flush.flush_source}) then a device-wide "
             f"torch.cuda.synchronize(); after each trial a device-wide synchronize and a third event: device time "
             f"after the end event beyond a do-nothing call's (+{TAIL_ALLOWANCE_MS:g} ms) is work left on another "
-            f"stream, added to the sample; first timed trial discarded; {settings.stopping_rule()}"
+            f"stream, added to the sample; first timed trial discarded; {LEAD_TRIALS}; {settings.stopping_rule()}"
         )
 
     def _trial(self, call: Callable[[Any], Any], inputs: Any) -> tuple[float, float | None, Any]:

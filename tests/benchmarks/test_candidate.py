@@ -84,7 +84,7 @@ def test_honest_candidate_passes_with_a_plausible_latency_and_an_adaptive_protoc
     # a 32x48 @ 48x40 matmul and a relu on a CPU: microseconds, not nanoseconds and not seconds
     assert 0.0005 < record["statistics"]["mean"] < 50
     protocol = record["protocol"]
-    assert protocol["name"] == "kernelindex-candidate-cpu-perf-counter" and protocol["version"] == "2"
+    assert protocol["name"] == "kernelindex-candidate-cpu-perf-counter" and protocol["version"] == "3"
     assert protocol["trials"] == record["statistics"]["num_trials"] == len(record["samples_ms"])
     assert FAST_TIMING["min_trials"] <= protocol["trials"] <= FAST_TIMING["max_trials"]
     assert "adaptive" in protocol["timer"] and "half-width" in protocol["timer"] and "fresh inputs every trial" in protocol["timer"]
@@ -98,6 +98,9 @@ def test_honest_candidate_passes_with_a_plausible_latency_and_an_adaptive_protoc
     # every timed trial had inputs of its own, and the samples agreed with the second clock
     assert checks["timing"]["distinct_inputs"] == checks["timing"]["trials_run"]
     assert checks["timing"]["unexplained_ms_per_trial"] <= checks["timing"]["clock_tolerance_ms"]
+    # microsecond calls come in blocks of many: each block after the first led by a trial that is not kept
+    assert checks["timing"]["block_size"] >= timing.LEAD_MIN_BLOCK
+    assert checks["timing"]["lead_trials"] == checks["timing"]["blocks"] - 1
     assert result["checks"]["freshened_inputs"] == []  # randn inputs: nothing to freshen
     assert result["environment"]["details"]["device_type"] == "cpu"
     json.dumps(result, allow_nan=False)  # what the sandbox sends back must be strict JSON
@@ -571,6 +574,19 @@ def test_samples_are_checked_against_the_second_clock():
     assert candidate.clock_disagreement([0.001, 0.002, 500.0, 400.0], 1.0)[2] is None
     assert candidate.clock_disagreement([0.6, 0.61, 0.59, 0.65], 1.0, harness_ms_per_trial=0.1)[2] is not None
     assert candidate.clock_disagreement([0.6, 0.61, 0.59, 0.65], 1.0, harness_ms_per_trial=0.7)[2] is None
+
+
+def test_a_blocks_lead_sample_explains_the_second_clock_only_up_to_a_cap():
+    # A lead (a block's first trial, not kept) pays the wake-up after the harness's messages: up to twice the
+    # block's slowest other sample + LEAD_WAKE_MS counts as explained; beyond it, the time is unexplained (held
+    # against the clock's tolerance like any other), so the sample nobody keeps cannot hide a block's time.
+    wake = candidate.LEAD_WAKE_MS
+    assert candidate.lead_beyond_cap([0.1, 0.005, 0.006], True) == 0.0  # a 100 us wake-up for 5 us calls
+    assert candidate.lead_beyond_cap([0.5, 0.005, 0.006], True) == pytest.approx(0.5 - (2 * 0.006 + wake))
+    assert candidate.lead_beyond_cap([0.5, 0.005, 0.006], False) == 0.0  # the first block: lazy set-up is honest
+    assert candidate.lead_beyond_cap([0.5], True) == 0.0  # a block of one has no lead
+    # a forger reporting 1 us calls and the block's real 640 us in the lead leaves ~0.44 ms unexplained
+    assert candidate.lead_beyond_cap([0.64] + [0.001] * 127, True) == pytest.approx(0.64 - 0.002 - wake)
 
 
 def test_timed_inputs_are_fresh_values_in_memory_reused_from_trial_to_trial():
