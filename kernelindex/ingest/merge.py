@@ -27,6 +27,7 @@ from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.resolve import chunks
 from kernelindex.ingest.stage import KEY_COLUMNS, KEYS, RUN_NAMES
 from kernelindex.ingest.summary import Refused
+from kernelindex.services.facts import cohort_columns
 from kernelindex.services.records import CohortKey, RefreshSummary, refresh_after_arrivals, refresh_cohorts
 
 COHORTS_PER_REFRESH = 500
@@ -309,10 +310,7 @@ class CohortRefresh:
             return
         for statement in _CREATE_PENDING:
             await session.execute(text(statement))
-        columns = list(zip(*sorted(cohorts)))
-        await session.execute(_PENDING_COHORTS, {
-            "revs": list(columns[0]), "cfgs": list(columns[1]), "protos": list(columns[2]), "envs": list(columns[3]),
-        })
+        await session.execute(_PENDING_COHORTS, cohort_columns(sorted(cohorts)))
         await session.execute(_ARRIVED, {"ids": sorted(arrived)})
 
     async def _spilled(self, session: AsyncSession) -> AsyncIterator[tuple[list[CohortKey], set[int]]]:
@@ -326,9 +324,6 @@ class CohortRefresh:
                 break
             chunk = [(r[0], r[1], r[2], r[3]) for r in rows]
             after = chunk[-1]
-            columns = list(zip(*chunk))
-            arrived = set((await session.execute(_ARRIVED_IN, {
-                "revs": list(columns[0]), "cfgs": list(columns[1]), "protos": list(columns[2]), "envs": list(columns[3]),
-            })).scalars().all())
+            arrived = set((await session.execute(_ARRIVED_IN, cohort_columns(chunk))).scalars().all())
             yield chunk, arrived
         await session.execute(text("TRUNCATE ingest_cohorts, ingest_arrived"))

@@ -5,6 +5,7 @@ dimension between the runs that have it."""
 from __future__ import annotations
 
 from collections import namedtuple
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -41,6 +42,13 @@ from kernelindex.rules.measurements import MAX_COMPILE_TIME_MS, MAX_LATENCY_MS, 
 # The runs that compete for one record (RunFacts.cohort_key): workload revision, configuration key,
 # protocol, environment.
 CohortKey = tuple[int, str, int, int]
+
+
+def cohort_columns(keys: Sequence[CohortKey]) -> dict[str, list[Any]]:
+    """Cohort keys as four columns (bound as arrays and unnested in SQL: four parameters however many
+    cohorts): revs, cfgs, protos, envs."""
+    revs, cfgs, protos, envs = (list(column) for column in zip(*keys)) if keys else ([], [], [], [])
+    return {"revs": revs, "cfgs": cfgs, "protos": protos, "envs": envs}
 
 
 def hardware_facts(h: Hardware) -> HardwareFacts:

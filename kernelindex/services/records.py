@@ -27,11 +27,20 @@ from kernelindex.rules import headroom_v1 as headroom
 from kernelindex.rules.facts import HardwareFacts, RunFacts, WorkloadFacts
 from kernelindex.rules.headroom_v2 import roofline_floor
 from kernelindex.rules.history import HISTORY_VERSION, REVISION_CHANGED, EventDraft, events_for
-from kernelindex.services.facts import CohortKey, FactsBuilder, load_catalogue, run_columns_statement, workload_facts
+from kernelindex.services.facts import (
+    CohortKey,
+    FactsBuilder,
+    cohort_columns,
+    load_catalogue,
+    run_columns_statement,
+    workload_facts,
+)
 from kernelindex.services.holds import load_holds
 
 COHORTS_PER_CALL = 1000
 _RUN_TABLE = Run.__table__.c
+# The runs that compete for a record, in SQL text over runs r (_live_and_passed for SQLAlchemy statements).
+_LIVE_PASSED = "r.superseded_at IS NULL AND r.retracted_at IS NULL AND r.status = 'passed'"
 
 
 @dataclass
@@ -155,15 +164,17 @@ async def _write_events(session: AsyncSession, drafts: list[dict]) -> None:
 
 async def _judge_cohorts(
     session: AsyncSession, cohorts: Iterable[CohortKey], now: datetime, *,
-    arrived: Collection[int], events: bool, history_only: bool = False,
+    arrived: Collection[int], events: bool, history_only: bool = False, context: _RefreshContext | None = None,
 ) -> tuple[RefreshSummary, list[dict]]:
-    """refresh_cohorts but for writing the events: returned (in cohort order), for the caller to write."""
+    """refresh_cohorts but for writing the events: returned (in cohort order), for the caller to write.
+    `context`: one already loaded for (at least) these cohorts."""
     keys = sorted(set(cohorts))
     summary = RefreshSummary(cohorts=len(keys))
     if not keys:
         return summary, []
-    context = await _RefreshContext.load(session, keys)
-    revisions, workloads, builder, metric_of = context.revisions, context.workloads, context.builder, context.metric_of
+    if context is None:
+        context = await _RefreshContext.load(session, keys)
+    revisions, workloads, builder = context.revisions, context.workloads, context.builder
     if history_only:
         keys = [k for k in keys if context.is_headline(k)]
         summary.cohorts = len(keys)
@@ -180,7 +191,7 @@ async def _judge_cohorts(
             run_columns_statement()
             .join(cohort, and_(_RUN_TABLE.workload_revision_id == cohort.c.rev, _RUN_TABLE.configuration_key == cohort.c.cfg,
                                _RUN_TABLE.protocol_id == cohort.c.proto, _RUN_TABLE.environment_id == cohort.c.env))
-            .where(_RUN_TABLE.superseded_at.is_(None), _RUN_TABLE.retracted_at.is_(None), _RUN_TABLE.status == "passed")
+            .where(*_live_and_passed())
         )
     ).all()
     by_cohort: dict[CohortKey, list[RunFacts]] = defaultdict(list)
@@ -223,7 +234,7 @@ async def _judge_cohorts(
         # every metric, eligibility-v3); the record history follows the headline cohorts alone.
         eligible = eligibility.eligible_in_cohort(judged, facts_of_workload)
         _append_bests(bests, key, workload.id, eligible, snapshot_of)
-        if not events or not eligibility.is_headline_cohort(key[1], metric_of.get(key[2], ""), facts_of_workload):
+        if not events or not context.is_headline(key):
             continue
         holder = latest.get(key)
         drafts += _event_rows(key, workload.id, now, events_for(
@@ -317,8 +328,10 @@ async def refresh_after_arrivals(
         full = set(keys)
     delta = [k for k in keys if k not in full]
     drafts: list[dict] = []
+    # One context for every cohort, whichever path judges it (a cohort the delta sends to the full path
+    # is read once).
+    context = await _RefreshContext.load(session, keys)
     if delta:
-        context = await _RefreshContext.load(session, delta)
         arrivals = await _Arrivals.load(session, context, delta, arrived)
         full |= arrivals.need_full
         delta = [k for k in delta if k not in arrivals.need_full]
@@ -327,7 +340,7 @@ async def refresh_after_arrivals(
             summary.flagged_runs += part.flagged_runs
             drafts += made
     if full:
-        part, made = await _judge_cohorts(session, sorted(full), now, arrived=arrived, events=events)
+        part, made = await _judge_cohorts(session, sorted(full), now, arrived=arrived, events=events, context=context)
         summary.flagged_runs += part.flagged_runs
         drafts += made
     # In cohort order, as one refresh_cohorts over them all writes them (a stable sort keeps each
@@ -358,7 +371,7 @@ _OUTDATED_BASELINES = text(
     "FROM runs r JOIN unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:protos AS int[]), CAST(:envs AS int[])) "
     "AS k(rev, cfg, proto, env) ON r.workload_revision_id = k.rev AND r.configuration_key = k.cfg "
     "AND r.protocol_id = k.proto AND r.environment_id = k.env "
-    "WHERE r.superseded_at IS NULL AND r.retracted_at IS NULL AND r.status = 'passed' "
+    f"WHERE {_LIVE_PASSED} "
     "AND r.implementation_id = ANY(CAST(:impls AS int[])) AND r.source_snapshot_id = ANY(CAST(:snapshots AS bigint[])) "
     "AND r.id <> ALL(CAST(:arrived AS bigint[])) "
     "ORDER BY r.workload_revision_id, r.configuration_key, r.protocol_id, r.environment_id, r.figure, r.observed_at, r.id"
@@ -369,7 +382,7 @@ _FAST_BESIDE_FIRST_BASELINE = text(
     "SELECT k.rev, k.cfg, k.proto, k.env FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:protos AS int[]), "
     "CAST(:envs AS int[]), CAST(:bounds AS float8[])) AS k(rev, cfg, proto, env, bound) WHERE EXISTS (SELECT 1 FROM runs r "
     "WHERE r.workload_revision_id = k.rev AND r.configuration_key = k.cfg AND r.protocol_id = k.proto "
-    "AND r.environment_id = k.env AND r.superseded_at IS NULL AND r.retracted_at IS NULL AND r.status = 'passed' "
+    f"AND r.environment_id = k.env AND {_LIVE_PASSED} "
     "AND least(greatest(r.figure, '1e-06'::double precision), '86400000'::double precision) < k.bound "
     "AND r.implementation_id <> ALL(CAST(:impls AS int[])) AND r.id <> ALL(CAST(:arrived AS bigint[])))"
 )
@@ -382,11 +395,6 @@ _ADD_SOURCES = text(
     "AS v(rev, cfg, sid, workload_id) JOIN source_snapshots ss ON ss.id = v.sid JOIN sources s ON s.id = ss.source_id "
     "ON CONFLICT DO NOTHING"
 )
-
-
-def _columns(keys: list[CohortKey]) -> dict[str, list[Any]]:
-    revs, cfgs, protos, envs = (list(column) for column in zip(*keys))
-    return {"revs": revs, "cfgs": cfgs, "protos": protos, "envs": envs}
 
 
 _Ranked = tuple[float, datetime, int]  # ranking.order_key of a run: (figure, observed_at, id)
@@ -407,17 +415,10 @@ class _Arrivals:
     async def load(cls, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Collection[int]) -> _Arrivals:
         wanted = set(keys)
         runs: dict[CohortKey, list[RunFacts]] = defaultdict(list)
-        rows = (await session.execute(
-            run_columns_statement().where(
-                _RUN_TABLE.id == func.any(bindparam("arrived_ids", sorted(arrived), type_=ARRAY(BigInteger))),
-                _RUN_TABLE.superseded_at.is_(None), _RUN_TABLE.retracted_at.is_(None), _RUN_TABLE.status == "passed",
-            )
-        )).all()
-        for row in rows:
-            facts = context.builder.run_of_columns(row)
+        for facts in await _live_runs_by_id(session, context.builder, arrived):
             if facts.cohort_key in wanted:
                 runs[facts.cohort_key].append(facts)
-        columns = _columns(keys)
+        columns = cohort_columns(keys)
         stored: dict[CohortKey, dict[int, dict[str, Any]]] = defaultdict(dict)
         for row in (await session.execute(text(_STORED_BESTS.format(columns=", ".join(f"b.{c}" for c in BEST_COLUMNS))), columns)).all():
             best = dict(zip(BEST_COLUMNS, row, strict=True))
@@ -449,7 +450,7 @@ class _Arrivals:
         asked = sorted(key for key in first if key not in need_full)
         if asked:
             need_full |= {(r[0], r[1], r[2], r[3]) for r in (await session.execute(_FAST_BESIDE_FIRST_BASELINE, {
-                **_columns(asked), "bounds": [first[k] for k in asked], "impls": sorted(baselines), "arrived": sorted(arrived),
+                **cohort_columns(asked), "bounds": [first[k] for k in asked], "impls": sorted(baselines), "arrived": sorted(arrived),
             })).all()}
         return cls(runs, stored, before, baselines, need_full)
 
@@ -469,13 +470,7 @@ async def _refresh_delta(
     wanted = {arrivals.baseline_before[k][2] for k in keys if k in arrivals.baseline_before}
     wanted |= {holder for k in headline if (holder := latest.get(k, (None, None))[0]) is not None}
     wanted |= {top for top in top_before.values() if top is not None}
-    stored_facts: dict[int, RunFacts] = {}
-    if wanted:
-        rows = (await session.execute(run_columns_statement().where(
-            _RUN_TABLE.id == func.any(bindparam("stored_ids", sorted(wanted), type_=ARRAY(BigInteger))),
-            _RUN_TABLE.superseded_at.is_(None), _RUN_TABLE.retracted_at.is_(None), _RUN_TABLE.status == "passed",
-        ))).all()
-        stored_facts = {facts.id: facts for facts in map(context.builder.run_of_columns, rows)}
+    stored_facts = {facts.id: facts for facts in await _live_runs_by_id(session, context.builder, wanted)}
     holds = await load_holds(session, sorted(stored_facts)) if headline else {}
 
     new_flags: list[dict] = []
@@ -701,13 +696,28 @@ def _cohorts(keys: list[CohortKey]) -> Any:
     """These cohorts as a derived table k(rev, cfg, proto, env) of four array parameters: four bound
     values however many cohorts (a tuple IN list binds four a cohort, and is compiled anew for each
     length), joined on ix_runs_cohort."""
-    revs, cfgs, protos, envs = (list(column) for column in zip(*keys))
+    columns = cohort_columns(keys)
     return func.unnest(
-        bindparam("cohort_revs", revs, type_=ARRAY(Integer), unique=True),
-        bindparam("cohort_cfgs", cfgs, type_=ARRAY(Text), unique=True),
-        bindparam("cohort_protos", protos, type_=ARRAY(Integer), unique=True),
-        bindparam("cohort_envs", envs, type_=ARRAY(Integer), unique=True),
+        bindparam("cohort_revs", columns["revs"], type_=ARRAY(Integer), unique=True),
+        bindparam("cohort_cfgs", columns["cfgs"], type_=ARRAY(Text), unique=True),
+        bindparam("cohort_protos", columns["protos"], type_=ARRAY(Integer), unique=True),
+        bindparam("cohort_envs", columns["envs"], type_=ARRAY(Integer), unique=True),
     ).table_valued("rev", "cfg", "proto", "env").render_derived(name="k")
+
+
+def _live_and_passed() -> tuple[Any, ...]:
+    """The runs that compete for a record: neither superseded nor retracted, and passed (_LIVE_PASSED in SQL text)."""
+    return (_RUN_TABLE.superseded_at.is_(None), _RUN_TABLE.retracted_at.is_(None), _RUN_TABLE.status == "passed")
+
+
+async def _live_runs_by_id(session: AsyncSession, builder: FactsBuilder, ids: Collection[int]) -> list[RunFacts]:
+    """The facts of those of these runs that compete for a record (one statement, the ids as one array)."""
+    if not ids:
+        return []
+    rows = (await session.execute(run_columns_statement().where(
+        _RUN_TABLE.id == func.any(bindparam("run_ids", sorted(ids), type_=ARRAY(BigInteger))), *_live_and_passed(),
+    ))).all()
+    return [builder.run_of_columns(row) for row in rows]
 
 
 def _append_bests(out: list[dict], key: CohortKey, workload_id: int, eligible: list[RunFacts], snapshot_of: dict[int, int]) -> None:
