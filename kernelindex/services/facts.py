@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
-from sqlalchemy import ARRAY, Row, Select, select, type_coerce
+from sqlalchemy import ARRAY, Integer, Row, Select, Text, select, type_coerce
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Bundle
@@ -42,6 +42,10 @@ from kernelindex.rules.measurements import MAX_COMPILE_TIME_MS, MAX_LATENCY_MS, 
 # The runs that compete for one record (RunFacts.cohort_key): workload revision, configuration key,
 # protocol, environment.
 CohortKey = tuple[int, str, int, int]
+
+
+# A CohortKey's parts as SQL columns (kernelindex.db.arrays.unnested), named as cohort_columns names them.
+COHORT_COLUMNS = (("rev", Integer), ("cfg", Text), ("proto", Integer), ("env", Integer))
 
 
 def cohort_columns(keys: Sequence[CohortKey]) -> dict[str, list[Any]]:

@@ -28,7 +28,6 @@ from sqlalchemy import (
     Text,
     any_,
     bindparam,
-    column,
     func,
     literal,
     literal_column,
@@ -36,12 +35,12 @@ from sqlalchemy import (
     text,
     true,
     union_all,
-    values,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
+from kernelindex.db.arrays import unnested
 from kernelindex.db.models import (
     CohortBest,
     Hardware,
@@ -60,7 +59,7 @@ from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts
 from kernelindex.rules.identity import read_configuration_key
 from kernelindex.rules.measurements import MAX_LATENCY_MS, MIN_LATENCY_MS
 from kernelindex.services.eligibility import newest_snapshot_clause, not_held_clause
-from kernelindex.services.facts import CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
+from kernelindex.services.facts import COHORT_COLUMNS, CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
 from kernelindex.services.holds import with_holds
 from kernelindex.services.sql import id_array
 from kernelindex.services.workload_page import SOURCES_SHOWN, CohortSummary, WorkloadPage
@@ -259,9 +258,7 @@ async def load_comparisons(session: AsyncSession, pages: Iterable[WorkloadPage])
     out: dict[int, ranking.CohortRecord | None] = {p.workload.id: None for p in pages}
     if not keys:
         return out
-    cohorts = values(
-        column("rev", Integer), column("cfg", Text), column("proto", Integer), column("env", Integer), name="cohorts"
-    ).data(keys)
+    cohorts = unnested("cohorts", COHORT_COLUMNS, keys)
     statement = run_rows_statement().join(
         cohorts,
         (Run.workload_revision_id == cohorts.c.rev) & (Run.configuration_key == cohorts.c.cfg)
@@ -392,10 +389,7 @@ async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) 
     keys = list(dict.fromkeys(keys))
     if not keys:
         return {}
-    wanted = values(
-        column("rev", Integer), column("cfg", Text), column("proto", Integer), column("env", Integer),
-        column("lim", Integer), name="wanted",
-    ).data([(*key, limit) for key, limit in keys])
+    wanted = unnested("wanted", [*COHORT_COLUMNS, ("lim", Integer)], [(*key, limit) for key, limit in keys])
     in_cohort = (
         (Run.workload_revision_id == wanted.c.rev) & (Run.configuration_key == wanted.c.cfg)
         & (Run.protocol_id == wanted.c.proto) & (Run.environment_id == wanted.c.env)
@@ -459,9 +453,7 @@ async def load_subject_measurements(session: AsyncSession, subjects: Sequence[Su
     out: dict[Subject, list[RunFacts]] = {s: [] for s in subjects}
     if not subjects:
         return out
-    wanted = values(
-        column("rev", Integer), column("cfg", Text), column("impl", Integer), column("hw", Integer), name="subjects",
-    ).data(subjects)
+    wanted = unnested("subjects", [("rev", Integer), ("cfg", Text), ("impl", Integer), ("hw", Integer)], subjects)
     statement = run_rows_statement().join(
         wanted,
         (Run.workload_revision_id == wanted.c.rev) & (Run.configuration_key == wanted.c.cfg)

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, Text, and_, bindparam, delete, func, select, text
+from sqlalchemy import BigInteger, and_, bindparam, delete, func, select, text
 from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kernelindex.db.arrays import unnested
 from kernelindex.db.copy import copy_rows, dict_rows
 from kernelindex.db.models import CohortBest, Protocol, RecordEvent, Run, RunFlag, Workload, WorkloadRevision
 from kernelindex.rules import eligibility, plausibility, ranking
@@ -28,6 +29,7 @@ from kernelindex.rules.facts import HardwareFacts, RunFacts, WorkloadFacts
 from kernelindex.rules.headroom_v2 import roofline_floor
 from kernelindex.rules.history import HISTORY_VERSION, REVISION_CHANGED, EventDraft, events_for
 from kernelindex.services.facts import (
+    COHORT_COLUMNS,
     CohortKey,
     FactsBuilder,
     cohort_columns,
@@ -693,16 +695,9 @@ class _Floors:
 
 
 def _cohorts(keys: list[CohortKey]) -> Any:
-    """These cohorts as a derived table k(rev, cfg, proto, env) of four array parameters: four bound
-    values however many cohorts (a tuple IN list binds four a cohort, and is compiled anew for each
-    length), joined on ix_runs_cohort."""
-    columns = cohort_columns(keys)
-    return func.unnest(
-        bindparam("cohort_revs", columns["revs"], type_=ARRAY(Integer), unique=True),
-        bindparam("cohort_cfgs", columns["cfgs"], type_=ARRAY(Text), unique=True),
-        bindparam("cohort_protos", columns["protos"], type_=ARRAY(Integer), unique=True),
-        bindparam("cohort_envs", columns["envs"], type_=ARRAY(Integer), unique=True),
-    ).table_valued("rev", "cfg", "proto", "env").render_derived(name="k")
+    """These cohorts as a derived table k(rev, cfg, proto, env) of four array parameters
+    (kernelindex.db.arrays), joined on ix_runs_cohort."""
+    return unnested("k", COHORT_COLUMNS, keys)
 
 
 def _live_and_passed() -> tuple[Any, ...]:
