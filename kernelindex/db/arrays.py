@@ -17,12 +17,22 @@ from sqlalchemy import bindparam, column, func
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import TypeEngine
 
+Columns = Sequence[tuple[str, TypeEngine[Any] | type[TypeEngine[Any]]]]
 
-def unnested(name: str, columns: Sequence[tuple[str, TypeEngine[Any] | type[TypeEngine[Any]]]], rows: Sequence[Sequence[Any]]) -> Any:
-    """`rows` as a derived table `name`(columns…), the values of each column bound as one array
-    (unnest(…) of as many arrays as columns, in row order; duplicates kept)."""
+
+def unnested(name: str, columns: Columns, rows: Sequence[Sequence[Any]] | None = None) -> Any:
+    """A derived table `name`(columns…) of unnest(…) over one array per column (in row order; duplicates
+    kept). With `rows`, their values are bound into the statement; without, the arrays are parameters
+    named `<name>_<column>` that array_values gives at execution, so a statement built once serves
+    every call (nothing to construct, no cache key to compute)."""
     arrays = [
-        bindparam(f"{name}_{label}", [row[i] for row in rows], type_=ARRAY(type_), unique=True)
+        bindparam(f"{name}_{label}", type_=ARRAY(type_)) if rows is None
+        else bindparam(f"{name}_{label}", [row[i] for row in rows], type_=ARRAY(type_), unique=True)
         for i, (label, type_) in enumerate(columns)
     ]
     return func.unnest(*arrays).table_valued(*(column(label, type_) for label, type_ in columns)).render_derived(name=name)
+
+
+def array_values(name: str, columns: Columns, rows: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
+    """The parameters of unnested(name, columns) without rows: each column's values, by parameter name."""
+    return {f"{name}_{label}": [row[i] for row in rows] for i, (label, _) in enumerate(columns)}

@@ -20,11 +20,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Integer,
+    Select,
     Text,
     any_,
     bindparam,
@@ -40,7 +42,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
-from kernelindex.db.arrays import unnested
+from kernelindex.db.arrays import array_values, unnested
 from kernelindex.db.models import (
     CohortBest,
     Hardware,
@@ -383,13 +385,13 @@ class CohortTop:
 CohortTopKey = tuple[CohortKey, int]  # a cohort and how many rows are shown
 
 
-async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) -> dict[CohortTopKey, CohortTop]:
-    """Each cohort's CohortTop for its limit: one statement (an ordered LIMIT per cohort, joined
-    laterally), then the holds of the runs read. Reads grow with the rows shown, not with the cohort."""
-    keys = list(dict.fromkeys(keys))
-    if not keys:
-        return {}
-    wanted = unnested("wanted", [*COHORT_COLUMNS, ("lim", Integer)], [(*key, limit) for key, limit in keys])
+_COHORT_TOPS = (*COHORT_COLUMNS, ("lim", Integer))  # the cohorts and how many rows each shows
+
+
+@cache
+def _cohort_tops_statement() -> Select:
+    """load_cohort_tops' statement, built once: the cohorts are its array parameters (array_values)."""
+    wanted = unnested("wanted", _COHORT_TOPS)
     in_cohort = (
         (Run.workload_revision_id == wanted.c.rev) & (Run.configuration_key == wanted.c.cfg)
         & (Run.protocol_id == wanted.c.proto) & (Run.environment_id == wanted.c.env)
@@ -424,7 +426,17 @@ async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) 
         for part, tag in ((top, "row"), (checks, "check"), (baseline, "baseline"))
     )).subquery("picked")
     statement = run_rows_statement().add_columns(*(picked.c[n] for n in ("rev", "cfg", "proto", "env", "lim", "tag")))
-    rows = (await session.execute(statement.join(picked, picked.c.id == Run.id))).all()
+    return statement.join(picked, picked.c.id == Run.id)
+
+
+async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) -> dict[CohortTopKey, CohortTop]:
+    """Each cohort's CohortTop for its limit: one statement (an ordered LIMIT per cohort, joined
+    laterally), then the holds of the runs read. Reads grow with the rows shown, not with the cohort."""
+    keys = list(dict.fromkeys(keys))
+    if not keys:
+        return {}
+    rows = (await session.execute(
+        _cohort_tops_statement(), array_values("wanted", _COHORT_TOPS, [(*key, limit) for key, limit in keys]))).all()
     builder = FactsBuilder()
     facts = {f.id: f for f in await with_holds(session, [builder.run(*row[:7]) for row in rows])}
     parts: dict[CohortTopKey, dict[str, list[RunFacts]]] = defaultdict(lambda: defaultdict(list))
