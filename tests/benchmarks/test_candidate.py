@@ -144,6 +144,7 @@ CHEATS = {
     "memory_reader": ["decoy", "read the harness's memory"],
     "stale_when_timed": ["while timed", "timed trial", "stale or cached"],
     "pointer_cache": ["while timed", "timed trial", "stale or cached"],
+    "graph_replay": ["while timed", "timed trial", "stale or cached"],
     "init_raises": ["ModelNew.__init__ failed", "RuntimeError: kernel build failed", "init_raises.py:7"],
     "forward_raises": ["ModelNew.forward on correctness set 0 failed", "ValueError: unsupported shape"],
     "no_modelnew": ["defines no ModelNew class"],
@@ -842,6 +843,6 @@ def test_cuda_a_clock_swapped_while_timed_fails_by_the_coordinators_wall_clock(g
 @needs_cuda
 def test_cuda_the_attacks_fail_on_the_gpu_too(gpu_box):
     for name, words in [("forge_protocol", "the candidate forged results"), ("predict_checks", "while timed,"),
-                        ("reference_forward_instance", "incorrect output")]:
+                        ("reference_forward_instance", "incorrect output"), ("graph_replay", "while timed,")]:
         record = on_gpu(gpu_box, name)
         assert record["status"] == "failed" and words in record["failure_reason"], (name, record["failure_reason"])
