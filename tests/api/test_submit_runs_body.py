@@ -145,3 +145,15 @@ def test_a_bad_body_is_refused_in_the_same_words(body, message):
 ])
 def test_a_body_is_plain_only_without_escapes_or_long_numbers(raw, plain):
     assert strictly_plain_body(raw) is plain
+
+
+def test_variable_texts_skip_lists_of_json_but_not_of_text_or_inputs():
+    from graphql import GraphQLInputField, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLScalarType, GraphQLString
+
+    from kernelindex.graphql.inputs import _variable_texts
+
+    json_type = GraphQLScalarType("JSON")
+    assert list(_variable_texts([{"a": "x"}, "y"], GraphQLNonNull(GraphQLList(GraphQLNonNull(json_type))))) == []
+    assert sorted(_variable_texts(["a", "b"], GraphQLList(GraphQLNonNull(GraphQLString)))) == ["a", "b"]
+    pair = GraphQLInputObjectType("Pair", {"name": GraphQLInputField(GraphQLString), "data": GraphQLInputField(json_type)})
+    assert list(_variable_texts([{"name": "n", "data": "not text"}], GraphQLList(pair))) == ["n"]
