@@ -10,6 +10,9 @@ whole request path, without a socket), or with --http to `kernelindex serve` (uv
 port, as a client elsewhere would. Prints each call's wall time and the median, for calls whose
 records are all new and for the same records again (all unchanged).
 
+In process, the CPU time this process spent on each call is printed too (the application's own
+work, PostgreSQL's not included): on a busy machine it moves far less than the wall time.
+
 A call's time runs from sending the request's bytes to having the response's: the request is built
 (httpx encodes the JSON body, the client's own work, ~20 ms with the standard library's encoder and
 under 1 ms with orjson's) before the clock starts, and its median is printed on a line of its own.
@@ -55,7 +58,7 @@ async def measure(url: str, records: int, calls: int, http: bool = False) -> dic
     workloads = [("kernelbench-l3-p9-resnet18", {"batch_size": 2}, "fp32", 1.67)]
     lines = list(synthetic_lines(records * calls, workloads, environments=records * calls, samples=0))
     batches = [[json.loads(line) for line in lines[i * records:(i + 1) * records]] for i in range(calls)]
-    times: dict[str, list[float]] = {"new": [], "unchanged": [], "client encode": []}
+    times: dict[str, list[float]] = {"new": [], "unchanged": [], "client encode": [], "new cpu": [], "unchanged cpu": []}
 
     async def post_all(client) -> None:
         for kind in ("new", "unchanged"):
@@ -66,14 +69,17 @@ async def measure(url: str, records: int, calls: int, http: bool = False) -> dic
                     headers={"authorization": f"Bearer {token}"},
                 )
                 sent = time.perf_counter()
+                cpu = time.process_time()
                 response = await client.send(request)
                 elapsed = time.perf_counter() - sent
+                cpu = time.process_time() - cpu
                 result = response.json()["data"]["submitRuns"]
                 expected = (len(batch), 0) if kind == "new" else (0, len(batch))
                 if (result["inserted"], result["unchanged"]) != expected or result["problems"]:
                     raise SystemExit(f"unexpected answer for {kind} records: {result}")
                 times[kind].append(elapsed * 1000)
                 times["client encode"].append((sent - start) * 1000)
+                times[f"{kind} cpu"].append(cpu * 1000)
 
     if http:
         from perf.server import Server
@@ -115,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         each = ", ".join(f"{v:.0f}" for v in values)
         if kind == "client encode":
             print(f"(not timed above: the client's JSON encode of a call, median {statistics.median(values):.1f} ms)")
+        elif kind.endswith(" cpu"):
+            if not args.http:  # the application's Python work in this process (PostgreSQL's not counted): steadier on a busy machine
+                print(f"  this process's CPU time per {kind[:-4]} call: median {statistics.median(values):.0f} ms ({each} ms)")
         else:
             print(f"submitRuns, {args.records:,} {kind} records per call, {where}: median {statistics.median(values):.0f} ms "
                   f"({each} ms)")
