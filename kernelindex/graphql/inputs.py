@@ -83,6 +83,9 @@ def _variable_texts(value: Any, type_: Any) -> Iterator[str]:
         if isinstance(t, GraphQLNonNull):
             t = t.of_type
         if isinstance(t, GraphQLList):
+            named = get_named_type(t.of_type)
+            if named is not None and not isinstance(named, GraphQLInputObjectType) and named.name not in TEXT_TYPES:
+                continue  # a list of leaves that are not text (submitRuns' 1,000 JSON records): nothing to walk
             items = item if isinstance(item, list) else [item]
             stack.extend((i, t.of_type) for i in items)
         elif isinstance(t, GraphQLInputObjectType):

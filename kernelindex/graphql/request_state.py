@@ -67,6 +67,10 @@ class RequestState:
     # (application/graphql-response+json only; None: the status the view chose).
     media_type: str | None = None
     status: int | None = None
+    # The request body's `variables` where the whole body is known to hold only values PostgreSQL
+    # stores (kernelindex.web.app.KernelIndexGraphQL.decode_json: strict JSON, no escapes, no
+    # integer past 64 bits); None: not known. submitRuns skips walking the records found in it.
+    plain_variables: dict[str, Any] | None = None
     _version_source: Callable[[], Awaitable[int | None]] | None = None
     _version_read: asyncio.Future[int | None] | None = None
 
@@ -84,6 +88,14 @@ class RequestState:
                 self._version_read = asyncio.ensure_future(self._version_source())
             self.data_version = await asyncio.shield(self._version_read)
         return self.data_version
+
+    def plain_values(self) -> set[int]:
+        """The ids of the items of the list-valued plain variables (the records a client passed as a
+        variable, not a literal of the query): each holds only values PostgreSQL stores."""
+        variables = self.plain_variables
+        if not variables:
+            return set()
+        return {id(item) for value in variables.values() if isinstance(value, list) for item in value}
 
     def forget_reads(self) -> None:
         """Between two events of a subscription: the next event reads afresh, at no version read before."""
