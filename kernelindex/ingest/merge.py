@@ -30,7 +30,9 @@ from kernelindex.ingest.summary import Refused
 from kernelindex.services.facts import cohort_columns
 from kernelindex.services.records import CohortKey, RefreshSummary, refresh_after_arrivals, refresh_cohorts
 
-COHORTS_PER_REFRESH = 500
+# Cohorts refreshed per statement set: as many as services.records refreshes per call (COHORTS_PER_CALL), so a
+# submitRuns call of 1,000 records on 1,000 new machines is one set of statements, not two (its CPU 178 -> 164 ms).
+COHORTS_PER_REFRESH = 1000
 
 
 class RunKey(NamedTuple):
