@@ -152,7 +152,7 @@ def test_content_digest_of_awkward_records_is_the_stored_spelling() -> None:
 
 def test_content_digest_golden_value() -> None:
     """A digest as databases store it, written out: any change to the spelling fails here."""
-    data = {
+    data: dict[str, Any] = {
         "status": "passed", "evidence": "reported", "observed_at": "2026-06-01T14:00:00+02:00", "failure_reason": None,
         "statistics": {"mean": 1.25, "std": 0.01, "min": 1.2, "max": 1.3, "num_trials": 100, "median": None},
         "samples_ms": [], "compile_time_ms": 1e-05, "correctness": {"passed": True, "max_abs_diff": 1e-07, "atol": None},
