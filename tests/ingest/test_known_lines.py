@@ -171,3 +171,43 @@ def test_a_part_grows_only_where_its_lines_were_known_and_only_so_far():
     assert reader.part_lines == 10
     reader.settled(pending=10, known=5, size=10 * 1000)  # half new: back to a batch
     assert reader.part_lines == 10
+
+
+def test_the_reader_checks_ahead_only_where_most_lines_were_new():
+    reader = runs_module.PartReader([], "f", 10)
+    assert not reader.check_ahead  # the first parts: nothing known yet, the lookup first
+    reader.settled(pending=10, known=0, size=10 * 500)
+    assert reader.check_ahead
+    reader.settled(pending=10, known=5, size=10 * 500)  # half known: still ahead
+    assert reader.check_ahead
+    reader.settled(pending=10, known=6, size=10 * 500)
+    assert not reader.check_ahead
+    reader.settled(pending=0, known=0, size=0)  # a part of records alone says nothing
+    assert not reader.check_ahead
+
+
+def test_lines_checked_ahead_are_written_as_lines_checked_after_the_lookup(db_url, tmp_path, monkeypatch):
+    """A file of new lines: after its first parts the reader checks each line in its thread, and
+    the ingest counts, stores and refuses exactly what the check after the lookup would."""
+    ahead = {"n": 0}
+    real_ahead = runs_module.checked_ahead
+
+    def counting_ahead(line, file):
+        ahead["n"] += 1
+        return real_ahead(line, file)
+
+    monkeypatch.setattr(runs_module, "checked_ahead", counting_ahead)
+    records = synthetic_records(30)
+    bad = dict(records[20], status="failed")  # a failed run needs a failure_reason
+    path = tmp_path / "runs.jsonl"
+    _write(path, [*records[:20], bad, *records[21:], records[3]])
+    summary = _ingest(db_url, path, batch_size=4)
+    assert ahead["n"] > 10  # most lines were checked ahead
+    assert (summary.found, summary.inserted, summary.unchanged, summary.rejected) == (31, 29, 0, 2)
+    assert [(p.where, p.key) for p in summary.problems] == [("line 21", "failure_reason"), ("line 31", None)]
+    stored = fetch(db_url, "SELECT count(*) AS n FROM runs WHERE line_sha IS NOT NULL AND superseded_at IS NULL")[0]["n"]
+    assert stored == 29  # every run keeps its line's digest
+
+    ahead["n"] = 0
+    again = _ingest(db_url, path, batch_size=4)  # every line known: looked up, never checked ahead
+    assert (again.inserted, again.unchanged, again.rejected, ahead["n"]) == (0, 29, 2, 0)
