@@ -87,7 +87,7 @@ INT64_MAX = 2**63 - 1
 __all__ = [
     "CATALOG_FORMATS", "EARLIEST_OBSERVED", "HARDWARE_FORMAT", "INT32_MAX", "MAX_CLOCK_SKEW", "MAX_CONFIGURATION_KEY_CHARS",
     "MAX_DETAILS_DEPTH", "MAX_LINE_BYTES", "MAX_NAME_CHARS", "MAX_REASON_CHARS", "RECORD_FORMAT", "WORKLOAD_FORMAT",
-    "CatalogueLine", "JsonProblems", "PendingLine", "RunRecord", "check_pending", "check_record", "check_run", "checked_ahead", "line_digest",
+    "CatalogueLine", "JsonProblems", "PendingLine", "RunRecord", "check_pending", "check_record", "check_run", "line_digest",
     "observed_at_problem", "parse_json_line", "parse_observed_at", "raw_lines", "read_item", "read_line", "read_pending",
     "read_run_records",
 ]
@@ -658,15 +658,12 @@ def _written_once(raw: bytes, run: Run) -> bool:
 class PendingLine(NamedTuple):
     """A run line not checked yet: `ingest runs` first asks whether its very bytes are a live run
     already (RunWriter.skip_known, by its digest and the workload revision its probe names), and
-    decodes and checks in full only the others (check_pending). A tuple: a batch holds thousands.
-    Where most lines of a file are new, the reader checks each ahead, in its thread (checked_ahead),
-    while the database merges the batch before: check_pending then hands back that very answer."""
+    decodes and checks in full only the others (check_pending). A tuple: a batch holds thousands."""
 
     number: int
     raw: bytes  # without the byte-order mark of a first line
     digest: bytes  # line_digest(raw)
     probe: LineProbe  # the workload and source revision it names
-    checked: RunRecord | list[InputProblem] | None = None  # check_pending's answer, where made ahead
 
     @property
     def where(self) -> str:
@@ -695,18 +692,10 @@ def read_pending(number: int, raw: bytes | str | _TooLong, file: str) -> Pending
 
 
 def check_pending(line: PendingLine, file: str) -> RunRecord | list[InputProblem]:
-    """The check of a PendingLine: exactly read_item's answer for its bytes, its digest kept (the
-    answer made ahead, where it was)."""
-    if line.checked is not None:
-        return line.checked
-    found = read_item(line.number, line.raw, file, line_sha=line.digest)
+    """The check of a PendingLine: exactly read_item's answer for its bytes, its digest kept."""
+    found = read_item(line.number, line.raw, file)
     assert not isinstance(found, CatalogueLine) and found is not None  # its probe read a run record's format
-    return found
-
-
-def checked_ahead(line: PendingLine, file: str) -> PendingLine:
-    """The line with its check made now (check_pending will hand it back)."""
-    return line._replace(checked=check_pending(line, file))
+    return replace(found, line_sha=line.digest) if isinstance(found, RunRecord) else found
 
 
 def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord | list[InputProblem] | None:
@@ -715,11 +704,9 @@ def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
     return None if isinstance(item, CatalogueLine) else item
 
 
-def read_item(
-    number: int, raw: bytes | str | _TooLong, file: str, *, line_sha: bytes | None = None,
-) -> RunRecord | CatalogueLine | list[InputProblem] | None:
+def read_item(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord | CatalogueLine | list[InputProblem] | None:
     """One physical line, decoded and checked once: a RunRecord, a catalogue line, the line's
-    problems, or None for a blank line. line_sha: the line's digest, kept by its record."""
+    problems, or None for a blank line."""
     where = f"line {number}"
     if isinstance(raw, _TooLong):
         size = f"{raw.size:,} bytes long" if raw.complete else f"{raw.size:,} bytes long (to the end of the input)"
@@ -738,7 +725,7 @@ def read_item(
                 pass  # the strict reader below words it (or finds a catalogue line, or a blank one)
             else:
                 if _written_once(raw, run):
-                    return _record(_checked_run(run, None, None), number, file, where, line_sha)
+                    return _record(_checked_run(run, None, None), number, file, where)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -761,7 +748,7 @@ def read_item(
         checked = check_run(data, values_checked=True)
     except (RecursionError, MemoryError) as exc:
         checked = [(None, f"cannot be checked: {'nested too deeply' if isinstance(exc, RecursionError) else 'too large'}")]
-    return _record(checked, number, file, where, line_sha)
+    return _record(checked, number, file, where)
 
 
 def _record(checked: dict[str, Any] | list[Problem], number: int, file: str, where: str, digest: bytes | None = None) -> RunRecord | list[InputProblem]:

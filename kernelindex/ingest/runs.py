@@ -47,15 +47,7 @@ from kernelindex.db.errors import refusal_reason
 from kernelindex.ingest.catalog import apply_catalog, check_catalogue_line, overlay_catalog
 from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
 from kernelindex.ingest.progress import Progress
-from kernelindex.ingest.records import (
-    CatalogueLine,
-    PendingLine,
-    RunRecord,
-    check_pending,
-    checked_ahead,
-    raw_lines,
-    read_pending,
-)
+from kernelindex.ingest.records import CatalogueLine, PendingLine, RunRecord, check_pending, raw_lines, read_pending
 from kernelindex.ingest.resolve import References
 from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.writer import RunWriter
@@ -131,8 +123,6 @@ class PartReader:
         self.label = label
         self.batch_size = batch_size
         self.part_lines = batch_size  # the most lines the next part holds (settled grows it)
-        # Whether the reader checks each line ahead, in its thread (settled: where most lines were new).
-        self.check_ahead = False
         self._held: tuple[int, Any] | None = None  # a catalogue line that ended the previous part
         self.saw_any = False  # a record or a catalogue line (a file of catalogue lines alone is not empty)
         self.lines_read = 0
@@ -165,7 +155,7 @@ class PartReader:
                 continue
             self.saw_any = True
             if isinstance(item, PendingLine):
-                part.pending.append(checked_ahead(item, self.label) if self.check_ahead else item)
+                part.pending.append(item)
             elif isinstance(item, CatalogueLine):
                 if part.records or part.pending:
                     self._held = (number, raw)
@@ -187,12 +177,7 @@ class PartReader:
         """A part's `pending` lines (`size` bytes in all) were looked up and `known` of them were live
         runs already: where nearly all were, the next part the reader starts holds up to
         KNOWN_PART_LINES lines (about KNOWN_PART_BYTES), else batch_size again. Memory stays bounded:
-        a part's lines, or a batch of records, whatever the file's size. Where at most half were, the
-        reader checks the lines of the next parts it starts as it reads them, in its thread, while
-        the database merges the part before (the check of a new line would come after the lookup
-        anyway, in the thread that waits for the database); where more were, it leaves them to
-        _settle_pending, which checks only those not live runs already."""
-        self.check_ahead = bool(pending) and known * 2 <= pending
+        a part's lines, or a batch of records, whatever the file's size."""
         if pending and known >= pending * 0.9:
             fit = KNOWN_PART_BYTES * pending // max(size, 1)
             self.part_lines = max(self.batch_size, min(KNOWN_PART_LINES, fit))
