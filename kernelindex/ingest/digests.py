@@ -62,7 +62,7 @@ CONTENT_KEYS = ("status", "failure_reason", "statistics", "samples_ms", "compile
 def _without_nulls(value: Any) -> Any:
     """An optional field stated as null is the same as one left out (an export writes every field)."""
     if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        return {k: _without_nulls(v) if isinstance(v, dict) else v for k, v in value.items() if v is not None}
     return value
 
 
