@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from kernelindex.ingest.records import parse_observed_at
-from kernelindex.rules.identity import configuration_key, digest
+from kernelindex.rules.identity import canonical_json, configuration_key, digest
 from kernelindex.rules.instants import as_utc
 
 VOLATILE_ENVIRONMENT_DETAILS = ("clocks", "current_clocks", "fingerprint", "captured_at")
@@ -62,8 +62,55 @@ CONTENT_KEYS = ("status", "failure_reason", "statistics", "samples_ms", "compile
 def _without_nulls(value: Any) -> Any:
     """An optional field stated as null is the same as one left out (an export writes every field)."""
     if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        return {k: _without_nulls(v) if isinstance(v, dict) else v for k, v in value.items() if v is not None}
     return value
+
+
+# canonical_json (json.dumps: sorted keys, compact, UTF-8 as is) written by msgspec, in C, where the
+# two are known to write the same bytes; else by canonical_json itself. They differ in how a float
+# is spelled where repr uses an exponent (json.dumps: 1e-05, 1e+16; msgspec: 0.00001, 1e16), which
+# _surely_canonical finds in msgspec's bytes (any digit before an e, any 0.0000), and in a NaN or an
+# infinity (json.dumps refuses it, msgspec writes null), which shows as a null more than the value
+# holds Nones. To be safe, an escape (a backslash) goes the slow way too. A false alarm costs only
+# time; the digests never change (tests/ingest/test_content_digest.py holds the two to the same bytes).
+_SORTED = msgspec.json.Encoder(order="sorted")
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _surely_canonical(encoded: bytes) -> bool:
+    """Whether msgspec's bytes are json.dumps's: no exponent, no 0.0000, no escape (substring tests,
+    in C: a regular expression for the same costs more than the encoding)."""
+    if b"\\" in encoded or b"0.0000" in encoded:
+        return False
+    digits = encoded.translate(_DIGITS_AS_ZERO)
+    return b"0e" not in digits and b"0E" not in digits
+
+
+def canonical_json_bytes(value: Any, nulls: int) -> bytes:
+    """canonical_json(value) as UTF-8, the same bytes, faster (see above). nulls: how many Nones
+    `value` holds (a null more in msgspec's bytes is a NaN, an infinity or "null" in a text)."""
+    try:
+        encoded = _SORTED.encode(value)
+    except Exception:
+        return canonical_json(value).encode("utf-8")
+    if encoded.count(b"null") == nulls and _surely_canonical(encoded):
+        return encoded
+    return canonical_json(value).encode("utf-8")
+
+
+# observed_at as the content digest spells it (the instant in UTC, …Z), per spelling: a file's
+# records share a few times.
+_observed_spellings: dict[str, str] = {}
+
+
+def _observed_spelling(text: str) -> str:
+    found = _observed_spellings.get(text)
+    if found is None:
+        found = parse_observed_at(text).astimezone(UTC).isoformat().replace("+00:00", "Z")
+        if len(_observed_spellings) >= _MEMO_LIMIT:
+            _observed_spellings.clear()
+        _observed_spellings[text] = found
+    return found
 
 
 def content_digest(data: dict[str, Any]) -> str:
@@ -71,21 +118,27 @@ def content_digest(data: dict[str, Any]) -> str:
     order never counts (canonical JSON), null ≡ absent inside statistics and correctness, an empty
     samples list ≡ none, and observed_at is the instant in UTC (…Z), however the record spelled it.
     The spelling of a record without nulls, with samples and with a …Z time is the one stored by
-    earlier versions, so their digests still match."""
-    content = {k: data.get(k) for k in CONTENT_KEYS}
-    for key in ("statistics", "correctness"):
-        if isinstance(content[key], dict):
-            content[key] = _without_nulls(content[key])
-    if content["samples_ms"] == []:
-        content["samples_ms"] = None
-    observed = content["observed_at"]
+    earlier versions, so their digests still match. For a checked record (finite numbers)."""
+    get = data.get
+    statistics = get("statistics")
+    correctness = get("correctness")
+    samples = get("samples_ms")
+    observed = get("observed_at")
     if isinstance(observed, str):
         try:
-            content["observed_at"] = parse_observed_at(observed).astimezone(UTC).isoformat().replace("+00:00", "Z")
+            observed = _observed_spelling(observed)
         except ValueError:
             pass  # validation reports it; the digest of an unparsed time is still a digest
-    return digest(content)
-
+    content = {
+        "status": get("status"), "failure_reason": get("failure_reason"),
+        "statistics": _without_nulls(statistics) if isinstance(statistics, dict) else statistics,
+        "samples_ms": None if samples == [] else samples, "compile_time_ms": get("compile_time_ms"),
+        "correctness": _without_nulls(correctness) if isinstance(correctness, dict) else correctness,
+        "observed_at": observed, "evidence": get("evidence"),
+    }
+    # The Nones it holds: its own (statistics and correctness hold none, any nested dict neither).
+    nulls = sum(value is None for value in content.values())
+    return hashlib.sha256(canonical_json_bytes(content, nulls)).hexdigest()
 
 
 # The fields of a stated figure (kernelindex.ingest.sources.parts.Figure, the record's `figure`).

@@ -693,9 +693,9 @@ def read_pending(number: int, raw: bytes | str | _TooLong, file: str) -> Pending
 
 def check_pending(line: PendingLine, file: str) -> RunRecord | list[InputProblem]:
     """The check of a PendingLine: exactly read_item's answer for its bytes, its digest kept."""
-    found = read_item(line.number, line.raw, file)
+    found = read_item(line.number, line.raw, file, line_sha=line.digest)
     assert not isinstance(found, CatalogueLine) and found is not None  # its probe read a run record's format
-    return replace(found, line_sha=line.digest) if isinstance(found, RunRecord) else found
+    return found
 
 
 def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord | list[InputProblem] | None:
@@ -704,9 +704,11 @@ def read_line(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
     return None if isinstance(item, CatalogueLine) else item
 
 
-def read_item(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord | CatalogueLine | list[InputProblem] | None:
+def read_item(
+    number: int, raw: bytes | str | _TooLong, file: str, *, line_sha: bytes | None = None,
+) -> RunRecord | CatalogueLine | list[InputProblem] | None:
     """One physical line, decoded and checked once: a RunRecord, a catalogue line, the line's
-    problems, or None for a blank line."""
+    problems, or None for a blank line. line_sha: the line's digest (line_digest), which its record keeps."""
     where = f"line {number}"
     if isinstance(raw, _TooLong):
         size = f"{raw.size:,} bytes long" if raw.complete else f"{raw.size:,} bytes long (to the end of the input)"
@@ -725,7 +727,7 @@ def read_item(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
                 pass  # the strict reader below words it (or finds a catalogue line, or a blank one)
             else:
                 if _written_once(raw, run):
-                    return _record(_checked_run(run, None, None), number, file, where)
+                    return _record(_checked_run(run, None, None), number, file, where, line_sha)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -748,7 +750,7 @@ def read_item(number: int, raw: bytes | str | _TooLong, file: str) -> RunRecord 
         checked = check_run(data, values_checked=True)
     except (RecursionError, MemoryError) as exc:
         checked = [(None, f"cannot be checked: {'nested too deeply' if isinstance(exc, RecursionError) else 'too large'}")]
-    return _record(checked, number, file, where)
+    return _record(checked, number, file, where, line_sha)
 
 
 def _record(checked: dict[str, Any] | list[Problem], number: int, file: str, where: str, digest: bytes | None = None) -> RunRecord | list[InputProblem]:

@@ -233,9 +233,9 @@ def workload_resolver(
     memo: dict[tuple[Any, ...], WorkloadResolution] = {}
 
     def resolve(ref: dict[str, Any], source_revision: str | None) -> WorkloadResolution:
-        key = (ref.get("slug"), ref.get("suite"), ref.get("level"), ref.get("problem"), ref.get("key"), ref.get("source_sha256"),
-               source_revision)
+        # The reference's keys and values as written (the same reference in another key order only misses).
         try:
+            key = (source_revision, *ref.items())
             found = memo.get(key)
         except TypeError:  # an unhashable value where a name belongs: not remembered
             return resolve_workload_ref(ref, by_slug, by_triple, source_revision, by_key)

@@ -13,6 +13,7 @@ import json
 from datetime import datetime
 from typing import Any, NamedTuple
 
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.copy import copy_rows, driver_connection
@@ -114,16 +115,31 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+# JSON text for a jsonb column (the database parses it: spacing, key order and number spelling do not count).
+_JSON = msgspec.json.Encoder()
+
+
+def _jsonb(value: Any) -> str:
+    return _JSON.encode(value).decode("utf-8")
+
+
 def staged_run(ord_: int, item: ResolvedRecord, ids: DimensionIds, fleet_worker: tuple[int, str] | None) -> StagedRun:
     """The row a resolved record stages as; built here and nowhere else."""
     rec = item.record
     data = rec.data
     if "figure" in data:
         return _stated_run(ord_, item, ids, fleet_worker)
+    get = data.get
     config = data["configuration"]
-    stats = data.get("statistics") or {}
-    correctness = data.get("correctness")
-    samples = data.get("samples_ms")
+    bindings = config["bindings"]
+    stats = get("statistics") or {}
+    stat = stats.get
+    mean, std, low, high, median, p5, p95 = (
+        stat("mean"), stat("std"), stat("min"), stat("max"), stat("median"), stat("p5"), stat("p95"),
+    )
+    correctness = get("correctness")
+    samples = get("samples_ms")
+    compile_time = get("compile_time_ms")
     # Where the route decides the stored evidence (trust-v2: rungs come from the fleet alone).
     # Only a registered fleet worker stores its record's evidence as is; from any other route
     # (submitRuns, ingest runs, seeds) the run is 'reported' and a "measured" is kept as the
@@ -131,15 +147,16 @@ def staged_run(ord_: int, item: ResolvedRecord, ids: DimensionIds, fleet_worker:
     # record ingested again is unchanged.
     evidence, claim = _evidence(data, fleet_worker)
     worker_id, machine_id = fleet_worker or (None, None)
+    mean = None if mean is None else float(mean)
     return StagedRun(
-        ord_, rec.where, item.workload.id, item.revision_id, json.dumps(config["bindings"]), config["dtype"],
-        config.get("key") or configuration_key_memo(config["bindings"], config["dtype"]), ids.implementation_id, ids.environment_id,
-        ids.protocol_id, ids.source_snapshot_id, data["status"], data.get("failure_reason"), _float(stats.get("mean")),
-        _float(stats.get("std")), _float(stats.get("min")), _float(stats.get("max")), _float(stats.get("median")),
-        _float(stats.get("p5")), _float(stats.get("p95")), stats.get("num_trials"),
-        None if samples is None else [float(v) for v in samples], _float(data.get("compile_time_ms")),
-        None if correctness is None else json.dumps(correctness), rec.observed_at, evidence,
-        content_digest(data), rec.line_sha, claim, worker_id, machine_id, _float(stats.get("mean")),
+        ord_, rec.where, item.workload.id, item.revision_id, _jsonb(bindings), config["dtype"],
+        config.get("key") or configuration_key_memo(bindings, config["dtype"]), ids.implementation_id, ids.environment_id,
+        ids.protocol_id, ids.source_snapshot_id, data["status"], get("failure_reason"), mean,
+        None if std is None else float(std), None if low is None else float(low), None if high is None else float(high),
+        None if median is None else float(median), None if p5 is None else float(p5), None if p95 is None else float(p95),
+        stat("num_trials"), None if samples is None else [float(v) for v in samples],
+        None if compile_time is None else float(compile_time), None if correctness is None else _jsonb(correctness),
+        rec.observed_at, evidence, content_digest(data), rec.line_sha, claim, worker_id, machine_id, mean,
     )
 
 
