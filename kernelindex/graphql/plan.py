@@ -206,7 +206,7 @@ def _leaf(return_type: Any) -> Complete:
     return complete_leaf
 
 
-def _non_null(inner: Complete, message: str) -> Complete:
+def _non_null(inner: Complete, message: str, of_type: Any = None) -> Complete:
     def complete_non_null(value: Any, path: Any, executor: Any) -> Any:
         if isinstance(value, Exception):
             raise value
@@ -214,6 +214,20 @@ def _non_null(inner: Complete, message: str) -> Complete:
         if completed is None:
             raise TypeError(message)
         return completed
+
+    # A non-null String or Boolean: a value of exactly that type is its own completion (neither an
+    # Exception nor None, and the leaf returns it as it is), so it is returned without the two calls.
+    plain = {GraphQLString: str, GraphQLBoolean: bool}.get(of_type)
+    if plain is not None:
+        def complete_non_null_plain(value: Any, path: Any, executor: Any) -> Any:
+            return value if type(value) is plain else complete_non_null(value, path, executor)
+        return complete_non_null_plain
+    if of_type is GraphQLInt:
+        def complete_non_null_int(value: Any, path: Any, executor: Any) -> Any:
+            if type(value) is int and _INT_MIN <= value <= _INT_MAX:
+                return value
+            return complete_non_null(value, path, executor)
+        return complete_non_null_int
     return complete_non_null
 
 
@@ -421,7 +435,7 @@ class Planner:
         if is_non_null_type(return_type):
             assert isinstance(return_type, GraphQLNonNull)
             inner, needs_path = self._complete(return_type.of_type, details, field_def, nodes, parent_type, message)
-            return _non_null(inner, message), needs_path
+            return _non_null(inner, message, return_type.of_type), needs_path
         if is_list_type(return_type):
             assert isinstance(return_type, GraphQLList)
             return self._list(return_type, details, field_def, nodes, parent_type, message), True
