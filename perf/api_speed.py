@@ -2,6 +2,7 @@
 the saturation rate, SQL statements per request, against a floor.
 
     python -m perf.api_speed [--runs 1000000] [--workloads 250] [--seconds 15] [--clients 16]
+    python -m perf.api_speed --queries list --targets uncached    # one figure: the uncached list
 
 What it does:
 1. Starts an embedded PostgreSQL in a temporary folder, migrates, and builds perf.dataset's
@@ -86,6 +87,19 @@ def httpx_post_or_get(url: str, payload: dict | None) -> bytes:
     return response.content
 
 
+# The endpoints driven, by their short names (--targets) and the labels the figures carry.
+TARGETS = {"api": "api", "uncached": "api, cache off", "cold": "api, cold", "floor": "floor"}
+
+
+def target_labels(text: str) -> list[str]:
+    """The labels of the targets named in `text` (comma-separated short names)."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [n for n in names if n not in TARGETS]
+    if unknown:
+        raise SystemExit(f"unknown targets {unknown} (known: {', '.join(TARGETS)})")
+    return [TARGETS[n] for n in names]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m perf.api_speed", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1_000_000)
@@ -95,6 +109,10 @@ def main() -> int:
     parser.add_argument("--sequential", type=int,
                         help="requests for the unloaded figures (default: about min(--seconds, 10) s of them, "
                              "at least 200, from the warm-up's rate)")
+    parser.add_argument("--queries", default="page,list", help="comma-separated, of: page, list")
+    parser.add_argument("--targets", default="api,uncached,cold,floor",
+                        help="comma-separated, of: api (as deployed), uncached (the response cache off), cold (the "
+                             "read model off too), floor; e.g. --queries list --targets uncached for that figure alone")
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
 
@@ -108,10 +126,12 @@ def main() -> int:
         try:
             upgrade(server.url)
             asyncio.run(build_dataset(server.url, args.workloads, args.runs))
-            queries = {
+            known = {
                 "page": (WORKLOAD_PAGE_QUERY, {"slug": PAGE_SLUG}),
                 "list": (LIST_QUERY, {}),
             }
+            queries = {name: known[name] for name in (q.strip() for q in args.queries.split(","))}
+            wanted = target_labels(args.targets)
             sql, bodies, counts = asyncio.run(capture_sql(server.url, queries))
             tmp = Path(tempfile.mkdtemp(prefix="kernelindex-floor-"))
             (tmp / "sql.json").write_text(json.dumps(sql, default=str))
@@ -135,7 +155,7 @@ def main() -> int:
                                            "--log-level", "warning"], env=floor_env, cwd=REPO))
             for port in (api_port, uncached_port, cold_port):
                 wait_for(f"http://127.0.0.1:{port}/healthz")
-            wait_for(f"http://127.0.0.1:{floor_port}/q/page")
+            wait_for(f"http://127.0.0.1:{floor_port}/q/{next(iter(queries))}")
             results = {"dataset": {"runs": args.runs, "workloads": args.workloads + 2}, "client": "perf.loadgen",
                        "statements_per_request": {"executed": counts, "served from the response cache": 1}}
             for name, (query, variables) in queries.items():
@@ -147,6 +167,8 @@ def main() -> int:
                     "floor": (floor_port, "GET", f"/q/{name}", None),
                 }
                 for label, (port, method, path, body) in targets.items():
+                    if label not in wanted:
+                        continue
                     base = f"http://127.0.0.1:{port}"
                     check = httpx_post_or_get(base + path, body)
                     assert b'"errors"' not in check[:200], check[:300]
@@ -166,6 +188,8 @@ def main() -> int:
                     print(f"{name:5} {label:15} saturation {saturated['rps']:7.0f} req/s | unloaded p50 {unloaded['p50_ms']:6.2f} ms "
                           f"p99 {unloaded['p99_ms']:6.2f} ms | half load p50 {half['p50_ms']:6.2f} ms p99 {half['p99_ms']:6.2f} ms "
                           f"| errors {errors}" + (" FAILED" if errors else ""), flush=True)
+                if len(wanted) != len(TARGETS):
+                    continue  # the ratios need every target
                 floor_rps = results[f"{name}/floor"]["saturation"]["rps"]
                 print(f"{name:5} SQL statements per request: {counts[name]} executed, 1 from the response cache; "
                       f"api/floor throughput {results[f'{name}/api']['saturation']['rps'] / floor_rps:.2f} "

@@ -42,6 +42,15 @@ the time its code was on top (e.g. SQLAlchemy is its own work, without the SQL i
 The timers cost about a third of a microsecond per timed call; the count of timed calls and the
 estimate are printed, and the uninstrumented request time is printed next to the instrumented one.
 
+graphql-core's share: before any timer is installed, `--requests` more requests of each query run
+under cProfile, and the self time of graphql-core's own functions (with the built-ins they call) is
+divided by the self time of everything the request ran in this process (graphql_core_share): parse and
+validation where strawberry's caches miss, and what a planned request still asks of graphql-core's
+executor (building it, the resolve infos of resolvers that take `info`, leaf serialization, gathering,
+the response); with KERNELINDEX_PLANNED_EXECUTION=false, all of execution. The line "requests planned"
+says how many of those requests a plan answered (kernelindex.graphql.plan.STATS). cProfile makes each
+call dearer, the many small ones most, so its milliseconds are the profiled request's; read the share.
+
 µs per field: the fields of the response (every key of every object at every depth, list elements
 each counted) divided into: the whole request; the GraphQL slice alone; and graphql-core 3 alone
 (graphql.execute with its default resolvers, over a schema built from our SDL, of the same document,
@@ -306,6 +315,72 @@ def graphql_core_over_dicts(sdl: str, query: str, variables: dict, data: dict, r
     return {"execute_ms": statistics.median(times)}
 
 
+def _graphql_core_files() -> str:
+    import graphql
+
+    return os.path.dirname(os.path.abspath(graphql.__file__)) + os.sep
+
+
+def core_self_time(stats: dict[Any, Any], core_dir: str) -> tuple[float, float, list[tuple[float, str]]]:
+    """From cProfile's raw stats: (seconds in all code, seconds in graphql-core's own code, its largest
+    functions). graphql-core's own: the self time of every function defined in its package, plus the
+    self time of the built-in (C) functions it calls (isinstance, dict methods…) when graphql-core
+    called them, as cProfile attributes it per caller."""
+    def is_core(func: tuple[str, int, str]) -> bool:
+        return os.path.abspath(func[0]).startswith(core_dir) if func[0] not in ("~", "") else False
+
+    total = core = 0.0
+    by_function: dict[str, float] = defaultdict(float)
+    for func, (_cc, _nc, tottime, _ct, callers) in stats.items():
+        total += tottime
+        if is_core(func):
+            core += tottime
+            by_function[f"{os.path.relpath(func[0], core_dir)}:{func[2]}"] += tottime
+        elif func[0] == "~":  # a built-in: its time when called from graphql-core's functions
+            for caller, caller_stats in callers.items():
+                if is_core(caller):
+                    core += caller_stats[2]
+                    by_function[f"{func[2]} (from graphql-core)"] += caller_stats[2]
+    top = sorted(((t, name) for name, t in by_function.items()), reverse=True)[:5]
+    return total, core, top
+
+
+async def graphql_core_share(once: Callable[..., Any], query: str, variables: dict, requests: int) -> dict[str, Any]:
+    """graphql-core's share of an executed request, by cProfile (deterministic: every Python call and
+    return is seen, nothing sampled) over `requests` requests after two warm-up ones: the self time of
+    graphql-core's own code (parse, validation, the executor's steps a plan still takes: Executor.build,
+    build_resolve_info, leaf serialization, gather_with_cancel, build_response…; with planning off, all
+    of execution) over the self time of all the request's code, in this process (the whole ASGI app and
+    the client). cProfile makes every call dearer, most of all the many small ones, so the milliseconds
+    are the profiled request's, not the uninstrumented one's; the share is the figure to read. The plan
+    counters (kernelindex.graphql.plan.STATS) say how many of the profiled requests a plan answered."""
+    import cProfile
+
+    from kernelindex.graphql import plan
+
+    for _ in range(2):
+        await once(query, variables)
+    planned, unplanned = plan.STATS.planned, plan.STATS.unplanned
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        for _ in range(requests):
+            await once(query, variables)
+    finally:
+        profiler.disable()
+    profiler.create_stats()
+    total, core, top = core_self_time(profiler.stats, _graphql_core_files())
+    return {
+        "requests": requests,
+        "planned": plan.STATS.planned - planned,
+        "unplanned": plan.STATS.unplanned - unplanned,
+        "profiled_ms": total * 1000 / requests,
+        "graphql_core_ms": core * 1000 / requests,
+        "share": core / total if total else 0.0,
+        "largest": [(name, t * 1000 / requests) for t, name in top],
+    }
+
+
 async def measure(url: str, queries: dict[str, tuple[str, dict]], requests: int, rounds: int) -> dict[str, Any]:
     import httpx
 
@@ -332,6 +407,8 @@ async def measure(url: str, queries: dict[str, tuple[str, dict]], requests: int,
                     start, end, _ = await once(query, variables)
                     if i >= 2:
                         plain[name].append((end - start) / 1e6)
+            core = {name: await graphql_core_share(once, query, variables, requests)
+                    for name, (query, variables) in queries.items()}  # before any timer exists
             install(KernelIndexSchema, KernelIndexGraphQL)
             cost = timer_cost_ns()
             for name, (query, variables) in queries.items():
@@ -357,6 +434,7 @@ async def measure(url: str, queries: dict[str, tuple[str, dict]], requests: int,
                     "split_ms": {k: statistics.median(r[k] for r in per_round) for k in per_round[0]},
                     "rounds": per_round,
                     "uninstrumented_ms": statistics.median(plain[name]),
+                    "graphql_core_share": core[name],
                     "fields": fields, "bytes": len(response.content), "data": body["data"],
                     "query": query, "variables": variables,
                 }
@@ -401,6 +479,19 @@ def report(results: dict[str, Any], title: str, requests: int) -> dict[str, Any]
     print(f"{'timed calls':<24}" + "".join(f"{results[n]['split_ms']['timed calls']:>9.0f}     ".rjust(14) for n in names))
     print(f"{'  their timer cost (est.)':<24}" + "".join(
         f"{results[n]['split_ms']['timed calls'] * cost / 1e6:9.2f}     ".rjust(14) for n in names))
+    print()
+    print(f"{'graphql-core (cProfile)':<24}" + "".join(f"{name:>14}" for name in names))
+    print("-" * len(header))
+    for label, cell in (
+        ("requests planned", lambda c: f"{c['planned']}/{c['requests']}"),
+        ("profiled ms a request", lambda c: f"{c['profiled_ms']:.2f}"),
+        ("graphql-core's own ms", lambda c: f"{c['graphql_core_ms']:.2f}"),
+        ("graphql-core's share", lambda c: f"{c['share'] * 100:.1f}%"),
+    ):
+        print(f"{label:<24}" + "".join(f"{cell(results[n]['graphql_core_share']):>14}" for n in names))
+    for n in names:
+        largest = ", ".join(f"{name} {ms:.2f}" for name, ms in results[n]["graphql_core_share"]["largest"])
+        print(f"  {n}, its largest (ms): {largest}")
     print()
     print(f"{'µs per field':<24}" + "".join(f"{name:>14}" for name in names))
     print("-" * len(header))

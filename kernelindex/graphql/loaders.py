@@ -51,6 +51,14 @@ class Loader(DataLoader[K, V]):
     async def batch_load(self, keys: list[K]) -> Sequence[V]:
         raise NotImplementedError
 
+    def loaded(self, key: K) -> Any:
+        """The value of `key` when this request has loaded it already, or MISSING (not asked for yet,
+        still loading, or failed: `load` gives it, or its error, as before)."""
+        future = self.cache_map.get(key) if self.cache else None
+        if future is None or not future.done() or future.cancelled() or future.exception() is not None:
+            return MISSING
+        return future.result()
+
 
 class ReadModelLoader(Loader[KH, V], Generic[KH, V]):
     """A loader whose values are a workload's, kept in the read model (kernelindex.services.read_model)

@@ -46,7 +46,10 @@ from graphql import (
     ExecutionResult,
     FieldNode,
     GraphQLBoolean,
+    GraphQLEnumType,
     GraphQLError,
+    GraphQLFloat,
+    GraphQLID,
     GraphQLInt,
     GraphQLList,
     GraphQLNonNull,
@@ -69,6 +72,8 @@ from graphql.language import DirectiveNode, VariableNode, Visitor, visit
 from graphql.pyutils import Path, gather_with_cancel, is_iterable
 from strawberry.execution.is_awaitable import optimized_is_awaitable
 from strawberry.extensions import SchemaExtension
+from strawberry.types.arguments import convert_arguments
+from strawberry.types.base import StrawberryOptional
 from strawberry.types.graphql import OperationType as StrawberryOperationType
 
 log = logging.getLogger("kernelindex.graphql.plan")
@@ -78,6 +83,7 @@ _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 # Argument values planned once must not be shared mutable objects between requests.
 _IMMUTABLE = (str, int, float, bool, type(None), enum.Enum)
 _DIRECTIVES = frozenset({"skip", "include"})
+_BUILTIN_SCALARS = (GraphQLString, GraphQLInt, GraphQLFloat, GraphQLBoolean, GraphQLID)
 
 # (value, path, executor) -> the completed value, or an awaitable of it
 Complete = Callable[[Any, Any, Any], Any]
@@ -85,6 +91,8 @@ Complete = Callable[[Any, Any, Any], Any]
 RunField = Callable[[Any, Any, Any], Any]
 
 _awaitable = optimized_is_awaitable
+# Never awaitable (optimized_is_awaitable's own fast path, checked inline where a plan checks every value).
+_PLAIN = frozenset({type(None), bool, int, float, str, bytes, list, tuple, dict})
 
 
 class Unplanned(Exception):
@@ -158,7 +166,7 @@ def _execute_fields(fields: list[tuple[str, RunField]]) -> Complete:
             for key, field in fields:
                 completed = field(source, path, executor)
                 out[key] = completed
-                if _awaitable(completed):
+                if type(completed) not in _PLAIN and _awaitable(completed):
                     pending.append(key)
         except Exception:
             if pending:
@@ -198,7 +206,7 @@ def _leaf(return_type: Any) -> Complete:
     return complete_leaf
 
 
-def _non_null(inner: Complete, message: str) -> Complete:
+def _non_null(inner: Complete, message: str, of_type: Any = None) -> Complete:
     def complete_non_null(value: Any, path: Any, executor: Any) -> Any:
         if isinstance(value, Exception):
             raise value
@@ -206,14 +214,29 @@ def _non_null(inner: Complete, message: str) -> Complete:
         if completed is None:
             raise TypeError(message)
         return completed
+
+    # A non-null String or Boolean: a value of exactly that type is its own completion (neither an
+    # Exception nor None, and the leaf returns it as it is), so it is returned without the two calls.
+    plain = {GraphQLString: str, GraphQLBoolean: bool}.get(of_type)
+    if plain is not None:
+        def complete_non_null_plain(value: Any, path: Any, executor: Any) -> Any:
+            return value if type(value) is plain else complete_non_null(value, path, executor)
+        return complete_non_null_plain
+    if of_type is GraphQLInt:
+        def complete_non_null_int(value: Any, path: Any, executor: Any) -> Any:
+            if type(value) is int and _INT_MIN <= value <= _INT_MAX:
+                return value
+            return complete_non_null(value, path, executor)
+        return complete_non_null_int
     return complete_non_null
 
 
 class Planner:
     """Builds the plan of one document (and operation, and @skip/@include values) for a schema."""
 
-    def __init__(self, schema: GraphQLSchema, executor: Any) -> None:
+    def __init__(self, schema: GraphQLSchema, executor: Any, strawberry_schema: Any = None) -> None:
         self.schema = schema
+        self.strawberry_schema = strawberry_schema
         self.fragments = executor.fragments
         self.variable_values = executor.variable_values
         self.operation: OperationDefinitionNode = executor.operation
@@ -291,6 +314,47 @@ class Planner:
                     def get(source: Any) -> Any:
                         return function()
 
+        call = None if get is not None else self._info_call(definition, resolver, takes_arguments, constant_args)
+        if call is not None:
+            info_class, info_name, with_self, kwargs_of, method = call
+
+            # Strawberry's resolver without its per-call steps: its Info over graphql-core's resolve info,
+            # the arguments it would convert (none, or constant scalars converted once), the method called.
+            def run_with_info(source: Any, parent_path: Any, executor: Any) -> Any:
+                path = Path(parent_path, key, parent_name)
+                try:
+                    kwargs = dict(kwargs_of) if kwargs_of else {}
+                    kwargs[info_name] = info_class(
+                        _raw_info=executor.build_resolve_info(field_def, nodes, parent_type, path), _field=definition)
+                    value = method(source, **kwargs) if with_self else method(**kwargs)
+                    if _awaitable(value):
+                        return _complete_awaitable(value, complete, return_type, details, path, executor)
+                    completed = complete(value, path, executor)
+                    if _awaitable(completed):
+                        return _await_completed(completed, return_type, details, path, executor)
+                except Exception as raw_error:
+                    executor.handle_field_error(raw_error, return_type, details, path)
+                    return None
+                return completed
+            return run_with_info
+
+        if get is not None and not needs_path and _sync_leaf(return_type):
+            read = get
+
+            # A leaf of a built-in scalar or an enum: its completion is never awaitable (run_direct's
+            # steps, less that check and the path, made only for an error or an awaitable value).
+            def run_leaf(source: Any, parent_path: Any, executor: Any) -> Any:
+                try:
+                    value = read(source)
+                    if type(value) in _PLAIN or not _awaitable(value):
+                        return complete(value, None, executor)
+                    return _complete_awaitable(value, complete, return_type, details,
+                                               Path(parent_path, key, parent_name), executor)
+                except Exception as raw_error:
+                    executor.handle_field_error(raw_error, return_type, details, Path(parent_path, key, parent_name))
+                    return None
+            return run_leaf
+
         if get is not None:
             direct = get
 
@@ -334,6 +398,36 @@ class Planner:
             return completed
         return run_resolver
 
+    def _info_call(self, definition: Any, resolver: Any, takes_arguments: bool,
+                   constant_args: dict[str, Any] | None) -> tuple[Any, str, bool, dict[str, Any], Any] | None:
+        """How to call a resolver that takes strawberry's Info (and self, and no other root or parent),
+        on a field without field extensions, in a schema without exception handlers, whose arguments are
+        none or constants of the built-in scalars (strawberry's get_arguments passes those unchanged):
+        (the Info class, the Info parameter's name, whether it takes self, the keyword arguments, the
+        function). None: through strawberry's resolver."""
+        strawberry_schema = self.strawberry_schema
+        if (strawberry_schema is None or definition is None or resolver is None or definition.extensions
+                or resolver.info_parameter is None or resolver.root_parameter is not None
+                or resolver.parent_parameter is not None or not callable(resolver.wrapped_func)):
+            return None
+        converter = getattr(strawberry_schema, "schema_converter", None)
+        if converter is None or getattr(converter, "_exception_handler_specs", True):
+            return None
+        config = strawberry_schema.config
+        kwargs: dict[str, Any] = {}
+        if takes_arguments:
+            if constant_args is None or not all(_builtin_scalar(a.type) for a in definition.arguments):
+                return None
+            try:
+                kwargs = convert_arguments(constant_args, definition.arguments,
+                                           scalar_registry=converter.scalar_registry, config=config, info=None)
+            except Exception:  # strawberry's error, at run time, as a field error
+                return None
+            if not all(isinstance(v, _IMMUTABLE) for v in kwargs.values()):
+                return None
+        return (config.info_class, resolver.info_parameter.name, resolver.self_parameter is not None, kwargs,
+                resolver.wrapped_func)
+
     def _complete(self, return_type: GraphQLOutputType, details: list[FieldDetails], field_def: Any,
                   nodes: list[FieldNode], parent_type: GraphQLObjectType, message: str) -> tuple[Complete, bool]:
         """How a value of the type is completed, and whether that needs the value's path (for more
@@ -341,7 +435,7 @@ class Planner:
         if is_non_null_type(return_type):
             assert isinstance(return_type, GraphQLNonNull)
             inner, needs_path = self._complete(return_type.of_type, details, field_def, nodes, parent_type, message)
-            return _non_null(inner, message), needs_path
+            return _non_null(inner, message, return_type.of_type), needs_path
         if is_list_type(return_type):
             assert isinstance(return_type, GraphQLList)
             return self._list(return_type, details, field_def, nodes, parent_type, message), True
@@ -451,6 +545,19 @@ class Planner:
                 raise invalid_return_type_error(object_type, value, details)
             return execute_fields(value, path, executor)
         return complete_object
+
+
+def _sync_leaf(return_type: Any) -> bool:
+    """A (non-null) built-in scalar or enum: graphql-core's completion of it returns a plain value."""
+    named = return_type.of_type if isinstance(return_type, GraphQLNonNull) else return_type
+    return named in _BUILTIN_SCALARS or isinstance(named, GraphQLEnumType)
+
+
+def _builtin_scalar(type_: Any) -> bool:
+    """A strawberry argument type whose values strawberry's convert_argument returns as they are."""
+    if isinstance(type_, StrawberryOptional):
+        type_ = type_.of_type
+    return type_ in (int, str, float, bool)
 
 
 def field_def_name(nodes: list[FieldNode]) -> str:
@@ -563,7 +670,7 @@ async def planned_result(schema: Any, ctx: Any, cache: PlanCache) -> ExecutionRe
         try:
             if executor.operation.directives:
                 raise Unplanned("an operation with directives")
-            plan = Planner(schema._schema, executor).root()
+            plan = Planner(schema._schema, executor, schema).root()
             STATS.plans_built += 1
         except Unplanned as exc:
             log.debug("not planned: %s", exc)

@@ -95,10 +95,35 @@ def _coded(error: GraphQLError) -> GraphQLError:
     return with_code(error, VALIDATION_FAILED)
 
 
-@lru_cache(maxsize=CACHE_SIZE)
+class _Document:
+    """A document as a cache key by its identity: graphql-core hashes a DocumentNode by walking every
+    node of it (a page's query: some 600 of them, each request). The parser cache (ParserCache) gives
+    the same object for the same query text, so a query seen before is found; a document parsed anew
+    is validated anew. The key holds the document, so its id is not reused while the key is kept."""
+
+    __slots__ = ("document",)
+
+    def __init__(self, document: DocumentNode) -> None:
+        self.document = document
+
+    def __hash__(self) -> int:
+        return id(self.document)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Document) and other.document is self.document
+
+
 def _validate(
     schema: GraphQLSchema, document: DocumentNode, rules: tuple[type[ASTValidationRule], ...], hide_suggestions: bool
 ) -> list[GraphQLError]:
+    return _validate_kept(schema, _Document(document), rules, hide_suggestions)
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def _validate_kept(
+    schema: GraphQLSchema, key: _Document, rules: tuple[type[ASTValidationRule], ...], hide_suggestions: bool
+) -> list[GraphQLError]:
+    document = key.document
     bounded = tuple(BoundedFieldMerging if rule is OverlappingFieldsCanBeMergedRule else rule for rule in rules)
     errors = validate(
         schema, document, (*bounded, MaybeNullValidationRule, OneOfInputValidationRule),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import contextlib
+from typing import Annotated, Any
 
 import strawberry
 from sqlalchemy import and_, func, literal, or_, select
+from strawberry.types.nodes import SelectedField
 
 from kernelindex.db.models import Environment as EnvironmentRow
 from kernelindex.db.models import Hardware as HardwareRow
@@ -111,7 +113,7 @@ class WorkloadQueries:
             loaders.workload_by_id.prime(row[0].id, row[0])
             return Workload(row=row[0])
 
-        return await keyset_page(
+        connection = await keyset_page(
             info.context.session,
             statement,
             kind=f"workload:{order_by.value}",
@@ -125,3 +127,24 @@ class WorkloadQueries:
             max_page_size=info.context.settings.max_page_size,
             count_from=statement,
         )
+        if connection.edges and _selects(info.selected_fields, PAGE_LIST_FIELDS):
+            # The page's workloads' pages, loaded here in the one batch their fields would make: the fields
+            # a list shows then answer at once (Workload._page_loaded), without a coroutine and a task each.
+            # Should that batch fail, each field asks again and reports the error where it is shown.
+            with contextlib.suppress(Exception):
+                await loaders.page_by_workload_id.load_many([edge.node.row.id for edge in connection.edges])
+        return connection
+
+
+# The Workload fields that answer from a page already loaded (Workload._page_loaded).
+PAGE_LIST_FIELDS = frozenset({"eligibleRunCount", "headline", "records"})
+
+
+def _selects(selections: list[Any], names: frozenset[str]) -> bool:
+    """Whether a field of one of `names` is selected anywhere under `selections` (fragments included)."""
+    for selection in selections:
+        if isinstance(selection, SelectedField) and selection.name in names:
+            return True
+        if _selects(selection.selections, names):
+            return True
+    return False

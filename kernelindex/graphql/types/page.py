@@ -13,7 +13,7 @@ import strawberry
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.enums import Evidence, HeadlineKind, TrustLevel, of_rules
 from kernelindex.graphql.pagination import check_first
-from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
+from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation, implementation_of
 from kernelindex.graphql.types.run import Configuration, Run
 from kernelindex.rules import ranking, stats, ties, verdicts
 from kernelindex.rules import trust_labels as trust
@@ -86,7 +86,7 @@ class Headline:
 
     @strawberry.field(description="The record holder.")
     def implementation(self) -> Implementation:
-        return Implementation(facts=self.record.run.implementation)
+        return implementation_of(self.record.run.implementation)
 
     @strawberry.field(description="'Reported evidence · last observed 2026-03-05.'")
     def evidence_line(self) -> str:
@@ -150,7 +150,7 @@ class ComparisonRow:
 
     @strawberry.field(description="The implementation.")
     def implementation(self) -> Implementation:
-        return Implementation(facts=self.row.run.implementation)
+        return implementation_of(self.row.run.implementation)
 
     @strawberry.field(description="Whether this is the source's designated baseline.")
     def is_baseline(self) -> bool:
@@ -310,7 +310,7 @@ class ImplementationSummary:
 
     @strawberry.field(description="The implementation.")
     def implementation(self) -> Implementation:
-        return Implementation(facts=self.best.run.implementation)
+        return implementation_of(self.best.run.implementation)
 
     @strawberry.field(description="The run with its best latency.")
     def best_run(self) -> Run:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from kernelindex.graphql.enums import FigureUnit, Metric, of_rules
-from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation
+from kernelindex.graphql.types.catalogue import Environment, Hardware, Implementation, implementation_of
 from kernelindex.graphql.types.run import Configuration, Run
 from kernelindex.rules import ranking
 from kernelindex.rules.display import format_figure, format_latency
@@ -20,20 +20,15 @@ class EnvironmentRecord:
     record: strawberry.Private[ranking.CohortRecord]
 
     # Written by hand (as the catalogue types are): what a list shows of each record is plain fields,
-    # filled once (a list of 100 workloads resolves some 1,000 records); the run and its environment,
-    # which cost more to build and are rarely asked for here, stay resolvers.
+    # filled once (a list of 100 workloads resolves some 700 records; its implementation is shared,
+    # catalogue.implementation_of); the formatted figures and enum members, and the run and its
+    # environment, are resolvers, computed only when selected.
     def __init__(self, record: ranking.CohortRecord) -> None:
         self.record = record
         self.label = record.environment_label
         run = record.run
-        latency = run.protocol.metric == HEADLINE_METRIC
-        self.latency_ms = run.latency_ms if latency else None
-        self.latency_display = format_latency(run.latency_ms) if latency else None
-        self.figure = ranking.figure_of(run)
-        self.figure_unit = of_rules(FigureUnit, run.protocol.unit)
-        self.figure_display = format_figure(self.figure, run.protocol.unit)
-        self.metric = of_rules(Metric, run.protocol.metric)
-        self.implementation = Implementation(facts=run.implementation)
+        self.latency_ms = run.latency_ms if run.protocol.metric == HEADLINE_METRIC else None
+        self.implementation = implementation_of(run.implementation)
         self.run_count = record.run_count
 
     label: str = strawberry.field(
@@ -49,11 +44,31 @@ class EnvironmentRecord:
 
     latency_ms: float | None = strawberry.field(
         description="Record latency in milliseconds; null for a record of another metric (recordsAt(metric:)): see figure.")
-    latency_display: str | None = strawberry.field(description="'1.39 ms'; null for a record of another metric.")
-    metric: Metric = strawberry.field(description="What the record's figure is: latency (the headline records), peak memory or a source's score.")
-    figure: float = strawberry.field(description="The record's headline figure in figureUnit (lower is better for every metric).")
-    figure_unit: FigureUnit = strawberry.field(description="The unit of figure.")
-    figure_display: str = strawberry.field(description="'1.39 ms', '1,234.5 MB', '1.005e-05 s'.")
+
+    def _latency_display(self) -> str | None:
+        run = self.record.run
+        return format_latency(run.latency_ms) if run.protocol.metric == HEADLINE_METRIC else None
+    latency_display: str | None = strawberry.field(
+        resolver=_latency_display, description="'1.39 ms'; null for a record of another metric.")
+
+    def _metric(self) -> Metric:
+        return of_rules(Metric, self.record.run.protocol.metric)
+    metric: Metric = strawberry.field(
+        resolver=_metric, description="What the record's figure is: latency (the headline records), peak memory or a source's score.")
+
+    def _figure(self) -> float:
+        return ranking.figure_of(self.record.run)
+    figure: float = strawberry.field(
+        resolver=_figure, description="The record's headline figure in figureUnit (lower is better for every metric).")
+
+    def _figure_unit(self) -> FigureUnit:
+        return of_rules(FigureUnit, self.record.run.protocol.unit)
+    figure_unit: FigureUnit = strawberry.field(resolver=_figure_unit, description="The unit of figure.")
+
+    def _figure_display(self) -> str:
+        return format_figure(ranking.figure_of(self.record.run), self.record.run.protocol.unit)
+    figure_display: str = strawberry.field(resolver=_figure_display, description="'1.39 ms', '1,234.5 MB', '1.005e-05 s'.")
+
     implementation: Implementation = strawberry.field(description="The record holder.")
     run_count: int = strawberry.field(description="Eligible runs in this environment's cohort.")
 

@@ -12,7 +12,7 @@ from kernelindex.graphql.cost import cost_weight
 from kernelindex.graphql.enums import Evidence, FigureUnit, Metric, ReviewState, RunStatus, TrustLevel, of_rules
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.text import MAX_SAMPLES_SHOWN, SAMPLES_KIB, SHORT_TEXT_KIB, short_text
-from kernelindex.graphql.types.catalogue import Environment, Implementation, Protocol, Source
+from kernelindex.graphql.types.catalogue import Environment, Implementation, Protocol, Source, implementation_of
 from kernelindex.graphql.types.holds import RunFlag
 from kernelindex.graphql.types.revision import WorkloadRevision
 from kernelindex.rules import plausibility, stats, trust_ladder
@@ -64,7 +64,7 @@ class Run(Node):
         self.facts = facts
         self.id = to_global_id("Run", facts.id)
         self.database_id = facts.id
-        self.implementation = Implementation(facts=facts.implementation)
+        self.implementation = implementation_of(facts.implementation)
         self.environment = Environment(facts=facts.environment)
         self.protocol = Protocol(facts=facts.protocol)
         self.source = Source(facts=facts.source)

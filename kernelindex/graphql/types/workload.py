@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import date
 from typing import Annotated
 
@@ -41,6 +42,7 @@ from kernelindex.rules.identity import IDENTITY_VERSION, short_digest
 from kernelindex.rules.plausibility import held_summary
 from kernelindex.rules.suites import suite_title
 from kernelindex.rules.trust_context import implementation_context
+from kernelindex.services.read_model import MISSING
 from kernelindex.services.run_filters import RunFilters
 from kernelindex.services.workload_page import WorkloadPage
 
@@ -124,6 +126,14 @@ async def scoped_page(info: strawberry.Info[Context, None], row: WorkloadRow, co
 CONFIGURATION_DOC = "A configuration's key, as Workload.configurations gives it; null: the canonical configuration."
 
 
+def _headline_of(page: WorkloadPage) -> Headline | None:
+    return Headline(page=page, record=page.overall_record) if page.overall_record else None
+
+
+def _records_of(page: WorkloadPage, first: int, max_page_size: int) -> list[EnvironmentRecord]:
+    return [EnvironmentRecord(record=r) for r in first_of(page.records, first, max_page_size)]
+
+
 @strawberry.type(description="A benchmark problem: a reference PyTorch module's forward pass at a canonical configuration.")
 class Workload(Node):
     row: strawberry.Private[WorkloadRow]
@@ -150,6 +160,13 @@ class Workload(Node):
 
     async def _page(self, info: strawberry.Info[Context, None]) -> WorkloadPage:
         return await info.context.loaders.page_by_workload_id.load(self.row.id)
+
+    def _page_loaded(self, info: strawberry.Info[Context, None]) -> WorkloadPage | None:
+        """The page when this request has loaded it already (a list loads its workloads' pages before
+        their fields are resolved: queries.workloads), so that the fields a list shows are answered
+        without a coroutine each; None: `_page` loads it (or gives its error)."""
+        page = info.context.loaders.page_by_workload_id.loaded(self.row.id)
+        return None if page is MISSING else page
 
     id: strawberry.ID = strawberry.field(description="Opaque global ID.")
     database_id: int = strawberry.field(description="Database id (stable, for scripts).")
@@ -236,8 +253,13 @@ class Workload(Node):
         page = await self._page(info)
         return Identity(sha256=page.revision.identity_sha256, version=IDENTITY_VERSION) if page.revision else None
 
-    @strawberry.field(description="Passed live runs of the current revision at the canonical configuration, not held for review.")
-    async def eligible_run_count(self, info: strawberry.Info[Context, None]) -> int:
+    @strawberry.field(description="Passed live runs of the current revision at the canonical configuration, not held for review.",
+                      graphql_type=int)
+    def eligible_run_count(self, info: strawberry.Info[Context, None]) -> int | Awaitable[int]:
+        page = self._page_loaded(info)
+        return self._eligible_run_count(info) if page is None else page.eligible_count
+
+    async def _eligible_run_count(self, info: strawberry.Info[Context, None]) -> int:
         return (await self._page(info)).eligible_count
 
     @strawberry.field(description="'4 eligible runs'.")
@@ -253,15 +275,23 @@ class Workload(Node):
         held = await info.context.loaders.held_runs_by_workload_id.load(self.row.id)
         return held_summary(h.summary_item for h in held)
 
-    @strawberry.field(description="Who holds the overall record; null with no eligible run.")
-    async def headline(self, info: strawberry.Info[Context, None]) -> Headline | None:
-        page = await self._page(info)
-        return Headline(page=page, record=page.overall_record) if page.overall_record else None
+    @strawberry.field(description="Who holds the overall record; null with no eligible run.", graphql_type=Headline | None)
+    def headline(self, info: strawberry.Info[Context, None]) -> Headline | None | Awaitable[Headline | None]:
+        page = self._page_loaded(info)
+        return self._headline(info) if page is None else _headline_of(page)
 
-    @strawberry.field(description="Per environment, the fastest eligible run, fastest first. A capped list: the first `first` of them (at most 100).")
-    async def records(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT) -> list[EnvironmentRecord]:
-        records = first_of((await self._page(info)).records, first, info.context.settings.max_page_size)
-        return [EnvironmentRecord(record=r) for r in records]
+    async def _headline(self, info: strawberry.Info[Context, None]) -> Headline | None:
+        return _headline_of(await self._page(info))
+
+    @strawberry.field(description="Per environment, the fastest eligible run, fastest first. A capped list: the first `first` of them (at most 100).",
+                      graphql_type=list[EnvironmentRecord])
+    def records(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT
+                ) -> list[EnvironmentRecord] | Awaitable[list[EnvironmentRecord]]:
+        page = self._page_loaded(info)
+        return self._records(info, first) if page is None else _records_of(page, first, info.context.settings.max_page_size)
+
+    async def _records(self, info: strawberry.Info[Context, None], first: int) -> list[EnvironmentRecord]:
+        return _records_of(await self._page(info), first, info.context.settings.max_page_size)
 
     @strawberry.field(description="The ranked cohort of the overall record's environment.")
     async def comparison(self, info: strawberry.Info[Context, None]) -> Comparison | None:

@@ -1,0 +1,36 @@
+"""perf.page_split's graphql-core share (what counts as graphql-core's own time) and perf.api_speed's
+--targets names, on made-up inputs."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from perf.api_speed import TARGETS, target_labels
+from perf.page_split import _graphql_core_files, core_self_time
+
+
+def test_graphql_core_self_time_counts_its_functions_and_the_builtins_it_calls():
+    core = _graphql_core_files()
+    executor = (os.path.join(core, "execution", "executor.py"), 10, "complete_leaf_value")
+    ours = ("/srv/kernelindex/graphql/plan.py", 20, "run_leaf")
+    isinstance_ = ("~", 0, "<built-in method builtins.isinstance>")
+    # cProfile's raw stats: func -> (primitive calls, calls, self time, cumulative, {caller: (.., .., time, ..)})
+    stats = {
+        executor: (1, 1, 0.002, 0.003, {ours: (1, 1, 0.002, 0.003)}),
+        ours: (1, 1, 0.005, 0.010, {}),
+        isinstance_: (3, 3, 0.004, 0.004, {executor: (1, 1, 0.001, 0.001), ours: (2, 2, 0.003, 0.003)}),
+    }
+    total, graphql_core, top = core_self_time(stats, core)
+    assert total == pytest.approx(0.011)
+    assert graphql_core == pytest.approx(0.003)  # its own 2 ms and the 1 ms of isinstance it called
+    assert top[0] == (pytest.approx(0.002), os.path.join("execution", "executor.py") + ":complete_leaf_value")
+
+
+def test_api_speed_targets_by_short_name():
+    assert target_labels("uncached") == ["api, cache off"]
+    assert target_labels("api, floor") == ["api", "floor"]
+    assert len(target_labels(",".join(TARGETS))) == 4
+    with pytest.raises(SystemExit):
+        target_labels("api, cache off")  # a label is not a short name
