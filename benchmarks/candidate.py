@@ -87,12 +87,12 @@ INTEGRITY_CHECK_PROBABILITY = 0.2  # of a full integrity walk after a block (the
 BLOCK_TARGET_MS = 50.0
 MAX_BLOCK = 128
 # A block's first call comes right after the executor slept waiting for "go": on a machine whose idle CPUs lose
-# their caches (a VM's halted vCPU, measured on the 2-core CI machine) it takes 5-30x a 5 us call's time, and
-# once per block that raised an honest tiny candidate's mean by 12%. In blocks of at least timing.LEAD_MIN_BLOCK
-# trials (calls under BLOCK_TARGET_MS / LEAD_MIN_BLOCK) the first trial is a lead: run and timed like the others, on its
-# own fresh inputs, but not kept. Its sample counts against the second clock up to LEAD_FACTOR x the block's
-# slowest kept sample + LEAD_WAKE_MS; beyond that it is unexplained time, held against the clock's tolerance,
-# so the one sample nobody keeps cannot hide a block's time.
+# their caches (a VM's halted vCPU, measured on the 2-core CI machine) it takes 5-30x a 5 us call's time and the
+# second still 1.2-1.5x, and once per block that raised an honest tiny candidate's mean by 12% (its median not at
+# all). In blocks of at least timing.LEAD_MIN_BLOCK trials (calls under BLOCK_TARGET_MS / LEAD_MIN_BLOCK) the first
+# timing.LEAD_CALLS trials are leads: run and timed like the others, on fresh inputs, but not kept. Their samples
+# count against the second clock up to LEAD_FACTOR x the block's slowest kept sample each + LEAD_WAKE_MS; beyond
+# that it is unexplained time, held against the clock's tolerance, so samples nobody keeps cannot hide a block's time.
 LEAD_FACTOR = 2.0
 LEAD_WAKE_MS = 0.2
 KEPT_OUTPUT_BYTES = 256 * 1024**2
@@ -1409,13 +1409,14 @@ def clock_disagreement(unexplained_per_trial_ms: list[float], median_sample_ms: 
     return unexplained, tolerance, None
 
 
-def lead_beyond_cap(block_samples: list[float], capped: bool) -> float:
-    """The part of a block's lead sample (its first) that the second clock does not accept as explained: beyond
-    LEAD_FACTOR x the block's slowest other sample + LEAD_WAKE_MS. Not capped (0.0) for the first block, whose
-    first call may honestly be far slower (lazy compilation), nor without leads."""
-    if not capped or len(block_samples) < 2:
+def lead_beyond_cap(block_samples: list[float], leads: int) -> float:
+    """The part of a block's `leads` first samples that the second clock does not accept as explained: beyond
+    LEAD_FACTOR x the block's slowest other sample for each + LEAD_WAKE_MS. 0.0 without leads (the first block is
+    passed 0: its first call may honestly be far slower, lazy compilation) or without other samples."""
+    rest = block_samples[leads:]
+    if leads <= 0 or not rest:
         return 0.0
-    return max(0.0, block_samples[0] - (LEAD_FACTOR * max(block_samples[1:]) + LEAD_WAKE_MS))
+    return max(0.0, sum(block_samples[:leads]) - (leads * LEAD_FACTOR * max(rest) + LEAD_WAKE_MS))
 
 
 def side_stream_problem(tails_ms: list[float], noop_tail_ms: float | None, median_sample_ms: float) -> str | None:
@@ -1779,9 +1780,9 @@ class _Remote:
         budget_ns = settings.budget_s * 1e9
         started = _monotonic_ns()
         process_before, observed_before = self.cpu.process_ms(), self.observed_cpu_ms
-        leads = size >= timing.LEAD_MIN_BLOCK
+        leads = timing.LEAD_CALLS if size >= timing.LEAD_MIN_BLOCK else 0
         while not stop_reason:
-            want = min(size, settings.max_trials - running.count + (1 if trial == 0 or leads else 0))
+            want = min(size, settings.max_trials - running.count + (max(1, leads) if trial == 0 else leads))
             seeds, offsets = self.seeds_and_offsets(want)
             seeds_used.update(zip(seeds, offsets))
             phase = f"timed trials {trial}-{trial + want - 1}"
@@ -1796,7 +1797,7 @@ class _Remote:
                 )
             clock = cpu if calibration.by_cpu and cpu is not None else interval
             expected_gap = calibration.fixed + calibration.per_trial * want
-            explained = sum(block_samples) - lead_beyond_cap(block_samples, leads and trial > 0)
+            explained = sum(block_samples) - lead_beyond_cap(block_samples, leads if trial > 0 else 0)
             unexplained_per_trial.append((clock - explained - expected_gap) / want)
             picks: list[int] = []
             first = trial  # the block's first trial
@@ -1808,7 +1809,7 @@ class _Remote:
                 timed_ms += sample
                 trial += 1
                 # The first timed call still pays for allocator growth and lazy set-up; a lead for the wake-up.
-                if trial == 1 or (leads and index == 0):
+                if trial == 1 or index < leads:
                     leads_run += trial != 1
                     continue
                 samples.append(sample)

@@ -100,7 +100,7 @@ def test_honest_candidate_passes_with_a_plausible_latency_and_an_adaptive_protoc
     assert checks["timing"]["unexplained_ms_per_trial"] <= checks["timing"]["clock_tolerance_ms"]
     # microsecond calls come in blocks of many: each block after the first led by a trial that is not kept
     assert checks["timing"]["block_size"] >= timing.LEAD_MIN_BLOCK
-    assert checks["timing"]["lead_trials"] == checks["timing"]["blocks"] - 1
+    assert checks["timing"]["lead_trials"] == timing.LEAD_CALLS * checks["timing"]["blocks"] - 1
     assert result["checks"]["freshened_inputs"] == []  # randn inputs: nothing to freshen
     assert result["environment"]["details"]["device_type"] == "cpu"
     json.dumps(result, allow_nan=False)  # what the sandbox sends back must be strict JSON
@@ -436,9 +436,9 @@ def test_the_stopping_rule_is_applied_after_every_trial_not_only_after_a_block()
     timing_checks = result["checks"]["implementations"][0]["timing"]
     assert timing_checks["stop_reason"] == "converged" and timing_checks["blocks"] == 1
     assert timing_checks["kept_trials"] == len(record["samples_ms"]) == 10
-    assert timing_checks["trials_run"] == timing_checks["block_size"] > 11
+    assert timing_checks["trials_run"] == timing_checks["block_size"] > 12
     timed = [entry["set"] for entry in result["checks"]["implementations"][0]["timed_outputs"]]
-    assert "timed trial 10" in timed  # the last kept trial (the first, trial 0, is discarded)
+    assert "timed trial 11" in timed  # the last kept trial (trials 0 and 1, the block's leads, are discarded)
 
 
 def test_a_small_timed_output_is_checked_and_copied_when_returned_not_only_if_picked():
@@ -464,17 +464,18 @@ def test_a_small_timed_output_is_checked_and_copied_when_returned_not_only_if_pi
 def test_one_disagreement_of_the_second_clock_is_timed_again_not_failed():
     # A loaded machine's hiccup can leave one timing loop unexplained (seen in CI: an honest 0.09 ms candidate
     # read 0.108 ms over against a 0.100 ms tolerance); only a second disagreement fails the job. The fixture
-    # hides time in its first loop only (exactly 11 trials: min = max = 10, and a budget it never reaches).
+    # hides time in its first loop only (exactly 12 trials: min = max = 10 kept after two leads, and a budget it
+    # never reaches).
     loop = {**FAST_TIMING, "min_trials": 10, "max_trials": 10, "budget_s": 60}
     result = measure_job(payload("clock_swap_once", timing=loop))
     record = only_record(result)
     assert record["status"] == "passed", record["failure_reason"]
     checks = result["checks"]["implementations"][0]
     first = checks["clock_retry"]
-    assert first["first"].startswith("the timed samples disagree") and first["timing"]["trials_run"] == 11
+    assert first["first"].startswith("the timed samples disagree") and first["timing"]["trials_run"] == 12
     assert first["timing"]["unexplained_ms_per_trial"] > first["timing"]["clock_tolerance_ms"]
     assert checks["timing"]["unexplained_ms_per_trial"] <= checks["timing"]["clock_tolerance_ms"]
-    assert checks["timing"]["trials_run"] == 11 and len(record["samples_ms"]) == 10
+    assert checks["timing"]["trials_run"] == 12 and len(record["samples_ms"]) == 10
 
 
 
@@ -577,17 +578,18 @@ def test_samples_are_checked_against_the_second_clock():
     assert candidate.clock_disagreement([0.6, 0.61, 0.59, 0.65], 1.0, harness_ms_per_trial=0.7)[2] is None
 
 
-def test_a_blocks_lead_sample_explains_the_second_clock_only_up_to_a_cap():
-    # A lead (a block's first trial, not kept) pays the wake-up after the harness's messages: up to twice the
-    # block's slowest other sample + LEAD_WAKE_MS counts as explained; beyond it, the time is unexplained (held
-    # against the clock's tolerance like any other), so the sample nobody keeps cannot hide a block's time.
+def test_a_blocks_lead_samples_explain_the_second_clock_only_up_to_a_cap():
+    # Leads (a block's first trials, not kept) pay the wake-up after the harness's messages: up to twice the
+    # block's slowest other sample each + LEAD_WAKE_MS counts as explained; beyond it, the time is unexplained (held
+    # against the clock's tolerance like any other), so samples nobody keeps cannot hide a block's time.
     wake = candidate.LEAD_WAKE_MS
-    assert candidate.lead_beyond_cap([0.1, 0.005, 0.006], True) == 0.0  # a 100 us wake-up for 5 us calls
-    assert candidate.lead_beyond_cap([0.5, 0.005, 0.006], True) == pytest.approx(0.5 - (2 * 0.006 + wake))
-    assert candidate.lead_beyond_cap([0.5, 0.005, 0.006], False) == 0.0  # the first block: lazy set-up is honest
-    assert candidate.lead_beyond_cap([0.5], True) == 0.0  # a block of one has no lead
-    # a forger reporting 1 us calls and the block's real 640 us in the lead leaves ~0.44 ms unexplained
-    assert candidate.lead_beyond_cap([0.64] + [0.001] * 127, True) == pytest.approx(0.64 - 0.002 - wake)
+    assert candidate.lead_beyond_cap([0.1, 0.01, 0.005, 0.006], 2) == 0.0  # a 100 us wake-up for 5 us calls
+    assert candidate.lead_beyond_cap([0.5, 0.01, 0.005, 0.006], 2) == pytest.approx(0.51 - (2 * 2 * 0.006 + wake))
+    assert candidate.lead_beyond_cap([0.5, 0.005, 0.006], 1) == pytest.approx(0.5 - (2 * 0.006 + wake))
+    assert candidate.lead_beyond_cap([0.5, 0.01, 0.005, 0.006], 0) == 0.0  # the first block: lazy set-up is honest
+    assert candidate.lead_beyond_cap([0.5, 0.4], 2) == 0.0  # a block of leads only has nothing to compare with
+    # a forger reporting 1 us calls and the block's real 640 us in the leads leaves ~0.44 ms unexplained
+    assert candidate.lead_beyond_cap([0.32, 0.32] + [0.001] * 126, 2) == pytest.approx(0.64 - 0.004 - wake)
 
 
 def test_timed_inputs_are_fresh_values_in_memory_reused_from_trial_to_trial():
