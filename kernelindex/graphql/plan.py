@@ -136,6 +136,17 @@ async def _await_completed(completed: Any, return_type: Any, details: Any, path:
         return None
 
 
+def _resolved(value: Any, complete: Complete, return_type: Any, details: Any, path: Path, executor: Any) -> Any:
+    """A resolver's value completed, as execute_field goes on after calling it: awaited first where it is
+    awaitable, its completion awaited where that is. What complete raises is the caller's to handle."""
+    if _awaitable(value):
+        return _complete_awaitable(value, complete, return_type, details, path, executor)
+    completed = complete(value, path, executor)
+    if _awaitable(completed):
+        return _await_completed(completed, return_type, details, path, executor)
+    return completed
+
+
 async def _gather_items(out: list[Any], pending: list[int]) -> list[Any]:
     if len(pending) == 1:
         index = pending[0]
@@ -327,15 +338,10 @@ class Planner:
                     kwargs[info_name] = info_class(
                         _raw_info=executor.build_resolve_info(field_def, nodes, parent_type, path), _field=definition)
                     value = method(source, **kwargs) if with_self else method(**kwargs)
-                    if _awaitable(value):
-                        return _complete_awaitable(value, complete, return_type, details, path, executor)
-                    completed = complete(value, path, executor)
-                    if _awaitable(completed):
-                        return _await_completed(completed, return_type, details, path, executor)
+                    return _resolved(value, complete, return_type, details, path, executor)
                 except Exception as raw_error:
                     executor.handle_field_error(raw_error, return_type, details, path)
                     return None
-                return completed
             return run_with_info
 
         if get is not None and not needs_path and _sync_leaf(return_type):
@@ -386,16 +392,10 @@ class Planner:
                     args = get_argument_values(field_def, node, executor.variable_values)
                 else:
                     args = {}
-                value = resolve(source, info, **args)
-                if _awaitable(value):
-                    return _complete_awaitable(value, complete, return_type, details, path, executor)
-                completed = complete(value, path, executor)
-                if _awaitable(completed):
-                    return _await_completed(completed, return_type, details, path, executor)
+                return _resolved(resolve(source, info, **args), complete, return_type, details, path, executor)
             except Exception as raw_error:
                 executor.handle_field_error(raw_error, return_type, details, path)
                 return None
-            return completed
         return run_resolver
 
     def _info_call(self, definition: Any, resolver: Any, takes_arguments: bool,
