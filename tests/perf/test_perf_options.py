@@ -34,3 +34,18 @@ def test_api_speed_targets_by_short_name():
     assert len(target_labels(",".join(TARGETS))) == 4
     with pytest.raises(SystemExit):
         target_labels("api, cache off")  # a label is not a short name
+
+
+def test_importing_the_perf_tools_tests_use_changes_no_environment_variable():
+    # page_split once turned the response cache off at import, for every later test of the process.
+    import subprocess
+    import sys
+
+    code = ("import os; before = dict(os.environ); import perf.page_split, perf.api_speed; "
+            "changed = sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k)); "
+            "print(changed); raise SystemExit(1 if changed else 0)")
+    # Without the KERNELINDEX_ variables: this process imported those modules too, and one that sets a variable
+    # here would hide it from the child.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELINDEX_")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
