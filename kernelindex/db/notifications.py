@@ -116,17 +116,26 @@ class Notifications:
         self.received = 0  # notifications heard, for tests and /metrics
         self.overflows = 0  # subscribers ended for falling behind
         self._task: asyncio.Task[None] | None = None
+        self._closing = False
 
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="kernelindex-notifications")
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._closing = True
+        # Cancelled again until it ends: in Python 3.11 asyncio.wait_for can swallow a cancellation that arrives as
+        # its inner wait completes (fixed in 3.12), and the loop then went on checking the connection every
+        # CHECK_EVERY_S while close() waited forever (a CI run hung in an app's shutdown). _closing stops the
+        # loop at its next turn whatever happened to the cancellation.
+        while not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
+        with contextlib.suppress(asyncio.CancelledError):
+            task.result()
 
     @contextlib.contextmanager
     def subscribe(self, channel: str, accepts: Callable[[dict[str, Any]], bool]) -> Iterator[Subscriber]:
@@ -157,7 +166,7 @@ class Notifications:
 
     async def _run(self) -> None:
         first = True
-        while True:
+        while not self._closing:
             lost = asyncio.Event()
             connection = None
             try:
@@ -170,10 +179,10 @@ class Notifications:
                     log.warning("listening for notifications again")
                     self.publish(RESYNC)  # what was told while nobody listened is re-read
                 first = False
-                while not lost.is_set():
+                while not lost.is_set() and not self._closing:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(lost.wait(), self.check_every_s)
-                    if not lost.is_set():
+                    if not lost.is_set() and not self._closing:
                         await asyncio.wait_for(connection.fetchval("SELECT 1"), self.check_every_s)
             except asyncio.CancelledError:
                 raise
@@ -184,4 +193,6 @@ class Notifications:
                 if connection is not None and not connection.is_closed():
                     connection.terminate()
             first = False
+            if self._closing:
+                return
             await asyncio.sleep(self.retry_after_s)

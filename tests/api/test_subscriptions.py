@@ -355,3 +355,26 @@ async def test_a_wake_takes_every_notice_waiting():
         for n in range(5):
             notifications.publish(Notice(channel=JOBS_CHANNEL, payload={"id": n}))
         assert not subscriber.overflowed and notifications.overflows == 0
+
+
+async def test_closing_the_listener_ends_it_even_when_a_cancellation_is_swallowed():
+    """Python 3.11's asyncio.wait_for can swallow a cancellation that arrives as its inner wait completes; the
+    listener then went on checking its connection while close() waited forever (a CI run hung in an app's
+    shutdown). A loop that swallows every cancellation, as that race does once, still ends at close()."""
+    from kernelindex.db.notifications import Notifications
+
+    class Swallowing(Notifications):
+        swallowed = 0
+
+        async def _run(self) -> None:
+            while not self._closing:
+                try:
+                    await asyncio.sleep(0.05)
+                except asyncio.CancelledError:
+                    self.swallowed += 1  # the race: the cancellation is lost and the loop goes on
+
+    notifications = Swallowing("postgresql://unused/x", queue_size=1)
+    notifications.start()
+    await asyncio.sleep(0.1)
+    await asyncio.wait_for(notifications.close(), timeout=10)
+    assert notifications.swallowed >= 1 and notifications._task is None
