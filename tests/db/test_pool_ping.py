@@ -1,0 +1,95 @@
+"""The pool pings a connection before use only when it sat idle (kernelindex.db.engine.ping_when_idle):
+no round trips for a connection handed back a moment ago, and a dead one that idled is replaced unseen."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from kernelindex.db.engine import make_engine
+from kernelindex.db.urls import to_libpq_url
+
+
+async def _backend_pid(engine) -> int:
+    async with engine.connect() as conn:
+        return (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+
+
+def _count_pings(engine, monkeypatch) -> list[int]:
+    dialect = engine.sync_engine.dialect
+    calls: list[int] = []
+    real = dialect.do_ping
+
+    def counted(dbapi_connection):
+        calls.append(1)
+        return real(dbapi_connection)
+
+    monkeypatch.setattr(dialect, "do_ping", counted)
+    return calls
+
+
+async def _terminate(db_url: str, pid: int) -> None:
+    admin = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
+        # Wait until the backend is gone, so the pool's connection is surely dead.
+        for _ in range(200):
+            if not await admin.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid):
+                break
+            await admin.execute("SELECT pg_sleep(0.01)")
+    finally:
+        await admin.close()
+
+
+async def test_a_connection_handed_back_a_moment_ago_is_not_pinged(db_url, monkeypatch):
+    engine = make_engine(db_url, pool_size=1, max_overflow=0, ping_after_idle_s=60.0)
+    pings = _count_pings(engine, monkeypatch)
+    try:
+        first = await _backend_pid(engine)
+        for _ in range(5):
+            assert await _backend_pid(engine) == first  # the same pooled connection, reused
+        assert pings == []
+    finally:
+        await engine.dispose()
+
+
+async def test_a_connection_that_idled_is_pinged_once_per_checkout(db_url, monkeypatch):
+    engine = make_engine(db_url, pool_size=1, max_overflow=0, ping_after_idle_s=0.0)
+    pings = _count_pings(engine, monkeypatch)
+    try:
+        await _backend_pid(engine)  # opened now: no ping
+        assert pings == []
+        await _backend_pid(engine)
+        await _backend_pid(engine)
+        assert len(pings) == 2
+    finally:
+        await engine.dispose()
+
+
+async def test_a_dead_connection_that_idled_is_replaced_before_use(db_url):
+    engine = make_engine(db_url, pool_size=1, max_overflow=0, ping_after_idle_s=0.0)
+    try:
+        first = await _backend_pid(engine)
+        await _terminate(db_url, first)  # as a PostgreSQL restart does to every pooled connection
+        second = await _backend_pid(engine)  # no error: the ping found it dead and the pool opened another
+        assert second != first
+    finally:
+        await engine.dispose()
+
+
+async def test_a_dead_connection_handed_back_a_moment_ago_fails_one_statement_then_heals(db_url):
+    # The other order: killed within the moment no ping is made. The statement on it fails as a disconnect
+    # (a 503 to a client, as for any statement in flight at a restart), the pool is invalidated, and the
+    # next statement gets a fresh connection.
+    engine = make_engine(db_url, pool_size=1, max_overflow=0, ping_after_idle_s=60.0)
+    try:
+        first = await _backend_pid(engine)
+        await _terminate(db_url, first)
+        with pytest.raises(DBAPIError) as failed:
+            await _backend_pid(engine)
+        assert failed.value.connection_invalidated
+        assert await _backend_pid(engine) != first
+    finally:
+        await engine.dispose()
