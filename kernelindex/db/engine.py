@@ -84,6 +84,9 @@ def ping_when_idle(engine: AsyncEngine, after_s: float) -> None:
     @event.listens_for(pool, "checkout")
     def taken(dbapi_connection: Any, record: Any, proxy: Any) -> None:
         idle_since = record.info.pop("idle_since", None)
+        if _closed_here(dialect.get_driver_connection(dbapi_connection)):
+            # Terminated on this side (discard_connections): known without a round trip.
+            raise DisconnectionError("a pooled connection was closed by this process")
         if idle_since is None or time.monotonic() - idle_since < after_s:
             return  # opened just now, or handed back a moment ago
         try:
@@ -95,6 +98,12 @@ def ping_when_idle(engine: AsyncEngine, after_s: float) -> None:
         if not alive:
             # The pool discards it and takes (or opens) another, as its own pre-ping does.
             raise DisconnectionError("a pooled connection was found closed (PostgreSQL restarted?)")
+
+
+def _closed_here(driver: Any) -> bool:
+    """Whether the driver already knows its connection is closed (asyncpg's is_closed(): no round trip)."""
+    is_closed = getattr(driver, "is_closed", None)
+    return bool(is_closed()) if callable(is_closed) else False
 
 
 async def discard_connections(session: AsyncSession) -> None:
@@ -119,8 +128,8 @@ async def discard_connections(session: AsyncSession) -> None:
         await session.invalidate()
     except Exception:
         # Another task still inside the session (a DataLoader batch) can make invalidation refuse.
-        # Its connections are terminated already: closing hands them back, and the pool's ping
-        # replaces them before anyone uses them.
+        # Its connections are terminated already: closing hands them back, and the pool replaces
+        # them before anyone uses them (ping_when_idle sees them closed, without a round trip).
         await session.close()
 
 

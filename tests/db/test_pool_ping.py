@@ -3,11 +3,12 @@ no round trips for a connection handed back a moment ago, and a dead one that id
 
 from __future__ import annotations
 
-import asyncpg
-import pytest
-from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError
+import asyncio
 
+import asyncpg
+from sqlalchemy import text
+
+from kernelindex.db import engine as engine_module
 from kernelindex.db.engine import make_engine
 from kernelindex.db.urls import to_libpq_url
 
@@ -68,28 +69,49 @@ async def test_a_connection_that_idled_is_pinged_once_per_checkout(db_url, monke
         await engine.dispose()
 
 
-async def test_a_dead_connection_that_idled_is_replaced_before_use(db_url):
+async def test_a_dead_connection_that_idled_is_replaced_before_use(db_url, monkeypatch):
     engine = make_engine(db_url, pool_size=1, max_overflow=0, ping_after_idle_s=0.0)
+    pings = _count_pings(engine, monkeypatch)
     try:
         first = await _backend_pid(engine)
-        await _terminate(db_url, first)  # as a PostgreSQL restart does to every pooled connection
+        # A connection dead without this side knowing (a dropped network path, a server gone without a word):
+        # the backend ends, and the check without a round trip is made to see it open, so only a ping can tell.
+        monkeypatch.setattr(engine_module, "_closed_here", lambda driver: False)
+        await _terminate(db_url, first)
         second = await _backend_pid(engine)  # no error: the ping found it dead and the pool opened another
         assert second != first
+        assert len(pings) == 1
     finally:
         await engine.dispose()
 
 
-async def test_a_dead_connection_handed_back_a_moment_ago_fails_one_statement_then_heals(db_url):
-    # The other order: killed within the moment no ping is made. The statement on it fails as a disconnect
-    # (a 503 to a client, as for any statement in flight at a restart), the pool is invalidated, and the
-    # next statement gets a fresh connection.
+async def test_a_connection_the_server_closed_a_moment_ago_is_replaced_without_a_ping(db_url, monkeypatch):
+    # The other order: killed within the moment no ping is made. PostgreSQL closes the socket of a backend it
+    # ends (pg_terminate_backend, a shutdown), asyncpg sees it close, and the pool replaces the connection at
+    # checkout without a round trip.
     engine = make_engine(db_url, pool_size=1, max_overflow=0, ping_after_idle_s=60.0)
+    pings = _count_pings(engine, monkeypatch)
     try:
         first = await _backend_pid(engine)
         await _terminate(db_url, first)
-        with pytest.raises(DBAPIError) as failed:
-            await _backend_pid(engine)
-        assert failed.value.connection_invalidated
+        await asyncio.sleep(0.05)  # the event loop reads the socket's end (it has, long before, in a server)
         assert await _backend_pid(engine) != first
+        assert pings == []
+    finally:
+        await engine.dispose()
+
+
+async def test_a_connection_terminated_here_is_replaced_without_a_ping(db_url, monkeypatch):
+    # discard_connections terminates a request's connections on this side and may hand them back to the
+    # pool: the next checkout, however soon, must not get one.
+    engine = make_engine(db_url, pool_size=1, max_overflow=0, ping_after_idle_s=60.0)
+    pings = _count_pings(engine, monkeypatch)
+    try:
+        async with engine.connect() as conn:
+            first = (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+            driver = (await conn.get_raw_connection()).driver_connection
+        driver.terminate()  # after it was handed back, as when discard_connections' invalidation is refused
+        assert await _backend_pid(engine) != first
+        assert pings == []
     finally:
         await engine.dispose()
