@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any
 
-from sqlalchemy import any_, func, select
-from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy import BigInteger, Select, any_, bindparam, func, literal_column, select
+from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.models import Implementation, Run, RunFlag, RunReview, WorkloadRevision
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
 from kernelindex.services.facts import FactsBuilder, run_rows_statement
-from kernelindex.services.sql import id_array
 from kernelindex.services.workload_page import WorkloadPage
 
 
@@ -51,6 +52,18 @@ class _Collecting:
     holding: dict[int, plausibility.Flag] = field(default_factory=dict)
 
 
+# The statements here are built once, their ids given at execution (no construction or cache key per call).
+_RUN_IDS = bindparam("run_ids", type_=ARRAY(BigInteger))
+_HOLDS = (
+    select(RunFlag, RunReview, Implementation.role, Run.correctness["passed"].astext)
+    .join(Run, Run.id == RunFlag.run_id)
+    .join(Implementation, Implementation.id == Run.implementation_id)
+    .outerjoin(RunReview, RunReview.run_id == RunFlag.run_id)
+    .where(RunFlag.run_id == any_(_RUN_IDS))
+    .order_by(RunFlag.id, RunReview.id)
+)
+
+
 async def load_holds(session: AsyncSession, run_ids: Sequence[int]) -> dict[int, RunHolds]:
     """The holds of these runs; a run with no flag has NO_HOLDS.
 
@@ -58,14 +71,7 @@ async def load_holds(session: AsyncSession, run_ids: Sequence[int]) -> dict[int,
     Reviews are only ever written for flagged runs (reviewRun refuses the others), so reading them
     through the flags loses none."""
     collected: dict[int, _Collecting] = {}
-    rows = await session.execute(
-        select(RunFlag, RunReview, Implementation.role, Run.correctness["passed"].astext)
-        .join(Run, Run.id == RunFlag.run_id)
-        .join(Implementation, Implementation.id == Run.implementation_id)
-        .outerjoin(RunReview, RunReview.run_id == RunFlag.run_id)
-        .where(RunFlag.run_id == any_(id_array(run_ids)))
-        .order_by(RunFlag.id, RunReview.id)
-    )
+    rows = await session.execute(_HOLDS, {"run_ids": list(run_ids)})
     for row in rows:
         flag: RunFlag = row[0]
         review: RunReview | None = row[1]  # None: a flag without a review (outer join)
@@ -112,13 +118,9 @@ class HeldRun:
         return plausibility.HeldRun(self.run.id, self.codes, self.faster)
 
 
-async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -> dict[int, list[HeldRun]]:
-    """The held runs of each page's workload (current revision, canonical configuration, passed and
-    live), by workload id, fastest first. One statement whatever the pages and the data: the flagged
-    runs with their flag codes and deciding review (the latest by time, reviews without one older
-    than any with one, ties by id: plausibility.latest_review); plausibility then decides."""
-    out: dict[int, list[HeldRun]] = {p.workload.id: [] for p in pages}
-    revision_ids = [p.revision.id for p in pages if p.revision is not None]
+@cache
+def _held_runs_statement() -> Select[Any]:
+    """load_held_runs' statement, built once: the current revisions are its array parameter `revision_ids`."""
     codes, versions = (
         select(func.array_agg(aggregate_order_by(column, RunFlag.id))).where(RunFlag.run_id == Run.id).scalar_subquery()
         for column in (RunFlag.code, RunFlag.rule_version)
@@ -129,19 +131,34 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
         .limit(1)
         .scalar_subquery()
     )
-    rows = (
-        await session.execute(
-            run_rows_statement()
-            .add_columns(codes, versions, decision)
-            .join(WorkloadRevision, WorkloadRevision.id == Run.workload_revision_id)
-            .where(
-                Run.workload_revision_id == any_(id_array(revision_ids)),
-                Run.configuration_key == WorkloadRevision.canonical_configuration_key,
-                Run.status == "passed", Run.superseded_at.is_(None), Run.retracted_at.is_(None),
-                select(RunFlag.id).where(RunFlag.run_id == Run.id).exists(),
-            )
+    # The flagged runs first, on their own (materialized: PostgreSQL plans it apart from the dimensions'
+    # joins, whose join order it would otherwise search together with it, the larger part of this
+    # statement's time at a million runs), driven from the revisions: each revision's canonical
+    # configuration is an index range of ix_runs_eligible_lookup ('passed' written into the text, so
+    # a prepared statement's generic plan still implies the index's predicate).
+    flagged = (
+        select(Run.id)
+        .join(WorkloadRevision, WorkloadRevision.id == Run.workload_revision_id)
+        .where(
+            WorkloadRevision.id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))),
+            Run.configuration_key == WorkloadRevision.canonical_configuration_key,
+            Run.status == literal_column("'passed'"), Run.superseded_at.is_(None), Run.retracted_at.is_(None),
+            select(RunFlag.id).where(RunFlag.run_id == Run.id).exists(),
         )
-    ).all()
+        .cte("flagged")
+        .prefix_with("MATERIALIZED")
+    )
+    return run_rows_statement().add_columns(codes, versions, decision).join(flagged, flagged.c.id == Run.id)
+
+
+async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -> dict[int, list[HeldRun]]:
+    """The held runs of each page's workload (current revision, canonical configuration, passed and
+    live), by workload id, fastest first. One statement whatever the pages and the data: the flagged
+    runs with their flag codes and deciding review (the latest by time, reviews without one older
+    than any with one, ties by id: plausibility.latest_review); plausibility then decides."""
+    out: dict[int, list[HeldRun]] = {p.workload.id: [] for p in pages}
+    revision_ids = [p.revision.id for p in pages if p.revision is not None]
+    rows = (await session.execute(_held_runs_statement(), {"revision_ids": revision_ids})).all()
     builder = FactsBuilder()
     held: dict[int, list[tuple[RunFacts, tuple[str, ...]]]] = {}
     for row in rows:

@@ -171,37 +171,28 @@ async def load_page_evidence(
     catalogue_facts = [builder.hardware(h) for h in catalogue]
     revision_ids = [w.current_revision_id for w in workloads if w.current_revision_id]
     revisions = (
-        {r.id: r for r in (await session.scalars(select(WorkloadRevision).where(WorkloadRevision.id.in_(revision_ids)))).all()}
+        {r.id: r for r in (await session.scalars(_REVISIONS, {"revision_ids": revision_ids})).all()}
         if revision_ids else {}
     )
     bests_of: dict[int, list[BestRow]] = {w.id: [] for w in workloads}
     runs_by_id: dict[int, RunFacts] = {}
     sources_of: dict[int, list[SourceFacts]] = defaultdict(list)
     if revision_ids:
-        current = (
-            (CohortBest.workload_revision_id == any_(id_array(revision_ids)))
-            & (CohortBest.configuration_key == _scope_configuration(scope))
-            # Written into the text, as the metric of ix_runs' partial indexes is: see live_passed_clauses.
-            & (Protocol.metric == literal_column(f"'{_metric_literal(scope.metric)}'"))
-        )
+        canonical = scope.configuration_key is None
+        values: dict[str, Any] = {"revision_ids": revision_ids}
+        if not canonical:
+            values["configuration_key"] = scope.configuration_key
         # Plain rows, not ORM entities: a list page reads ~80 per workload, and building and
         # identity-mapping thousands of entities was a third of the list query's time.
-        bests = (
-            await session.execute(
-                select(*BEST_COLUMNS)
-                .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
-                .join(Protocol, Protocol.id == CohortBest.protocol_id)
-                .where(current)
-            )
-        ).all()
+        bests = (await session.execute(_bests_statement(canonical, _metric_literal(scope.metric)), values)).all()
         for b in bests:
             bests_of[b.workload_id].append(b)
         wanted = set().union(*(_shown_run_ids(rows) for rows in bests_of.values()))
         if wanted:
-            rows = (await session.execute(run_rows_statement().where(Run.id == any_(id_array(wanted))))).all()
+            rows = (await session.execute(_runs_by_id_statement(), {"run_ids": list(wanted)})).all()
             runs_by_id = {row[0].id: builder.run(*row) for row in rows}
         if bests:
-            for workload_id, snapshot, source in await session.execute(_first_sources(revision_ids, scope)):
+            for workload_id, snapshot, source in await session.execute(_first_sources_statement(canonical), values):
                 sources_of[workload_id].append(source_facts(snapshot, source))
     return {
         w.id: _page(w, revisions.get(w.current_revision_id) if w.current_revision_id else None, catalogue_facts,
@@ -210,11 +201,38 @@ async def load_page_evidence(
     }
 
 
-def _scope_configuration(scope: RecordScope) -> Any:
-    """The configuration a scope's records are at: the current revision's canonical one, or the key asked for."""
-    if scope.configuration_key is None:
-        return WorkloadRevision.canonical_configuration_key
-    return literal(scope.configuration_key, Text)
+# The page's statements are built once (per scope's kind and metric), their values given at execution:
+# building and compiling each anew was a good part of a cold page's time (kernelindex.db.arrays).
+_REVISIONS = select(WorkloadRevision).where(
+    WorkloadRevision.id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))))
+
+
+@cache
+def _runs_by_id_statement() -> Select:
+    return run_rows_statement().where(Run.id == any_(bindparam("run_ids", type_=ARRAY(BigInteger))))
+
+
+@cache
+def _bests_statement(canonical: bool, metric: str) -> Select:
+    """The cohort bests of the current revisions (`revision_ids`) at their canonical configuration, or at
+    `configuration_key` (not canonical), for the metric (written into the text, as the metric of
+    ix_runs' partial indexes is: see live_passed_clauses)."""
+    current = (
+        (CohortBest.workload_revision_id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))))
+        & (CohortBest.configuration_key == _configuration(canonical))
+        & (Protocol.metric == literal_column(f"'{_metric_literal(metric)}'"))
+    )
+    return (
+        select(*BEST_COLUMNS)
+        .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
+        .join(Protocol, Protocol.id == CohortBest.protocol_id)
+        .where(current)
+    )
+
+
+def _configuration(canonical: bool) -> Any:
+    """The configuration records are at: the current revision's canonical one, or the `configuration_key` given."""
+    return WorkloadRevision.canonical_configuration_key if canonical else bindparam("configuration_key", type_=Text)
 
 
 def _metric_literal(metric: str) -> str:
@@ -223,9 +241,11 @@ def _metric_literal(metric: str) -> str:
     return metric
 
 
-def _first_sources(revision_ids: Sequence[int], scope: RecordScope = HEADLINE) -> Any:
+@cache
+def _first_sources_statement(canonical: bool) -> Any:
     """Each workload's first SOURCES_SHOWN sources of its eligible runs, by name then revision
-    (workload_page.sorted_sources's order: code points, hence collation "C"), in that order.
+    (workload_page.sorted_sources's order: code points, hence collation "C"), in that order; for the
+    current revisions `revision_ids`, at the canonical configuration or at `configuration_key`.
 
     Read from workload_sources (each snapshot the cohort bests of a revision and configuration name,
     kept by kernelindex.services.records): per current revision an ordered LIMIT along
@@ -235,7 +255,7 @@ def _first_sources(revision_ids: Sequence[int], scope: RecordScope = HEADLINE) -
         select(WorkloadSource.source_snapshot_id, WorkloadSource.source_name, WorkloadSource.snapshot_revision)
         .where(
             WorkloadSource.workload_revision_id == WorkloadRevision.id,
-            WorkloadSource.configuration_key == _scope_configuration(scope),
+            WorkloadSource.configuration_key == _configuration(canonical),
         )
         .order_by(WorkloadSource.source_name, WorkloadSource.snapshot_revision, WorkloadSource.source_snapshot_id)
         .limit(SOURCES_SHOWN)
@@ -247,7 +267,7 @@ def _first_sources(revision_ids: Sequence[int], scope: RecordScope = HEADLINE) -
         .join(top, true())
         .join(SourceSnapshot, SourceSnapshot.id == top.c.source_snapshot_id)
         .join(Source, Source.id == SourceSnapshot.source_id)
-        .where(WorkloadRevision.id == any_(id_array(revision_ids)))
+        .where(WorkloadRevision.id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))))
         .order_by(WorkloadRevision.workload_id, top.c.source_name, top.c.snapshot_revision, top.c.source_snapshot_id)
     )
 
@@ -286,18 +306,19 @@ async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage
     revision_ids = [p.workload.current_revision_id for p in pages if p.workload.current_revision_id]
     if not revision_ids:
         return out
-    latest = (
-        text(_LATEST_MEASURED)
-        .bindparams(bindparam("revs", value=list(revision_ids), type_=ARRAY(Integer)))
-        .columns(id=BigInteger)
-        .subquery("latest")
-    )
     builder = FactsBuilder()
-    rows = (await session.execute(run_rows_statement().join(latest, latest.c.id == Run.id).order_by(Run.id))).all()
+    rows = (await session.execute(_measured_runs_statement(), {"revs": revision_ids})).all()
     facts = await with_holds(session, [builder.run(*row) for row in rows])
     for page in pages:
         out[page.workload.id] = ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
     return out
+
+
+@cache
+def _measured_runs_statement() -> Select:
+    """load_measured_runs' statement, built once: the current revisions are its array parameter `revs`."""
+    latest = text(_LATEST_MEASURED).bindparams(bindparam("revs", type_=ARRAY(Integer))).columns(id=BigInteger).subquery("latest")
+    return run_rows_statement().join(latest, latest.c.id == Run.id).order_by(Run.id)
 
 
 # A live, passed KernelIndex measurement: ix_runs_cohort_measured's predicate, written as constants
@@ -456,6 +477,20 @@ async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) 
     return out
 
 
+_SUBJECTS = (("rev", Integer), ("cfg", Text), ("impl", Integer), ("hw", Integer))
+
+
+@cache
+def _subject_measurements_statement() -> Select:
+    """load_subject_measurements' statement, built once: the subjects are its array parameters (array_values)."""
+    wanted = unnested("subjects", _SUBJECTS)
+    return run_rows_statement().join(
+        wanted,
+        (Run.workload_revision_id == wanted.c.rev) & (Run.configuration_key == wanted.c.cfg)
+        & (Run.implementation_id == wanted.c.impl) & (Hardware.id == wanted.c.hw),
+    ).where(*_live_passed(), Run.evidence == literal_column("'measured'"))
+
+
 async def load_subject_measurements(session: AsyncSession, subjects: Sequence[Subject]) -> dict[Subject, list[RunFacts]]:
     """Every eligible KernelIndex measurement of these subjects (workload revision, configuration,
     implementation, hardware), by subject: what the trust ladder weighs for a row of that subject
@@ -465,14 +500,9 @@ async def load_subject_measurements(session: AsyncSession, subjects: Sequence[Su
     out: dict[Subject, list[RunFacts]] = {s: [] for s in subjects}
     if not subjects:
         return out
-    wanted = unnested("subjects", [("rev", Integer), ("cfg", Text), ("impl", Integer), ("hw", Integer)], subjects)
-    statement = run_rows_statement().join(
-        wanted,
-        (Run.workload_revision_id == wanted.c.rev) & (Run.configuration_key == wanted.c.cfg)
-        & (Run.implementation_id == wanted.c.impl) & (Hardware.id == wanted.c.hw),
-    ).where(*_live_passed(), Run.evidence == literal_column("'measured'"))
+    rows = (await session.execute(_subject_measurements_statement(), array_values("subjects", _SUBJECTS, subjects))).all()
     builder = FactsBuilder()
-    facts = await with_holds(session, [builder.run(*row) for row in (await session.execute(statement)).all()])
+    facts = await with_holds(session, [builder.run(*row) for row in rows])
     for f in facts:
         if not f.held_for_review:
             out[(f.workload_revision_id, f.configuration_key, f.implementation.id, f.environment.hardware.id)].append(f)
