@@ -118,9 +118,11 @@ class HeldRun:
         return plausibility.HeldRun(self.run.id, self.codes, self.faster)
 
 
-@cache
-def _held_runs_statement() -> Select[Any]:
-    """load_held_runs' statement, built once: the current revisions are its array parameter `revision_ids`."""
+def hold_columns() -> tuple[Any, ...]:
+    """What decides whether a run (of the statement's Run) is held, as four columns, for held_of: its
+    flags' codes and rule versions (in the order raised), the decision of its deciding review (the
+    latest by time, reviews without one older than any with one, ties by id:
+    plausibility.latest_review) and its correctness's "passed" as text (as load_holds reads them)."""
     codes, versions = (
         select(func.array_agg(aggregate_order_by(column, RunFlag.id))).where(RunFlag.run_id == Run.id).scalar_subquery()
         for column in (RunFlag.code, RunFlag.rule_version)
@@ -131,6 +133,29 @@ def _held_runs_statement() -> Select[Any]:
         .limit(1)
         .scalar_subquery()
     )
+    return codes, versions, decision, Run.correctness["passed"].astext
+
+
+def holding_codes(facts: RunFacts, columns: Sequence[Any], correctness_passed: bool | None) -> tuple[str, ...]:
+    """The codes of the flags that hold the run, from its hold_columns()."""
+    codes, versions = columns[0] or [], columns[1] or []
+    return tuple(
+        c for c, v in zip(codes, versions, strict=True)
+        if plausibility.flag_holds(c, facts.implementation.is_baseline, correctness_passed, v)
+    )
+
+
+def held_of(facts: RunFacts, columns: Sequence[Any]) -> RunFacts:
+    """The run with held_for_review set from its hold_columns(): what with_holds gives, without its statement."""
+    if columns[0] is None:  # no flag
+        return facts
+    holding = holding_codes(facts, columns, {"true": True, "false": False}.get(columns[3]))
+    return replace(facts, held_for_review=True) if holding and columns[2] != plausibility.APPROVED else facts
+
+
+@cache
+def _held_runs_statement() -> Select[Any]:
+    """load_held_runs' statement, built once: the current revisions are its array parameter `revision_ids`."""
     # The flagged runs first, on their own (materialized: PostgreSQL plans it apart from the dimensions'
     # joins, whose join order it would otherwise search together with it, the larger part of this
     # statement's time at a million runs), driven from the revisions: each revision's canonical
@@ -148,7 +173,7 @@ def _held_runs_statement() -> Select[Any]:
         .cte("flagged")
         .prefix_with("MATERIALIZED")
     )
-    return run_rows_statement().add_columns(codes, versions, decision).join(flagged, flagged.c.id == Run.id)
+    return run_rows_statement().add_columns(*hold_columns()[:3]).join(flagged, flagged.c.id == Run.id)
 
 
 async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -> dict[int, list[HeldRun]]:
@@ -163,12 +188,8 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
     held: dict[int, list[tuple[RunFacts, tuple[str, ...]]]] = {}
     for row in rows:
         facts = builder.run(*row[:-3])
-        flag_codes, flag_versions, deciding = row[-3] or [], row[-2] or [], row[-1]
-        holding = tuple(
-            c for c, v in zip(flag_codes, flag_versions, strict=True)
-            if plausibility.flag_holds(c, facts.implementation.is_baseline, facts.correctness_passed, v)
-        )
-        if holding and deciding != plausibility.APPROVED:
+        holding = holding_codes(facts, row[-3:], facts.correctness_passed)
+        if holding and row[-1] != plausibility.APPROVED:
             held.setdefault(facts.workload_id, []).append((facts, holding))
     for page in pages:
         shown = {r.run.cohort_key: r.run for r in page.records}

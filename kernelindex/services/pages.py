@@ -62,7 +62,7 @@ from kernelindex.rules.identity import read_configuration_key
 from kernelindex.rules.measurements import MAX_LATENCY_MS, MIN_LATENCY_MS
 from kernelindex.services.eligibility import newest_snapshot_clause, not_held_clause
 from kernelindex.services.facts import COHORT_COLUMNS, CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
-from kernelindex.services.holds import with_holds
+from kernelindex.services.holds import held_of, hold_columns, with_holds
 from kernelindex.services.sql import id_array
 from kernelindex.services.workload_page import SOURCES_SHOWN, CohortSummary, WorkloadPage
 
@@ -308,7 +308,7 @@ async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage
         return out
     builder = FactsBuilder()
     rows = (await session.execute(_measured_runs_statement(), {"revs": revision_ids})).all()
-    facts = await with_holds(session, [builder.run(*row) for row in rows])
+    facts = [held_of(builder.run(*row[:7]), row[7:]) for row in rows]
     for page in pages:
         out[page.workload.id] = ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
     return out
@@ -316,9 +316,10 @@ async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage
 
 @cache
 def _measured_runs_statement() -> Select:
-    """load_measured_runs' statement, built once: the current revisions are its array parameter `revs`."""
+    """load_measured_runs' statement, built once: the current revisions are its array parameter `revs`;
+    each run with its hold_columns() (whether it is held: no statement of its own)."""
     latest = text(_LATEST_MEASURED).bindparams(bindparam("revs", type_=ARRAY(Integer))).columns(id=BigInteger).subquery("latest")
-    return run_rows_statement().join(latest, latest.c.id == Run.id).order_by(Run.id)
+    return run_rows_statement().add_columns(*hold_columns()).join(latest, latest.c.id == Run.id).order_by(Run.id)
 
 
 # A live, passed KernelIndex measurement: ix_runs_cohort_measured's predicate, written as constants
@@ -446,25 +447,26 @@ def _cohort_tops_statement() -> Select:
         select(*wanted.c, part.c.id, literal(tag).label("tag")).select_from(wanted.join(part, true()))
         for part, tag in ((top, "row"), (checks, "check"), (baseline, "baseline"))
     )).subquery("picked")
-    statement = run_rows_statement().add_columns(*(picked.c[n] for n in ("rev", "cfg", "proto", "env", "lim", "tag")))
+    statement = run_rows_statement().add_columns(
+        *(picked.c[n] for n in ("rev", "cfg", "proto", "env", "lim", "tag")), *hold_columns())
     return statement.join(picked, picked.c.id == Run.id)
 
 
 async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) -> dict[CohortTopKey, CohortTop]:
     """Each cohort's CohortTop for its limit: one statement (an ordered LIMIT per cohort, joined
-    laterally), then the holds of the runs read. Reads grow with the rows shown, not with the cohort."""
+    laterally), each run with what decides its holds (hold_columns). Reads grow with the rows shown, not with the cohort."""
     keys = list(dict.fromkeys(keys))
     if not keys:
         return {}
     rows = (await session.execute(
         _cohort_tops_statement(), array_values("wanted", _COHORT_TOPS, [(*key, limit) for key, limit in keys]))).all()
     builder = FactsBuilder()
-    facts = {f.id: f for f in await with_holds(session, [builder.run(*row[:7]) for row in rows])}
+    facts = {f.id: f for f in (held_of(builder.run(*row[:7]), row[13:]) for row in rows)}
     parts: dict[CohortTopKey, dict[str, list[RunFacts]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         run = facts[row[0].id]
         if not run.held_for_review:
-            rev, cfg, proto, env, limit, tag = row[7:]
+            rev, cfg, proto, env, limit, tag = row[7:13]
             parts[((rev, cfg, proto, env), limit)][tag].append(run)
     out: dict[CohortTopKey, CohortTop] = {}
     for key in keys:
@@ -484,7 +486,7 @@ _SUBJECTS = (("rev", Integer), ("cfg", Text), ("impl", Integer), ("hw", Integer)
 def _subject_measurements_statement() -> Select:
     """load_subject_measurements' statement, built once: the subjects are its array parameters (array_values)."""
     wanted = unnested("subjects", _SUBJECTS)
-    return run_rows_statement().join(
+    return run_rows_statement().add_columns(*hold_columns()).join(
         wanted,
         (Run.workload_revision_id == wanted.c.rev) & (Run.configuration_key == wanted.c.cfg)
         & (Run.implementation_id == wanted.c.impl) & (Hardware.id == wanted.c.hw),
@@ -495,15 +497,14 @@ async def load_subject_measurements(session: AsyncSession, subjects: Sequence[Su
     """Every eligible KernelIndex measurement of these subjects (workload revision, configuration,
     implementation, hardware), by subject: what the trust ladder weighs for a row of that subject
     (replicas and cross-checks are of the same revision, configuration, implementation and SKU).
-    One statement and the holds; reads grow with the measurements of the subjects shown."""
+    One statement, the holds read with the runs; reads grow with the measurements of the subjects shown."""
     subjects = list(dict.fromkeys(subjects))
     out: dict[Subject, list[RunFacts]] = {s: [] for s in subjects}
     if not subjects:
         return out
     rows = (await session.execute(_subject_measurements_statement(), array_values("subjects", _SUBJECTS, subjects))).all()
     builder = FactsBuilder()
-    facts = await with_holds(session, [builder.run(*row) for row in rows])
-    for f in facts:
+    for f in (held_of(builder.run(*row[:7]), row[7:]) for row in rows):
         if not f.held_for_review:
             out[(f.workload_revision_id, f.configuration_key, f.implementation.id, f.environment.hardware.id)].append(f)
     return out
