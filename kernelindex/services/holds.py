@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from kernelindex.db.models import Implementation, Run, RunFlag, RunReview, WorkloadRevision
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
-from kernelindex.services.facts import FactsBuilder, run_rows_statement
+from kernelindex.services.facts import RUN_ID_COLUMN, FactsBuilder, run_columns_statement
 from kernelindex.services.workload_page import WorkloadPage
 
 
@@ -173,7 +173,7 @@ def _held_runs_statement() -> Select[Any]:
         .cte("flagged")
         .prefix_with("MATERIALIZED")
     )
-    return run_rows_statement().add_columns(*hold_columns()[:3]).join(flagged, flagged.c.id == Run.id)
+    return run_columns_statement().add_columns(*hold_columns()[:3]).join(flagged, flagged.c.id == RUN_ID_COLUMN)
 
 
 async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -> dict[int, list[HeldRun]]:
@@ -187,7 +187,7 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
     builder = FactsBuilder()
     held: dict[int, list[tuple[RunFacts, tuple[str, ...]]]] = {}
     for row in rows:
-        facts = builder.run(*row[:-3])
+        facts = builder.run_of_columns(row)
         holding = holding_codes(facts, row[-3:], facts.correctness_passed)
         if holding and row[-1] != plausibility.APPROVED:
             held.setdefault(facts.workload_id, []).append((facts, holding))

@@ -61,7 +61,16 @@ from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts
 from kernelindex.rules.identity import read_configuration_key
 from kernelindex.rules.measurements import MAX_LATENCY_MS, MIN_LATENCY_MS
 from kernelindex.services.eligibility import newest_snapshot_clause, not_held_clause
-from kernelindex.services.facts import COHORT_COLUMNS, CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
+from kernelindex.services.facts import (
+    COHORT_COLUMNS,
+    RUN_ID_COLUMN,
+    CohortKey,
+    FactsBuilder,
+    run_columns_statement,
+    run_rows_statement,
+    source_facts,
+    workload_facts,
+)
 from kernelindex.services.holds import held_of, hold_columns, with_holds
 from kernelindex.services.sql import id_array
 from kernelindex.services.workload_page import SOURCES_SHOWN, CohortSummary, WorkloadPage
@@ -190,7 +199,7 @@ async def load_page_evidence(
         wanted = set().union(*(_shown_run_ids(rows) for rows in bests_of.values()))
         if wanted:
             rows = (await session.execute(_runs_by_id_statement(), {"run_ids": list(wanted)})).all()
-            runs_by_id = {row[0].id: builder.run(*row) for row in rows}
+            runs_by_id = {f.id: f for f in map(builder.run_of_columns, rows)}
         if bests:
             for workload_id, snapshot, source in await session.execute(_first_sources_statement(canonical), values):
                 sources_of[workload_id].append(source_facts(snapshot, source))
@@ -207,9 +216,14 @@ _REVISIONS = select(WorkloadRevision).where(
     WorkloadRevision.id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))))
 
 
+# The runs' rows as plain columns (run_columns_statement, FactsBuilder.run_of_columns): no ORM entity
+# is loaded for a run's dimensions; what a row holds past them starts at _RUN_WIDTH.
+_RUN_WIDTH = len(run_columns_statement().selected_columns)
+
+
 @cache
 def _runs_by_id_statement() -> Select:
-    return run_rows_statement().where(Run.id == any_(bindparam("run_ids", type_=ARRAY(BigInteger))))
+    return run_columns_statement().where(RUN_ID_COLUMN == any_(bindparam("run_ids", type_=ARRAY(BigInteger))))
 
 
 @cache
@@ -308,7 +322,7 @@ async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage
         return out
     builder = FactsBuilder()
     rows = (await session.execute(_measured_runs_statement(), {"revs": revision_ids})).all()
-    facts = [held_of(builder.run(*row[:7]), row[7:]) for row in rows]
+    facts = [held_of(builder.run_of_columns(row), row[_RUN_WIDTH:]) for row in rows]
     for page in pages:
         out[page.workload.id] = ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
     return out
@@ -319,7 +333,8 @@ def _measured_runs_statement() -> Select:
     """load_measured_runs' statement, built once: the current revisions are its array parameter `revs`;
     each run with its hold_columns() (whether it is held: no statement of its own)."""
     latest = text(_LATEST_MEASURED).bindparams(bindparam("revs", type_=ARRAY(Integer))).columns(id=BigInteger).subquery("latest")
-    return run_rows_statement().add_columns(*hold_columns()).join(latest, latest.c.id == Run.id).order_by(Run.id)
+    return (run_columns_statement().add_columns(*hold_columns())
+            .join(latest, latest.c.id == RUN_ID_COLUMN).order_by(RUN_ID_COLUMN))
 
 
 # A live, passed KernelIndex measurement: ix_runs_cohort_measured's predicate, written as constants
@@ -447,9 +462,9 @@ def _cohort_tops_statement() -> Select:
         select(*wanted.c, part.c.id, literal(tag).label("tag")).select_from(wanted.join(part, true()))
         for part, tag in ((top, "row"), (checks, "check"), (baseline, "baseline"))
     )).subquery("picked")
-    statement = run_rows_statement().add_columns(
+    statement = run_columns_statement().add_columns(
         *(picked.c[n] for n in ("rev", "cfg", "proto", "env", "lim", "tag")), *hold_columns())
-    return statement.join(picked, picked.c.id == Run.id)
+    return statement.join(picked, picked.c.id == RUN_ID_COLUMN)
 
 
 async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) -> dict[CohortTopKey, CohortTop]:
@@ -461,12 +476,12 @@ async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) 
     rows = (await session.execute(
         _cohort_tops_statement(), array_values("wanted", _COHORT_TOPS, [(*key, limit) for key, limit in keys]))).all()
     builder = FactsBuilder()
-    facts = {f.id: f for f in (held_of(builder.run(*row[:7]), row[13:]) for row in rows)}
+    facts = {f.id: f for f in (held_of(builder.run_of_columns(row), row[_RUN_WIDTH + 6:]) for row in rows)}
     parts: dict[CohortTopKey, dict[str, list[RunFacts]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        run = facts[row[0].id]
+        run = facts[row[0]]  # the run's id, its first column
         if not run.held_for_review:
-            rev, cfg, proto, env, limit, tag = row[7:13]
+            rev, cfg, proto, env, limit, tag = row[_RUN_WIDTH:_RUN_WIDTH + 6]
             parts[((rev, cfg, proto, env), limit)][tag].append(run)
     out: dict[CohortTopKey, CohortTop] = {}
     for key in keys:
@@ -486,7 +501,7 @@ _SUBJECTS = (("rev", Integer), ("cfg", Text), ("impl", Integer), ("hw", Integer)
 def _subject_measurements_statement() -> Select:
     """load_subject_measurements' statement, built once: the subjects are its array parameters (array_values)."""
     wanted = unnested("subjects", _SUBJECTS)
-    return run_rows_statement().add_columns(*hold_columns()).join(
+    return run_columns_statement().add_columns(*hold_columns()).join(
         wanted,
         (Run.workload_revision_id == wanted.c.rev) & (Run.configuration_key == wanted.c.cfg)
         & (Run.implementation_id == wanted.c.impl) & (Hardware.id == wanted.c.hw),
@@ -504,7 +519,7 @@ async def load_subject_measurements(session: AsyncSession, subjects: Sequence[Su
         return out
     rows = (await session.execute(_subject_measurements_statement(), array_values("subjects", _SUBJECTS, subjects))).all()
     builder = FactsBuilder()
-    for f in (held_of(builder.run(*row[:7]), row[7:]) for row in rows):
+    for f in (held_of(builder.run_of_columns(row), row[_RUN_WIDTH:]) for row in rows):
         if not f.held_for_review:
             out[(f.workload_revision_id, f.configuration_key, f.implementation.id, f.environment.hardware.id)].append(f)
     return out
