@@ -2,8 +2,9 @@
 
 A flagged run is held out of records until its latest review approves it (kernelindex.rules.plausibility
 decides, and decides which stored flags still hold: none on the source's baseline, no below_floor on a
-run whose correctness check passed). The workload page, the run's own fields and the refresh of the precomputed records all read
-flags and reviews through `load_holds`, so they see the same values.
+run whose correctness check passed). The run's own fields and the refresh of the precomputed records read
+flags and reviews through `load_holds`; the workload page's runs bring the same facts as columns of their
+own statement (`hold_columns`, decided by `held_of` as `with_holds` decides), so all see the same values.
 """
 
 from __future__ import annotations
