@@ -51,6 +51,7 @@ from graphql.language import ValueNode
 from strawberry.extensions import SchemaExtension
 
 from kernelindex.graphql.errors import QUERY_TOO_COSTLY
+from kernelindex.graphql.identity import kept_by_identity
 from kernelindex.graphql.pagination import PAGE_DEFAULT
 
 # Where a field's extra weight is kept: strawberry.field(metadata={COST_KEY: ...}).
@@ -168,7 +169,33 @@ class _Walk:
 def query_cost(schema: GraphQLSchema, document: DocumentNode, operation_name: str | None,
                variables: Mapping[str, Any] | None, model: CostModel) -> int | None:
     """The cost of the operation `operation_name` would run; None when there is no such operation
-    (execution then reports it)."""
+    (execution then reports it). Kept by the document's identity (the parser cache gives the same
+    document for the same text) and what the variables' values can change of it (_variables_key)."""
+    return _kept_cost(document, schema, operation_name, model, _variables_key(variables or {}))
+
+
+COSTS_KEPT = 1024  # costs kept, by document and what its variables' values can change
+_OTHER = object()  # a value that is neither null nor an integer: a page size the walk cannot know
+
+
+def _variables_key(variables: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """All the walk reads of each variable's value (_Walk._page_size): an integer, or a boolean, as it
+    is; null; or anything else (any other value sizes a page alike: the largest)."""
+    return tuple(sorted(
+        (name, ("bool", v) if isinstance(v, bool) else ("int", int(v)) if isinstance(v, int) else ("null", v is None))
+        for name, v in variables.items()
+    ))
+
+
+@kept_by_identity(COSTS_KEPT)
+def _kept_cost(document: DocumentNode, schema: GraphQLSchema, operation_name: str | None, model: CostModel,
+               variables_key: tuple[tuple[str, Any], ...]) -> int | None:
+    variables = {name: value if kind != "null" else (None if value else _OTHER) for name, (kind, value) in variables_key}
+    return _query_cost(schema, document, operation_name, variables, model)
+
+
+def _query_cost(schema: GraphQLSchema, document: DocumentNode, operation_name: str | None,
+                variables: Mapping[str, Any], model: CostModel) -> int | None:
     operation = get_operation_ast(document, operation_name)
     if operation is None:
         return None
@@ -177,7 +204,7 @@ def query_cost(schema: GraphQLSchema, document: DocumentNode, operation_name: st
         OperationType.MUTATION: schema.mutation_type,
         OperationType.SUBSCRIPTION: schema.subscription_type,
     }[operation.operation]
-    return _Walk(schema, document, operation, variables or {}, model).of(root, operation.selection_set)
+    return _Walk(schema, document, operation, variables, model).of(root, operation.selection_set)
 
 
 def shown(cost: int) -> int:

@@ -191,6 +191,29 @@ def _execute_fields(fields: list[tuple[str, RunField]]) -> Complete:
 
 # -- completion of each output type (Executor.complete_value, by type, decided at plan time) -----------
 
+# The built-in scalars whose values coerce_output_value returns unchanged when of exactly this Python
+# type (bool is no int here; an Int within 32 bits): such a value is its own completion, nullable or not.
+_AS_IS: dict[Any, type] = {GraphQLString: str, GraphQLInt: int, GraphQLBoolean: bool}
+
+
+def _as_is_first(type_: Any, complete: Complete) -> Complete:
+    """`complete`, after the exact-type check of _AS_IS for `type_` (no check where it has none): a
+    value that passes is returned as it is, without the calls `complete` would make."""
+    plain = _AS_IS.get(type_)
+    if plain is None:
+        return complete
+    if plain is int:
+        def complete_int(value: Any, path: Any, executor: Any) -> Any:
+            if type(value) is int and _INT_MIN <= value <= _INT_MAX:
+                return value
+            return complete(value, path, executor)
+        return complete_int
+
+    def complete_plain(value: Any, path: Any, executor: Any) -> Any:
+        return value if type(value) is plain else complete(value, path, executor)
+    return complete_plain
+
+
 def _leaf(return_type: Any) -> Complete:
     def complete_leaf(value: Any, path: Any, executor: Any) -> Any:
         if isinstance(value, Exception):
@@ -198,23 +221,7 @@ def _leaf(return_type: Any) -> Complete:
         if value is None:
             return None
         return executor.complete_leaf_value(return_type, value)
-
-    # What coerce_output_value returns unchanged: checked by exact type first (bool is no int here).
-    if return_type is GraphQLString:
-        def complete_string(value: Any, path: Any, executor: Any) -> Any:
-            return value if type(value) is str else complete_leaf(value, path, executor)
-        return complete_string
-    if return_type is GraphQLInt:
-        def complete_int(value: Any, path: Any, executor: Any) -> Any:
-            if type(value) is int and _INT_MIN <= value <= _INT_MAX:
-                return value
-            return complete_leaf(value, path, executor)
-        return complete_int
-    if return_type is GraphQLBoolean:
-        def complete_boolean(value: Any, path: Any, executor: Any) -> Any:
-            return value if type(value) is bool else complete_leaf(value, path, executor)
-        return complete_boolean
-    return complete_leaf
+    return _as_is_first(return_type, complete_leaf)
 
 
 def _non_null(inner: Complete, message: str, of_type: Any = None) -> Complete:
@@ -225,21 +232,8 @@ def _non_null(inner: Complete, message: str, of_type: Any = None) -> Complete:
         if completed is None:
             raise TypeError(message)
         return completed
-
-    # A non-null String or Boolean: a value of exactly that type is its own completion (neither an
-    # Exception nor None, and the leaf returns it as it is), so it is returned without the two calls.
-    plain = {GraphQLString: str, GraphQLBoolean: bool}.get(of_type)
-    if plain is not None:
-        def complete_non_null_plain(value: Any, path: Any, executor: Any) -> Any:
-            return value if type(value) is plain else complete_non_null(value, path, executor)
-        return complete_non_null_plain
-    if of_type is GraphQLInt:
-        def complete_non_null_int(value: Any, path: Any, executor: Any) -> Any:
-            if type(value) is int and _INT_MIN <= value <= _INT_MAX:
-                return value
-            return complete_non_null(value, path, executor)
-        return complete_non_null_int
-    return complete_non_null
+    # A non-null String, Int or Boolean: `inner` is _leaf's completion, which returns such a value as it is.
+    return _as_is_first(of_type, complete_non_null)
 
 
 class Planner:

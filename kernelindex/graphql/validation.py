@@ -29,7 +29,6 @@ BAD_REQUEST), before anything is validated or run.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any
 
 from graphql import DocumentNode, GraphQLError, GraphQLSchema, OperationDefinitionNode, validate
@@ -41,6 +40,7 @@ from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRul
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 
 from kernelindex.graphql.errors import QUERY_TOO_COMPLEX, VALIDATION_FAILED, with_code
+from kernelindex.graphql.identity import kept_by_identity
 
 CACHE_SIZE = 512
 MAX_VALIDATION_ERRORS = 100
@@ -95,35 +95,20 @@ def _coded(error: GraphQLError) -> GraphQLError:
     return with_code(error, VALIDATION_FAILED)
 
 
-class _Document:
-    """A document as a cache key by its identity: graphql-core hashes a DocumentNode by walking every
-    node of it (a page's query: some 600 of them, each request). The parser cache (ParserCache) gives
-    the same object for the same query text, so a query seen before is found; a document parsed anew
-    is validated anew. The key holds the document, so its id is not reused while the key is kept."""
-
-    __slots__ = ("document",)
-
-    def __init__(self, document: DocumentNode) -> None:
-        self.document = document
-
-    def __hash__(self) -> int:
-        return id(self.document)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Document) and other.document is self.document
-
-
 def _validate(
     schema: GraphQLSchema, document: DocumentNode, rules: tuple[type[ASTValidationRule], ...], hide_suggestions: bool
 ) -> list[GraphQLError]:
-    return _validate_kept(schema, _Document(document), rules, hide_suggestions)
+    return _validate_kept(document, schema, rules, hide_suggestions)
 
 
-@lru_cache(maxsize=CACHE_SIZE)
+# Kept by the document's identity (kernelindex.graphql.identity): graphql-core hashes a DocumentNode by
+# walking every node of it (a page's query: some 600 of them, each request). The parser cache
+# (ParserCache) gives the same object for the same query text, so a query seen before is found; a
+# document parsed anew is validated anew.
+@kept_by_identity(CACHE_SIZE)
 def _validate_kept(
-    schema: GraphQLSchema, key: _Document, rules: tuple[type[ASTValidationRule], ...], hide_suggestions: bool
+    document: DocumentNode, schema: GraphQLSchema, rules: tuple[type[ASTValidationRule], ...], hide_suggestions: bool
 ) -> list[GraphQLError]:
-    document = key.document
     bounded = tuple(BoundedFieldMerging if rule is OverlappingFieldsCanBeMergedRule else rule for rule in rules)
     errors = validate(
         schema, document, (*bounded, MaybeNullValidationRule, OneOfInputValidationRule),

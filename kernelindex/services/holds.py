@@ -2,24 +2,26 @@
 
 A flagged run is held out of records until its latest review approves it (kernelindex.rules.plausibility
 decides, and decides which stored flags still hold: none on the source's baseline, no below_floor on a
-run whose correctness check passed). The workload page, the run's own fields and the refresh of the precomputed records all read
-flags and reviews through `load_holds`, so they see the same values.
+run whose correctness check passed). The run's own fields and the refresh of the precomputed records read
+flags and reviews through `load_holds`; the workload page's runs bring the same facts as columns of their
+own statement (`hold_columns`, decided by `held_of` as `with_holds` decides), so all see the same values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any
 
-from sqlalchemy import any_, func, select
-from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy import BigInteger, Select, any_, bindparam, func, literal_column, select
+from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.models import Implementation, Run, RunFlag, RunReview, WorkloadRevision
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
-from kernelindex.services.facts import FactsBuilder, run_rows_statement
-from kernelindex.services.sql import id_array
+from kernelindex.services.facts import RUN_ID_COLUMN, FactsBuilder, run_columns_statement
 from kernelindex.services.workload_page import WorkloadPage
 
 
@@ -51,6 +53,18 @@ class _Collecting:
     holding: dict[int, plausibility.Flag] = field(default_factory=dict)
 
 
+# The statements here are built once, their ids given at execution (no construction or cache key per call).
+_RUN_IDS = bindparam("run_ids", type_=ARRAY(BigInteger))
+_HOLDS = (
+    select(RunFlag, RunReview, Implementation.role, Run.correctness["passed"].astext)
+    .join(Run, Run.id == RunFlag.run_id)
+    .join(Implementation, Implementation.id == Run.implementation_id)
+    .outerjoin(RunReview, RunReview.run_id == RunFlag.run_id)
+    .where(RunFlag.run_id == any_(_RUN_IDS))
+    .order_by(RunFlag.id, RunReview.id)
+)
+
+
 async def load_holds(session: AsyncSession, run_ids: Sequence[int]) -> dict[int, RunHolds]:
     """The holds of these runs; a run with no flag has NO_HOLDS.
 
@@ -58,14 +72,7 @@ async def load_holds(session: AsyncSession, run_ids: Sequence[int]) -> dict[int,
     Reviews are only ever written for flagged runs (reviewRun refuses the others), so reading them
     through the flags loses none."""
     collected: dict[int, _Collecting] = {}
-    rows = await session.execute(
-        select(RunFlag, RunReview, Implementation.role, Run.correctness["passed"].astext)
-        .join(Run, Run.id == RunFlag.run_id)
-        .join(Implementation, Implementation.id == Run.implementation_id)
-        .outerjoin(RunReview, RunReview.run_id == RunFlag.run_id)
-        .where(RunFlag.run_id == any_(id_array(run_ids)))
-        .order_by(RunFlag.id, RunReview.id)
-    )
+    rows = await session.execute(_HOLDS, {"run_ids": list(run_ids)})
     for row in rows:
         flag: RunFlag = row[0]
         review: RunReview | None = row[1]  # None: a flag without a review (outer join)
@@ -112,13 +119,11 @@ class HeldRun:
         return plausibility.HeldRun(self.run.id, self.codes, self.faster)
 
 
-async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -> dict[int, list[HeldRun]]:
-    """The held runs of each page's workload (current revision, canonical configuration, passed and
-    live), by workload id, fastest first. One statement whatever the pages and the data: the flagged
-    runs with their flag codes and deciding review (the latest by time, reviews without one older
-    than any with one, ties by id: plausibility.latest_review); plausibility then decides."""
-    out: dict[int, list[HeldRun]] = {p.workload.id: [] for p in pages}
-    revision_ids = [p.revision.id for p in pages if p.revision is not None]
+def hold_columns() -> tuple[Any, ...]:
+    """What decides whether a run (of the statement's Run) is held, as four columns, for held_of: its
+    flags' codes and rule versions (in the order raised), the decision of its deciding review (the
+    latest by time, reviews without one older than any with one, ties by id:
+    plausibility.latest_review) and its correctness's "passed" as text (as load_holds reads them)."""
     codes, versions = (
         select(func.array_agg(aggregate_order_by(column, RunFlag.id))).where(RunFlag.run_id == Run.id).scalar_subquery()
         for column in (RunFlag.code, RunFlag.rule_version)
@@ -129,29 +134,63 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
         .limit(1)
         .scalar_subquery()
     )
-    rows = (
-        await session.execute(
-            run_rows_statement()
-            .add_columns(codes, versions, decision)
-            .join(WorkloadRevision, WorkloadRevision.id == Run.workload_revision_id)
-            .where(
-                Run.workload_revision_id == any_(id_array(revision_ids)),
-                Run.configuration_key == WorkloadRevision.canonical_configuration_key,
-                Run.status == "passed", Run.superseded_at.is_(None), Run.retracted_at.is_(None),
-                select(RunFlag.id).where(RunFlag.run_id == Run.id).exists(),
-            )
+    return codes, versions, decision, Run.correctness["passed"].astext
+
+
+def holding_codes(facts: RunFacts, columns: Sequence[Any], correctness_passed: bool | None) -> tuple[str, ...]:
+    """The codes of the flags that hold the run, from its hold_columns()."""
+    codes, versions = columns[0] or [], columns[1] or []
+    return tuple(
+        c for c, v in zip(codes, versions, strict=True)
+        if plausibility.flag_holds(c, facts.implementation.is_baseline, correctness_passed, v)
+    )
+
+
+def held_of(facts: RunFacts, columns: Sequence[Any]) -> RunFacts:
+    """The run with held_for_review set from its hold_columns(): what with_holds gives, without its statement."""
+    if columns[0] is None:  # no flag
+        return facts
+    holding = holding_codes(facts, columns, {"true": True, "false": False}.get(columns[3]))
+    return replace(facts, held_for_review=True) if holding and columns[2] != plausibility.APPROVED else facts
+
+
+@cache
+def _held_runs_statement() -> Select[Any]:
+    """load_held_runs' statement, built once: the current revisions are its array parameter `revision_ids`."""
+    # The flagged runs first, on their own (materialized: PostgreSQL plans it apart from the dimensions'
+    # joins, whose join order it would otherwise search together with it, the larger part of this
+    # statement's time at a million runs), driven from the revisions: each revision's canonical
+    # configuration is an index range of ix_runs_eligible_lookup ('passed' written into the text, so
+    # a prepared statement's generic plan still implies the index's predicate).
+    flagged = (
+        select(Run.id)
+        .join(WorkloadRevision, WorkloadRevision.id == Run.workload_revision_id)
+        .where(
+            WorkloadRevision.id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))),
+            Run.configuration_key == WorkloadRevision.canonical_configuration_key,
+            Run.status == literal_column("'passed'"), Run.superseded_at.is_(None), Run.retracted_at.is_(None),
+            select(RunFlag.id).where(RunFlag.run_id == Run.id).exists(),
         )
-    ).all()
+        .cte("flagged")
+        .prefix_with("MATERIALIZED")
+    )
+    return run_columns_statement().add_columns(*hold_columns()[:3]).join(flagged, flagged.c.id == RUN_ID_COLUMN)
+
+
+async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -> dict[int, list[HeldRun]]:
+    """The held runs of each page's workload (current revision, canonical configuration, passed and
+    live), by workload id, fastest first. One statement whatever the pages and the data: the flagged
+    runs with their flag codes and deciding review (the latest by time, reviews without one older
+    than any with one, ties by id: plausibility.latest_review); plausibility then decides."""
+    out: dict[int, list[HeldRun]] = {p.workload.id: [] for p in pages}
+    revision_ids = [p.revision.id for p in pages if p.revision is not None]
+    rows = (await session.execute(_held_runs_statement(), {"revision_ids": revision_ids})).all()
     builder = FactsBuilder()
     held: dict[int, list[tuple[RunFacts, tuple[str, ...]]]] = {}
     for row in rows:
-        facts = builder.run(*row[:-3])
-        flag_codes, flag_versions, deciding = row[-3] or [], row[-2] or [], row[-1]
-        holding = tuple(
-            c for c, v in zip(flag_codes, flag_versions, strict=True)
-            if plausibility.flag_holds(c, facts.implementation.is_baseline, facts.correctness_passed, v)
-        )
-        if holding and deciding != plausibility.APPROVED:
+        facts = builder.run_of_columns(row)
+        holding = holding_codes(facts, row[-3:], facts.correctness_passed)
+        if holding and row[-1] != plausibility.APPROVED:
             held.setdefault(facts.workload_id, []).append((facts, holding))
     for page in pages:
         shown = {r.run.cohort_key: r.run for r in page.records}

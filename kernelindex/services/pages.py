@@ -61,8 +61,17 @@ from kernelindex.rules.facts import HardwareFacts, RunFacts, SourceFacts
 from kernelindex.rules.identity import read_configuration_key
 from kernelindex.rules.measurements import MAX_LATENCY_MS, MIN_LATENCY_MS
 from kernelindex.services.eligibility import newest_snapshot_clause, not_held_clause
-from kernelindex.services.facts import COHORT_COLUMNS, CohortKey, FactsBuilder, run_rows_statement, source_facts, workload_facts
-from kernelindex.services.holds import with_holds
+from kernelindex.services.facts import (
+    COHORT_COLUMNS,
+    RUN_ID_COLUMN,
+    CohortKey,
+    FactsBuilder,
+    run_columns_statement,
+    run_rows_statement,
+    source_facts,
+    workload_facts,
+)
+from kernelindex.services.holds import held_of, hold_columns, with_holds
 from kernelindex.services.sql import id_array
 from kernelindex.services.workload_page import SOURCES_SHOWN, CohortSummary, WorkloadPage
 
@@ -171,37 +180,28 @@ async def load_page_evidence(
     catalogue_facts = [builder.hardware(h) for h in catalogue]
     revision_ids = [w.current_revision_id for w in workloads if w.current_revision_id]
     revisions = (
-        {r.id: r for r in (await session.scalars(select(WorkloadRevision).where(WorkloadRevision.id.in_(revision_ids)))).all()}
+        {r.id: r for r in (await session.scalars(_REVISIONS, {"revision_ids": revision_ids})).all()}
         if revision_ids else {}
     )
     bests_of: dict[int, list[BestRow]] = {w.id: [] for w in workloads}
     runs_by_id: dict[int, RunFacts] = {}
     sources_of: dict[int, list[SourceFacts]] = defaultdict(list)
     if revision_ids:
-        current = (
-            (CohortBest.workload_revision_id == any_(id_array(revision_ids)))
-            & (CohortBest.configuration_key == _scope_configuration(scope))
-            # Written into the text, as the metric of ix_runs' partial indexes is: see live_passed_clauses.
-            & (Protocol.metric == literal_column(f"'{_metric_literal(scope.metric)}'"))
-        )
+        canonical = scope.configuration_key is None
+        values: dict[str, Any] = {"revision_ids": revision_ids}
+        if not canonical:
+            values["configuration_key"] = scope.configuration_key
         # Plain rows, not ORM entities: a list page reads ~80 per workload, and building and
         # identity-mapping thousands of entities was a third of the list query's time.
-        bests = (
-            await session.execute(
-                select(*BEST_COLUMNS)
-                .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
-                .join(Protocol, Protocol.id == CohortBest.protocol_id)
-                .where(current)
-            )
-        ).all()
+        bests = (await session.execute(_bests_statement(canonical, _metric_literal(scope.metric)), values)).all()
         for b in bests:
             bests_of[b.workload_id].append(b)
         wanted = set().union(*(_shown_run_ids(rows) for rows in bests_of.values()))
         if wanted:
-            rows = (await session.execute(run_rows_statement().where(Run.id == any_(id_array(wanted))))).all()
-            runs_by_id = {row[0].id: builder.run(*row) for row in rows}
+            rows = (await session.execute(_runs_by_id_statement(), {"run_ids": list(wanted)})).all()
+            runs_by_id = {f.id: f for f in map(builder.run_of_columns, rows)}
         if bests:
-            for workload_id, snapshot, source in await session.execute(_first_sources(revision_ids, scope)):
+            for workload_id, snapshot, source in await session.execute(_first_sources_statement(canonical), values):
                 sources_of[workload_id].append(source_facts(snapshot, source))
     return {
         w.id: _page(w, revisions.get(w.current_revision_id) if w.current_revision_id else None, catalogue_facts,
@@ -210,11 +210,43 @@ async def load_page_evidence(
     }
 
 
-def _scope_configuration(scope: RecordScope) -> Any:
-    """The configuration a scope's records are at: the current revision's canonical one, or the key asked for."""
-    if scope.configuration_key is None:
-        return WorkloadRevision.canonical_configuration_key
-    return literal(scope.configuration_key, Text)
+# The page's statements are built once (per scope's kind and metric), their values given at execution:
+# building and compiling each anew was a good part of a cold page's time (kernelindex.db.arrays).
+_REVISIONS = select(WorkloadRevision).where(
+    WorkloadRevision.id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))))
+
+
+# The runs' rows as plain columns (run_columns_statement, FactsBuilder.run_of_columns): no ORM entity
+# is loaded for a run's dimensions; what a row holds past them starts at _RUN_WIDTH.
+_RUN_WIDTH = len(run_columns_statement().selected_columns)
+
+
+@cache
+def _runs_by_id_statement() -> Select:
+    return run_columns_statement().where(RUN_ID_COLUMN == any_(bindparam("run_ids", type_=ARRAY(BigInteger))))
+
+
+@cache
+def _bests_statement(canonical: bool, metric: str) -> Select:
+    """The cohort bests of the current revisions (`revision_ids`) at their canonical configuration, or at
+    `configuration_key` (not canonical), for the metric (written into the text, as the metric of
+    ix_runs' partial indexes is: see live_passed_clauses)."""
+    current = (
+        (CohortBest.workload_revision_id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))))
+        & (CohortBest.configuration_key == _configuration(canonical))
+        & (Protocol.metric == literal_column(f"'{_metric_literal(metric)}'"))
+    )
+    return (
+        select(*BEST_COLUMNS)
+        .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
+        .join(Protocol, Protocol.id == CohortBest.protocol_id)
+        .where(current)
+    )
+
+
+def _configuration(canonical: bool) -> Any:
+    """The configuration records are at: the current revision's canonical one, or the `configuration_key` given."""
+    return WorkloadRevision.canonical_configuration_key if canonical else bindparam("configuration_key", type_=Text)
 
 
 def _metric_literal(metric: str) -> str:
@@ -223,9 +255,11 @@ def _metric_literal(metric: str) -> str:
     return metric
 
 
-def _first_sources(revision_ids: Sequence[int], scope: RecordScope = HEADLINE) -> Any:
+@cache
+def _first_sources_statement(canonical: bool) -> Any:
     """Each workload's first SOURCES_SHOWN sources of its eligible runs, by name then revision
-    (workload_page.sorted_sources's order: code points, hence collation "C"), in that order.
+    (workload_page.sorted_sources's order: code points, hence collation "C"), in that order; for the
+    current revisions `revision_ids`, at the canonical configuration or at `configuration_key`.
 
     Read from workload_sources (each snapshot the cohort bests of a revision and configuration name,
     kept by kernelindex.services.records): per current revision an ordered LIMIT along
@@ -235,7 +269,7 @@ def _first_sources(revision_ids: Sequence[int], scope: RecordScope = HEADLINE) -
         select(WorkloadSource.source_snapshot_id, WorkloadSource.source_name, WorkloadSource.snapshot_revision)
         .where(
             WorkloadSource.workload_revision_id == WorkloadRevision.id,
-            WorkloadSource.configuration_key == _scope_configuration(scope),
+            WorkloadSource.configuration_key == _configuration(canonical),
         )
         .order_by(WorkloadSource.source_name, WorkloadSource.snapshot_revision, WorkloadSource.source_snapshot_id)
         .limit(SOURCES_SHOWN)
@@ -247,7 +281,7 @@ def _first_sources(revision_ids: Sequence[int], scope: RecordScope = HEADLINE) -
         .join(top, true())
         .join(SourceSnapshot, SourceSnapshot.id == top.c.source_snapshot_id)
         .join(Source, Source.id == SourceSnapshot.source_id)
-        .where(WorkloadRevision.id == any_(id_array(revision_ids)))
+        .where(WorkloadRevision.id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))))
         .order_by(WorkloadRevision.workload_id, top.c.source_name, top.c.snapshot_revision, top.c.source_snapshot_id)
     )
 
@@ -286,18 +320,21 @@ async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage
     revision_ids = [p.workload.current_revision_id for p in pages if p.workload.current_revision_id]
     if not revision_ids:
         return out
-    latest = (
-        text(_LATEST_MEASURED)
-        .bindparams(bindparam("revs", value=list(revision_ids), type_=ARRAY(Integer)))
-        .columns(id=BigInteger)
-        .subquery("latest")
-    )
     builder = FactsBuilder()
-    rows = (await session.execute(run_rows_statement().join(latest, latest.c.id == Run.id).order_by(Run.id))).all()
-    facts = await with_holds(session, [builder.run(*row) for row in rows])
+    rows = (await session.execute(_measured_runs_statement(), {"revs": revision_ids})).all()
+    facts = [held_of(builder.run_of_columns(row), row[_RUN_WIDTH:]) for row in rows]
     for page in pages:
         out[page.workload.id] = ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
     return out
+
+
+@cache
+def _measured_runs_statement() -> Select:
+    """load_measured_runs' statement, built once: the current revisions are its array parameter `revs`;
+    each run with its hold_columns() (whether it is held: no statement of its own)."""
+    latest = text(_LATEST_MEASURED).bindparams(bindparam("revs", type_=ARRAY(Integer))).columns(id=BigInteger).subquery("latest")
+    return (run_columns_statement().add_columns(*hold_columns())
+            .join(latest, latest.c.id == RUN_ID_COLUMN).order_by(RUN_ID_COLUMN))
 
 
 # A live, passed KernelIndex measurement: ix_runs_cohort_measured's predicate, written as constants
@@ -425,25 +462,26 @@ def _cohort_tops_statement() -> Select:
         select(*wanted.c, part.c.id, literal(tag).label("tag")).select_from(wanted.join(part, true()))
         for part, tag in ((top, "row"), (checks, "check"), (baseline, "baseline"))
     )).subquery("picked")
-    statement = run_rows_statement().add_columns(*(picked.c[n] for n in ("rev", "cfg", "proto", "env", "lim", "tag")))
-    return statement.join(picked, picked.c.id == Run.id)
+    statement = run_columns_statement().add_columns(
+        *(picked.c[n] for n in ("rev", "cfg", "proto", "env", "lim", "tag")), *hold_columns())
+    return statement.join(picked, picked.c.id == RUN_ID_COLUMN)
 
 
 async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) -> dict[CohortTopKey, CohortTop]:
     """Each cohort's CohortTop for its limit: one statement (an ordered LIMIT per cohort, joined
-    laterally), then the holds of the runs read. Reads grow with the rows shown, not with the cohort."""
+    laterally), each run with what decides its holds (hold_columns). Reads grow with the rows shown, not with the cohort."""
     keys = list(dict.fromkeys(keys))
     if not keys:
         return {}
     rows = (await session.execute(
         _cohort_tops_statement(), array_values("wanted", _COHORT_TOPS, [(*key, limit) for key, limit in keys]))).all()
     builder = FactsBuilder()
-    facts = {f.id: f for f in await with_holds(session, [builder.run(*row[:7]) for row in rows])}
+    facts = {f.id: f for f in (held_of(builder.run_of_columns(row), row[_RUN_WIDTH + 6:]) for row in rows)}
     parts: dict[CohortTopKey, dict[str, list[RunFacts]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        run = facts[row[0].id]
+        run = facts[row[0]]  # the run's id, its first column
         if not run.held_for_review:
-            rev, cfg, proto, env, limit, tag = row[7:]
+            rev, cfg, proto, env, limit, tag = row[_RUN_WIDTH:_RUN_WIDTH + 6]
             parts[((rev, cfg, proto, env), limit)][tag].append(run)
     out: dict[CohortTopKey, CohortTop] = {}
     for key in keys:
@@ -456,24 +494,32 @@ async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) 
     return out
 
 
-async def load_subject_measurements(session: AsyncSession, subjects: Sequence[Subject]) -> dict[Subject, list[RunFacts]]:
-    """Every eligible KernelIndex measurement of these subjects (workload revision, configuration,
-    implementation, hardware), by subject: what the trust ladder weighs for a row of that subject
-    (replicas and cross-checks are of the same revision, configuration, implementation and SKU).
-    One statement and the holds; reads grow with the measurements of the subjects shown."""
-    subjects = list(dict.fromkeys(subjects))
-    out: dict[Subject, list[RunFacts]] = {s: [] for s in subjects}
-    if not subjects:
-        return out
-    wanted = unnested("subjects", [("rev", Integer), ("cfg", Text), ("impl", Integer), ("hw", Integer)], subjects)
-    statement = run_rows_statement().join(
+_SUBJECTS = (("rev", Integer), ("cfg", Text), ("impl", Integer), ("hw", Integer))
+
+
+@cache
+def _subject_measurements_statement() -> Select:
+    """load_subject_measurements' statement, built once: the subjects are its array parameters (array_values)."""
+    wanted = unnested("subjects", _SUBJECTS)
+    return run_columns_statement().add_columns(*hold_columns()).join(
         wanted,
         (Run.workload_revision_id == wanted.c.rev) & (Run.configuration_key == wanted.c.cfg)
         & (Run.implementation_id == wanted.c.impl) & (Hardware.id == wanted.c.hw),
     ).where(*_live_passed(), Run.evidence == literal_column("'measured'"))
+
+
+async def load_subject_measurements(session: AsyncSession, subjects: Sequence[Subject]) -> dict[Subject, list[RunFacts]]:
+    """Every eligible KernelIndex measurement of these subjects (workload revision, configuration,
+    implementation, hardware), by subject: what the trust ladder weighs for a row of that subject
+    (replicas and cross-checks are of the same revision, configuration, implementation and SKU).
+    One statement, the holds read with the runs; reads grow with the measurements of the subjects shown."""
+    subjects = list(dict.fromkeys(subjects))
+    out: dict[Subject, list[RunFacts]] = {s: [] for s in subjects}
+    if not subjects:
+        return out
+    rows = (await session.execute(_subject_measurements_statement(), array_values("subjects", _SUBJECTS, subjects))).all()
     builder = FactsBuilder()
-    facts = await with_holds(session, [builder.run(*row) for row in (await session.execute(statement)).all()])
-    for f in facts:
+    for f in (held_of(builder.run_of_columns(row), row[_RUN_WIDTH:]) for row in rows):
         if not f.held_for_review:
             out[(f.workload_revision_id, f.configuration_key, f.implementation.id, f.environment.hardware.id)].append(f)
     return out

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
+
+import httpx
 
 from kernelindex.ingest.seed import SEEDS_DIR
 
@@ -96,3 +101,17 @@ async def make_token(db_url: str, *scopes: str, name: str = "test", revoked: boo
         return token
 
     return await in_own_transaction(db_url, work)
+
+
+@contextlib.asynccontextmanager
+async def serving_uncached(db_url: str, **settings: Any) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
+    """An app with the response cache off (every request executes; the read model as `settings` say),
+    at the tests' fixed clock, and a client over its ASGI transport."""
+    from kernelindex.settings import Settings
+    from kernelindex.web.app import create_app
+    from tests.conftest import FIXED_NOW
+
+    application = create_app(Settings(response_cache_entries=0, **settings), database_url=db_url, clock=lambda: FIXED_NOW)
+    async with application.router.lifespan_context(application):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=application), base_url="http://testserver") as client:
+            yield application, client

@@ -237,3 +237,26 @@ async def test_development_suggests_names_and_production_does_not(client, app_wi
         assert "Did you mean" not in error["message"], error
         assert "referenceSource'" not in error["message"] and "NEWEST" not in error["message"], error
     assert any(named in e["message"] for e in production["errors"]), production["errors"]  # still says what was wrong
+
+
+@pytest.mark.parametrize("size", [5, 50, 0, -3, 10**9, None, True, False, "7", 7.0, [7], {"n": 7}])
+def test_a_cost_kept_by_document_is_the_cost_computed_afresh(size):
+    """query_cost keeps a document's cost by its identity and what its variables' values can change:
+    the same cost as a walk of the document with the variables as given, whatever the value."""
+    from graphql import parse
+
+    from kernelindex.graphql import cost
+    from kernelindex.graphql.schema import build_schema
+
+    settings = Settings()
+    schema = build_schema(settings)._schema
+    model = cost.CostModel(limit=settings.max_query_cost, max_page_size=settings.max_page_size,
+                           long_text_bytes=settings.max_text_bytes)
+    document = parse("query($n: Int, $m: Int = 3, $slug: String) { workloads(first: $n) { nodes { slug "
+                     "runs(first: $m) { totalCount } } } w: workload(slug: $slug) { slug } }")
+    for variables in ({"n": size, "slug": "a"}, {"n": size, "m": size, "slug": "b"}, {"n": size}, {}):
+        fresh = cost._query_cost(schema, document, None, variables, model)
+        assert cost.query_cost(schema, document, None, variables, model) == fresh
+        assert cost.query_cost(schema, document, None, variables, model) == fresh  # kept
+    assert (cost.query_cost(schema, document, None, {"n": 5}, model)
+            != cost.query_cost(schema, document, None, {"n": 6}, model))

@@ -5,9 +5,6 @@ those of the fields loading the pages themselves. The response cache is off: eve
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any
-
 import httpx
 import pytest
 
@@ -15,9 +12,7 @@ from kernelindex.graphql.queries import workloads as workloads_query
 from kernelindex.graphql.types.catalogue import implementation_of
 from kernelindex.graphql.types.workload import Workload
 from kernelindex.rules.facts import ImplementationFacts
-from kernelindex.settings import Settings
-from kernelindex.web.app import create_app
-from tests.conftest import FIXED_NOW
+from tests.api.helpers import serving_uncached
 
 LIST = """{ workloads(first: 20) { totalCount nodes { slug name level eligibleRunCount
   headline { label latencyMs latencyDisplay implementation { slug title } }
@@ -25,14 +20,6 @@ LIST = """{ workloads(first: 20) { totalCount nodes { slug name level eligibleRu
 # The same fields through fragments and aliases, and records with an argument.
 LIST_FRAGMENTS = """query { w: workloads(first: 20) { edges { node { ...Shown } } } }
 fragment Shown on Workload { slug n: eligibleRunCount ... on Workload { headline { label } } few: records(first: 1) { label } }"""
-
-
-@contextlib.asynccontextmanager
-async def serving(db_url: str, **settings: Any):
-    application = create_app(Settings(response_cache_entries=0, **settings), database_url=db_url, clock=lambda: FIXED_NOW)
-    async with application.router.lifespan_context(application):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=application), base_url="http://testserver") as client:
-            yield application, client
 
 
 async def post(client: httpx.AsyncClient, query: str) -> httpx.Response:
@@ -54,14 +41,14 @@ async def test_loaded_before_or_by_each_field_the_same_bytes_and_statements(db_u
         return await page_of(self, info)
 
     monkeypatch.setattr(Workload, "_page", counted)
-    async with serving(db_url, **settings) as (app, client):
+    async with serving_uncached(db_url, **settings) as (app, client):
         with count_statements(app.state.engine) as statements:
             loaded_first = await post(client, query)
         assert awaited == []  # every field answered from the page the list loaded
         assert b'"eligibleRunCount"' in loaded_first.content or b'"n":' in loaded_first.content
         assert b"errors" not in loaded_first.content
         preloaded = list(statements)
-    async with serving(db_url, **settings) as (app, client):
+    async with serving_uncached(db_url, **settings) as (app, client):
         monkeypatch.setattr(workloads_query, "PAGE_LIST_FIELDS", frozenset())  # each field loads its page
         with count_statements(app.state.engine) as statements:
             by_fields = await post(client, query)
@@ -77,9 +64,9 @@ async def test_a_failing_page_batch_gives_the_same_errors_either_way(db_url, mon
         raise RuntimeError("the page batch failed")
 
     monkeypatch.setattr(loaders.PageByWorkloadIdLoader, "compute", failing)
-    async with serving(db_url, read_model_workloads=0) as (_, client):
+    async with serving_uncached(db_url, read_model_workloads=0) as (_, client):
         preloaded = (await post(client, LIST)).json()
-    async with serving(db_url, read_model_workloads=0) as (_, client):
+    async with serving_uncached(db_url, read_model_workloads=0) as (_, client):
         monkeypatch.setattr(workloads_query, "PAGE_LIST_FIELDS", frozenset())
         by_fields = (await post(client, LIST)).json()
     assert preloaded["errors"], preloaded
@@ -100,3 +87,47 @@ def test_one_implementation_per_facts_object():
     assert implementation_of(twin) is not implementation_of(facts)  # equal facts, another object: its own
     assert implementation_of(twin).facts is twin
     assert implementation_of(facts).authors == ["a"] and implementation_of(facts).slug == "torch_eager"
+
+
+def test_values_kept_by_identity_are_made_once_per_object_and_bounded():
+    from kernelindex.graphql.identity import KeptByIdentity
+
+    made: list[tuple] = []
+
+    def make(obj, *args):
+        made.append((obj, *args))
+        return [obj, *args]
+
+    kept = KeptByIdentity(make, size=2)
+    a, twin = (1, 2), tuple([1, 2])  # equal, two objects
+    assert a == twin and a is not twin
+    assert kept(a) is kept(a) and len(made) == 1
+    assert kept(twin) is not kept(a) and len(made) == 2  # equal, another object: its own value
+    assert kept(a, "x") == [a, "x"] and len(made) == 3  # the other arguments are part of the key
+    assert len(kept) == 2  # the oldest (a alone) dropped past the size
+    kept(a)
+    assert len(made) == 4
+
+
+def test_a_document_is_validated_once_per_document_object(monkeypatch):
+    from graphql import parse
+
+    from kernelindex.graphql import validation
+    from kernelindex.graphql.schema import build_schema
+    from kernelindex.settings import Settings
+
+    calls: list[object] = []
+    real = validation.validate
+
+    def counted(schema, document, *args, **kwargs):
+        calls.append(document)
+        return real(schema, document, *args, **kwargs)
+
+    monkeypatch.setattr(validation, "validate", counted)
+    schema = build_schema(Settings())._schema
+    document, reparsed = parse("{ workloads(first: 1) { totalCount } }"), parse("{ workloads(first: 1) { totalCount } }")
+    assert validation._validate(schema, document, (), False) == []
+    assert validation._validate(schema, document, (), False) == []
+    assert calls == [document]
+    validation._validate(schema, reparsed, (), False)  # an equal document parsed anew: validated anew
+    assert calls == [document, reparsed]

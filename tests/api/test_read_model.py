@@ -5,7 +5,6 @@ tests, so every request executes: what they see is the read model alone."""
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,23 +13,11 @@ import pytest
 
 from kernelindex.db.changes import Change
 from kernelindex.services.read_model import MISSING, ReadModel
-from kernelindex.settings import Settings
-from kernelindex.web.app import create_app
 from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
-from tests.api.helpers import synthetic_records, write_records
+from tests.api.helpers import serving_uncached, synthetic_records, write_records
 from tests.api.test_cache_invalidation import A, B, slower, sql, workload_id, write_runs
-from tests.conftest import FIXED_NOW
 
 LIST = "{ workloads(first: 20) { nodes { slug eligibleRunCount headline { latencyMs } records { latencyMs runCount } } } }"
-
-
-@contextlib.asynccontextmanager
-async def serving(db_url: str, **settings: Any):
-    """An app with the response cache off (and the read model as `settings` say), and its client."""
-    application = create_app(Settings(response_cache_entries=0, **settings), database_url=db_url, clock=lambda: FIXED_NOW)
-    async with application.router.lifespan_context(application):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=application), base_url="http://testserver") as client:
-            yield application, client
 
 
 async def answer(client: httpx.AsyncClient, query: str, variables: dict | None = None) -> dict:
@@ -47,7 +34,7 @@ async def page(client: httpx.AsyncClient, slug: str) -> dict:
 
 async def computed_afresh(db_url: str, slug: str) -> dict:
     """The page as a server without a read model computes it now: the definition."""
-    async with serving(db_url, read_model_workloads=0) as (_, client):
+    async with serving_uncached(db_url, read_model_workloads=0) as (_, client):
         return await page(client, slug)
 
 
@@ -55,7 +42,7 @@ async def computed_afresh(db_url: str, slug: str) -> dict:
 
 
 async def test_a_page_read_again_reads_none_of_its_values_again(db_url, count_statements):
-    async with serving(db_url) as (app, client):
+    async with serving_uncached(db_url) as (app, client):
         first = await page(client, A)
         with count_statements(app.state.engine) as again:
             second = await page(client, A)
@@ -70,7 +57,7 @@ async def test_a_page_read_again_reads_none_of_its_values_again(db_url, count_st
 async def test_a_write_to_one_workload_recomputes_its_page_and_leaves_the_others_kept(db_url, count_statements):
     records = synthetic_records(3, slug=A)
     await write_records(db_url, records)  # their environments exist from here on: the next write is A's alone
-    async with serving(db_url) as (app, client):
+    async with serving_uncached(db_url) as (app, client):
         model: ReadModel = app.state.read_model
         before_a, before_b = await page(client, A), await page(client, B)
         await write_records(db_url, slower(records, by_ms=-0.5) + synthetic_records(1, slug=A, start=1))
@@ -90,7 +77,7 @@ async def test_every_answer_equals_a_fresh_computation_whatever_the_order(db_url
     """Reads and writes in both orders, the writes from another process (their own engine): each
     answer equals what a server without a read model computes at that moment."""
     records = synthetic_records(2, slug=A)
-    async with serving(db_url) as (_, client):
+    async with serving_uncached(db_url) as (_, client):
         if order == "read first":
             await page(client, A)
             await answer(client, LIST)
@@ -99,12 +86,12 @@ async def test_every_answer_equals_a_fresh_computation_whatever_the_order(db_url
         await write_runs(db_url, slower(records, by_ms=50.0))  # a changed figure supersedes the run
         assert await page(client, A) == await computed_afresh(db_url, A)
         listed = await answer(client, LIST)
-    async with serving(db_url, read_model_workloads=0) as (_, fresh):
+    async with serving_uncached(db_url, read_model_workloads=0) as (_, fresh):
         assert listed == await answer(fresh, LIST)
 
 
 async def test_a_catalogue_write_recomputes_every_page(db_url):
-    async with serving(db_url) as (app, client):
+    async with serving_uncached(db_url) as (app, client):
         await page(client, A)
         await page(client, B)
         await sql(db_url, "UPDATE hardware SET short_name = short_name || ' (renamed)' WHERE sku = 'NVIDIA H100 SXM5 80GB'")
@@ -115,7 +102,7 @@ async def test_a_catalogue_write_recomputes_every_page(db_url):
 
 
 async def test_a_write_to_the_workload_row_itself_is_shown_at_once(db_url):
-    async with serving(db_url) as (_, client):
+    async with serving_uncached(db_url) as (_, client):
         await page(client, A)
         await sql(db_url, "UPDATE workloads SET description = 'written by another process' WHERE slug = $1", A)
         assert (await page(client, A))["description"] == "written by another process"
@@ -124,7 +111,7 @@ async def test_a_write_to_the_workload_row_itself_is_shown_at_once(db_url):
 async def test_a_mutation_never_reads_the_read_model(db_url):
     """What a mutation reads after its own writes must show them, and versions move only at commit:
     the view reads no version for it, so its loaders compute everything."""
-    async with serving(db_url) as (app, client):
+    async with serving_uncached(db_url) as (app, client):
         await page(client, A)
         reads = app.state.data_version.reads
         response = await client.post("/graphql", json={"query": "mutation { __typename }"})
@@ -133,7 +120,7 @@ async def test_a_mutation_never_reads_the_read_model(db_url):
 
 
 async def test_the_json_twin_uses_the_read_model_too(db_url):
-    async with serving(db_url) as (app, client):
+    async with serving_uncached(db_url) as (app, client):
         first = (await client.get(f"/workloads/{A}.json")).json()
         hits = app.state.read_model.hits
         second = (await client.get(f"/workloads/{A}.json")).json()
@@ -141,14 +128,14 @@ async def test_the_json_twin_uses_the_read_model_too(db_url):
 
 
 async def test_the_read_model_can_be_turned_off(db_url):
-    async with serving(db_url, read_model_workloads=0) as (app, client):
+    async with serving_uncached(db_url, read_model_workloads=0) as (app, client):
         await page(client, A)
         await page(client, A)
         assert len(app.state.read_model) == 0 and app.state.data_version.reads == 0
 
 
 async def test_metrics_show_the_read_model(db_url):
-    async with serving(db_url) as (_, client):
+    async with serving_uncached(db_url) as (_, client):
         await page(client, A)
         await page(client, A)
         text = (await client.get("/metrics")).text
@@ -245,7 +232,7 @@ def test_values_live_only_beside_their_page_and_the_bound_holds():
 
 async def test_the_ids_the_store_reads_are_the_workloads(db_url):
     """ReadModel keys pages by workload id and maps current revisions: the real page has both."""
-    async with serving(db_url) as (app, client):
+    async with serving_uncached(db_url) as (app, client):
         await page(client, A)
         model: ReadModel = app.state.read_model
         a = await workload_id(db_url, A)
@@ -257,7 +244,7 @@ async def test_the_ids_the_store_reads_are_the_workloads(db_url):
 async def test_a_query_that_reads_no_page_reads_no_version(db_url):
     """The version is read when a loader first needs it: a runs list never does (it would cost it a
     round trip a request for nothing); a page does, once for all its loaders."""
-    async with serving(db_url) as (app, client):
+    async with serving_uncached(db_url) as (app, client):
         await answer(client, "{ runs(first: 3) { edges { node { meanMs implementation { slug } } } } }")
         assert app.state.data_version.reads == 0
         await page(client, A)

@@ -24,6 +24,7 @@ from kernelindex.graphql.enums import (
     SourceAvailability,
     of_rules,
 )
+from kernelindex.graphql.identity import kept_by_identity
 from kernelindex.graphql.node import Node, to_global_id
 from kernelindex.graphql.text import SHORT_TEXT_KIB, short_text
 from kernelindex.rules import trust_labels as trust
@@ -211,21 +212,15 @@ class Implementation(Node):
 # One Implementation per facts object: the facts are frozen and shared (a catalogue's implementation
 # is the same object in every run of it), and an Implementation is only ever read, so the records of a
 # list of 100 workloads (some 700, over a handful of implementations) share a few instead of each
-# filling its own. Keyed by the facts' identity and holding them, so a key is never reused while kept;
-# emptied when it grows past IMPLEMENTATIONS_KEPT (a new catalogue brings new facts objects).
+# filling its own. Kept by the facts' identity (kernelindex.graphql.identity), at most
+# IMPLEMENTATIONS_KEPT (a new catalogue brings new facts objects).
 IMPLEMENTATIONS_KEPT = 4096
-_implementations: dict[int, Implementation] = {}
 
 
+@kept_by_identity(IMPLEMENTATIONS_KEPT)
 def implementation_of(facts: ImplementationFacts) -> Implementation:
     """The Implementation of `facts` (the same object for the same facts object)."""
-    kept = _implementations.get(id(facts))
-    if kept is not None and kept.facts is facts:
-        return kept
-    if len(_implementations) >= IMPLEMENTATIONS_KEPT:
-        _implementations.clear()
-    made = _implementations[id(facts)] = Implementation(facts=facts)
-    return made
+    return Implementation(facts=facts)
 
 
 @strawberry.type(description="Where runs were measured: a hardware SKU, a provider and a software stack. Same SKU with another stack is another environment.")
