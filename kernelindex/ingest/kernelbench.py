@@ -14,24 +14,24 @@ import re
 import stat
 import subprocess
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from benchmarks.naming import level_number, problem_name  # torch-free
 from benchmarks.problem_constants import UnreadableConfiguration, static_configuration  # torch-free
-from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
 from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
+from kernelindex.ingest.pipeline import Mode, Pipeline
 from kernelindex.ingest.progress import Progress, say
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record, parse_json_line
 from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.trace_cache import TraceCache, install_command, missing_module
 from kernelindex.ingest.traces import ProblemTrace, ProblemTraceError, traced_with
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, workload_slug
-from kernelindex.ingest.writer import RunWriter
 from kernelindex.rules.identity import sha256_hex
 from kernelindex.rules.providers import normalise_provider
 from kernelindex.services.records import refresh_workloads
@@ -604,59 +604,39 @@ async def _write_checkout(
     records, failed_records, input_problems = timing_records(
         root, by_key, untraced, set(levels), upstream_revision, observed_date, summary
     )
-    if input_problems and strict:
-        raise IngestAborted(input_problems)
-    summary.add_problems(input_problems)  # before the writer's: told in the order they were found
+    mode = Mode.of(strict=strict, dry_run=dry_run)
 
-    engine = make_engine(database_url, pool_size=2, max_overflow=0)
-    sessionmaker = make_sessionmaker(engine)
-    try:
-        async with sessionmaker() as session:
-            try:
-                # The checkout is one upstream snapshot (complete when every level was read): the
-                # snapshots, not the order of imports, decide each workload's current revision.
-                snapshot = await record_snapshot(
-                    session, "kernelbench", upstream_revision, date.fromisoformat(observed_date),
-                    [spec for _, spec in specs], complete=set(levels) >= set(ALL_LEVELS),
-                )
-                touched = snapshot.changed_workload_ids
-                summary.changes = [change.words for change in snapshot.changes]
-                inserted, new, unchanged = snapshot.tally()
-                summary.workloads_inserted += inserted
-                summary.workloads_new_revision += new
-                summary.workloads_unchanged += unchanged
-                if dry_run:
-                    writer = RunWriter(dry_run=True)
-                    summary.add_part(await writer.write(session, records), counted=True)
-                    summary.add_part(await writer.write(session, failed_records), counted=True, failed=True)
-                    await session.rollback()
-                else:
-                    # A new revision changes which runs are eligible: recompute those workloads' records.
-                    await refresh_workloads(session, touched)
-                    await session.commit()
-            except BaseException:
-                await session.rollback()
-                raise
-        if not dry_run:
-            bar = Progress("ingest timings", total=len(records) + len(failed_records)) if progress else None
-            # One writer for every batch, its record events derived once after the last: the history of
-            # an import does not depend on where its batches were cut.
-            writer = RunWriter(defer_events=True)  # each batch in a transaction of its own
-            for kind, batch in _batches(records, failed_records, batch_size):
-                async with transaction(sessionmaker) as session:
-                    part = await writer.write(session, batch)
-                    if part.problems and strict:
-                        raise IngestAborted(part.problems)
-                # The entries were counted found as they were read; a null entry's run is a failed entry.
-                summary.add_part(part, counted=True, failed=kind == "failed")
-                if bar:
-                    bar.advance(len(batch))
-            async with transaction(sessionmaker) as session:
-                await writer.record_events(session)
-            if bar:
-                bar.close()
-    finally:
-        await engine.dispose()
+    async def apply_snapshot(session: AsyncSession) -> None:
+        # The checkout is one upstream snapshot (complete when every level was read): the snapshots,
+        # not the order of imports, decide each workload's current revision.
+        snapshot = await record_snapshot(
+            session, "kernelbench", upstream_revision, date.fromisoformat(observed_date),
+            [spec for _, spec in specs], complete=set(levels) >= set(ALL_LEVELS),
+        )
+        summary.changes = [change.words for change in snapshot.changes]
+        inserted, new, unchanged = snapshot.tally()
+        summary.workloads_inserted += inserted
+        summary.workloads_new_revision += new
+        summary.workloads_unchanged += unchanged
+        if mode is not Mode.DRY_RUN:
+            # A new revision changes which runs are eligible: recompute those workloads' records.
+            await refresh_workloads(session, snapshot.changed_workload_ids)
+
+    # The pipeline's unit of work holds the snapshot too: --strict writes nothing (the snapshot, the
+    # batches) when any entry anywhere has a problem; --dry-run writes nothing at all.
+    total = len(records) + len(failed_records)
+    async with Pipeline.open(
+        database_url, mode, summary, batch_size=batch_size, track_keys=False,
+        progress=("ingest timings", total) if progress and mode is not Mode.DRY_RUN else None,
+    ) as pipeline:
+        await pipeline.catalogue(apply_snapshot)
+        # The entries were counted found (and rejected) as they were read; their problems are told
+        # before the writer's, in the order they were found.
+        summary.add_problems(input_problems)
+        # A null entry's run is a failed entry.
+        await pipeline.write(records, counted=True, advance=True)
+        await pipeline.write(failed_records, counted=True, failed=True, advance=True)
+        await pipeline.finish()
     _notes(summary)
     return summary.check()  # every entry in exactly one outcome
 
@@ -672,13 +652,3 @@ def _notes(summary: IngestSummary) -> None:
         )
     summary.notes += [f"timings skipped for {where}: its configuration cannot be read without running it"
                       for where in summary.unconfigured]
-
-
-def _batches(
-    timed: list[RunRecord], failed: list[RunRecord], size: int
-) -> Iterator[tuple[str, list[RunRecord]]]:
-    for kind, records in (("timed", timed), ("failed", failed)):
-        for start in range(0, len(records), size):
-            yield kind, records[start:start + size]
-
-

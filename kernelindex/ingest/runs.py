@@ -17,15 +17,12 @@ refuse a run stated twice however far apart, are kept by the database in a tempo
 import's one connection).
 
 Catalogue lines (kernelindex.ingest.catalog: hardware and workload revisions, which an export
-writes before its runs) are checked as they come and take effect before the runs after them: a
-default ingest applies them in a transaction of their own; --strict in its one transaction; a dry
-run lays them over the database in memory.
+writes before its runs) are checked as they come and take effect before the runs after them (the
+pipeline's catalogue step: a dry run lays them over the database in memory).
 
-Modes. By default each batch is its own transaction and a bad line costs only itself. --strict:
-the catalogue lines and every batch share one transaction, and any problem in any line means it is
-rolled back, so nothing is written (reading goes on, without writing, to report every problem).
---dry-run: nothing is written; the batches are staged and compared in a transaction that is rolled
-back, and the figures are those the real run gives.
+Modes, batches, halving, record events, progress, the summary and the strict abort are the one
+pipeline's (kernelindex.ingest.pipeline, which says what default, --strict and --dry-run mean); this
+module reads the file into parts and settles the lines that are live runs already.
 """
 
 from __future__ import annotations
@@ -33,22 +30,19 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
-from kernelindex.db.errors import refusal_reason
 from kernelindex.ingest.catalog import apply_catalog, check_catalogue_line, overlay_catalog
-from kernelindex.ingest.errors import IngestAborted, IngestFatal, InputProblem
-from kernelindex.ingest.progress import Progress
+from kernelindex.ingest.errors import IngestAborted as IngestAborted  # what --strict raises (from the pipeline)
+from kernelindex.ingest.errors import IngestFatal, InputProblem
+from kernelindex.ingest.pipeline import Mode, Pipeline
 from kernelindex.ingest.records import CatalogueLine, PendingLine, RunRecord, check_pending, raw_lines, read_pending
-from kernelindex.ingest.resolve import References
 from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.writer import RunWriter
 from kernelindex.settings import get_settings
@@ -58,10 +52,6 @@ READ_BUFFER_BYTES = 1 << 20
 # lines and about this many bytes: a lookup costs a few round trips whatever its size.
 KNOWN_PART_LINES = 20_000
 KNOWN_PART_BYTES = 16 << 20
-
-# Opens one unit of work (a transaction or a savepoint) and yields the session to write with.
-UnitOfWork = Callable[[], AbstractAsyncContextManager[AsyncSession]]
-
 
 # -- the input itself -------------------------------------------------------------------------
 
@@ -206,7 +196,7 @@ async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[Non
             await asyncio.wait([pending])
 
 
-# -- writing ------------------------------------------------------------------------------------
+# -- writing: through the one pipeline (kernelindex.ingest.pipeline) -----------------------------
 
 
 async def _settle_pending(session: AsyncSession, writer: RunWriter, part: Part, tally: IngestSummary, reader: PartReader) -> None:
@@ -233,58 +223,6 @@ async def _settle_pending(session: AsyncSession, writer: RunWriter, part: Part, 
     part.records.sort(key=lambda record: record.line or 0)
 
 
-async def _write_halving(unit_of_work: UnitOfWork, writer: RunWriter, batch: list[RunRecord]) -> IngestSummary:
-    """One batch in a unit of work (`unit_of_work()` opens it and yields the session to write with).
-    When the database refuses the batch, it is halved, each half in a unit of its own, until the
-    records it refuses are alone: those come back rejected with its reason, the others are written."""
-    try:
-        async with unit_of_work() as session:
-            return await writer.write(session, batch)
-    except Exception as exc:
-        reason = refusal_reason(exc)
-        if reason is None:
-            raise
-        writer.forget()
-        if len(batch) == 1:
-            rec = batch[0]
-            return IngestSummary(found=1, rejected=1, problems=[InputProblem(rec.file, rec.where, f"the database refused it: {reason}")])
-    summary = IngestSummary()
-    middle = len(batch) // 2
-    for half in (batch[:middle], batch[middle:]):
-        summary.merge(await _write_halving(unit_of_work, writer, half))
-    return summary
-
-
-def _own_transactions(sessionmaker: async_sessionmaker[AsyncSession]) -> UnitOfWork:
-    """Units of work for the default mode: each batch (or half) in a transaction of its own."""
-    return lambda: transaction(sessionmaker)
-
-
-def _savepoints(session: AsyncSession) -> UnitOfWork:
-    """Units of work for --strict and --dry-run: savepoints in the caller's one transaction."""
-
-    @asynccontextmanager
-    async def savepoint() -> AsyncIterator[AsyncSession]:
-        async with session.begin_nested():
-            yield session
-
-    return savepoint
-
-
-def _read(summary: IngestSummary, part: Part) -> None:
-    """A part read: its problems, and its bad and refused lines as found and rejected (its records and
-    pending lines are counted found where they are written or settled)."""
-    summary.add_problems(part.problems)
-    summary.found += part.bad_lines + part.catalogue_refused
-    summary.rejected += part.bad_lines + part.catalogue_refused
-
-
-def _read_all(summary: IngestSummary, reader: PartReader) -> None:
-    """The input has been read to its end: an input without a record or a catalogue line is refused."""
-    if not reader.saw_any:
-        summary.reject([InputProblem(reader.label, "line 1", "the file holds no run records (it is empty)")])
-
-
 async def ingest_runs_file(
     database_url: str,
     path: Path,
@@ -298,122 +236,35 @@ async def ingest_runs_file(
     max_file_bytes: int | None = None,
 ) -> IngestSummary:
     size = check_input_file(path, label, max_file_bytes)
-    # One connection: the stage and the keys staged so far are temporary tables on it.
-    engine = make_engine(database_url, pool_size=1, max_overflow=0)
-    sessionmaker = make_sessionmaker(engine)
+    mode = Mode.of(strict=strict, dry_run=dry_run)
     tally = IngestSummary()
-    bar = Progress("ingest runs (bytes)", total=size) if progress else None
-    try:
-        # A large buffer: the reader thread refills it (releasing and taking back the interpreter lock,
-        # which the thread merging the previous part may hold) a hundred times a gigabyte, not 100,000.
-        with path.open("rb", buffering=READ_BUFFER_BYTES) as stream:
-            reader = PartReader(stream, label, batch_size)
-            if dry_run:
-                await _dry_run(sessionmaker, reader, tally, bar, now)
-            elif strict:
-                await _strict(sessionmaker, reader, tally, bar, now)
-            else:
-                await _default(sessionmaker, reader, tally, bar, now)
-    finally:
-        if bar:
-            bar.close()
-        await engine.dispose()
-    return tally.check()
+    # A large buffer: the reader thread refills it (releasing and taking back the interpreter lock,
+    # which the thread merging the previous part may hold) a hundred times a gigabyte, not 100,000.
+    with path.open("rb", buffering=READ_BUFFER_BYTES) as stream:
+        reader = PartReader(stream, label, batch_size)
+        async with Pipeline.open(
+            database_url, mode, tally, now=now, batch_size=batch_size, overlay=True,
+            progress=("ingest runs (bytes)", size) if progress else None,
+        ) as pipeline:
 
+            async def handle(part: Part) -> None:
+                pipeline.problems(part.problems, entries=part.bad_lines + part.catalogue_refused)
+                if part.catalogue:
+                    # Hardware and workload revisions first: the runs after them refer to them.
+                    catalogue = part.catalogue
+                    await pipeline.catalogue(
+                        lambda session: apply_catalog(session, catalogue),
+                        lambda refs: overlay_catalog(catalogue, refs.by_slug, refs.by_triple, refs.hardware, refs.by_key),
+                    )
+                if part.pending:
+                    async with pipeline.unit() as session:
+                        await _settle_pending(session, pipeline.writer, part, tally, reader)
+                await pipeline.write(part.records)
+                pipeline.advance(part.bytes_read)
 
-async def _default(
-    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: IngestSummary, bar: Progress | None, now: datetime | None,
-) -> None:
-    # Events once, after the last batch: the same file in batches of 1 or of 5,000 makes the same history.
-    writer = RunWriter(now=now, defer_events=True, track_keys=True)  # each batch in a transaction of its own
-
-    async def handle(part: Part) -> None:
-        _read(tally, part)
-        if part.catalogue:
-            # Hardware and workload revisions first, in a transaction of their own: the runs refer to them.
-            async with transaction(sessionmaker) as session:
-                await apply_catalog(session, part.catalogue)
-        if part.pending:
-            async with transaction(sessionmaker) as session:
-                await _settle_pending(session, writer, part, tally, reader)
-        for batch in reader.batches(part.records):
-            tally.add_part(await _write_halving(_own_transactions(sessionmaker), writer, batch))
-        if bar:
-            bar.advance(part.bytes_read)
-
-    await _read_ahead(reader, handle)
-    _read_all(tally, reader)
-    async with transaction(sessionmaker) as session:
-        await writer.record_events(session)
-
-
-async def _strict(
-    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: IngestSummary, bar: Progress | None, now: datetime | None,
-) -> None:
-    # All or nothing: the catalogue lines and the batches share one transaction, the index write lock
-    # first (apply_catalog and the writer take it before their first write). After the first problem
-    # nothing more is written (the transaction will be rolled back), but every line is still read
-    # and checked, so the refusal lists every problem.
-    async with transaction(sessionmaker) as session:
-        writer = RunWriter(now=now, defer_events=True, track_keys=True)
-        failed = False
-
-        async def handle(part: Part) -> None:
-            nonlocal failed
-            _read(tally, part)
-            failed = failed or bool(part.problems)
-            if not failed and part.catalogue:
-                await apply_catalog(session, part.catalogue)
-            problems_before = tally.problem_count
-            await _settle_pending(session, writer, part, tally, reader)
-            failed = failed or tally.problem_count > problems_before
-            for batch in reader.batches(part.records):
-                if not failed:
-                    written = await _write_halving(_savepoints(session), writer, batch)
-                    failed = bool(written.problems)
-                    tally.add_part(written)
-                else:
-                    # Still checked against the database (unknown workloads, hardware), not written.
-                    tally.add_part(await _checked_only(session, writer, batch))
-            if bar:
-                bar.advance(part.bytes_read)
-
-        await _read_ahead(reader, handle)
-        _read_all(tally, reader)
-        if tally.problems or tally.problems_not_kept:
-            raise IngestAborted(tally.problems, total=tally.problem_count)
-        await writer.record_events(session)
-
-
-async def _checked_only(session: AsyncSession, writer: RunWriter, records: list[RunRecord]) -> IngestSummary:
-    """A batch of a --strict ingest that already failed: resolved and staged, never merged, so its
-    problems are reported; its counts are not (nothing will be written)."""
-    async with session.begin_nested() as savepoint:
-        part = await writer.write(session, records, dry_run=True)
-        await savepoint.rollback()
-    return IngestSummary(found=part.rejected, rejected=part.rejected, problems=part.problems)
-
-
-async def _dry_run(
-    sessionmaker: async_sessionmaker[AsyncSession], reader: PartReader, tally: IngestSummary, bar: Progress | None, now: datetime | None,
-) -> None:
-    async with sessionmaker() as session:
-        refs = await References.load(session)
-        writer = RunWriter(now=now, dry_run=True, track_keys=True, known=refs)
-
-        async def handle(part: Part) -> None:
-            _read(tally, part)
-            if part.catalogue:
-                # Nothing written: the lines' hardware and workloads are laid over the database in memory.
-                overlay_catalog(part.catalogue, refs.by_slug, refs.by_triple, refs.hardware, refs.by_key)
-            await _settle_pending(session, writer, part, tally, reader)
-            for batch in reader.batches(part.records):
-                tally.add_part(await _write_halving(_savepoints(session), writer, batch))
-            if bar:
-                bar.advance(part.bytes_read)
-
-        try:
             await _read_ahead(reader, handle)
-            _read_all(tally, reader)
-        finally:
-            await session.rollback()
+            if not reader.saw_any:
+                # The input has been read to its end: one without a record or a catalogue line is refused.
+                pipeline.problems([InputProblem(label, "line 1", "the file holds no run records (it is empty)")])
+            await pipeline.finish()
+    return tally.check()

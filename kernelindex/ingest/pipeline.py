@@ -1,0 +1,258 @@
+"""The one ingest pipeline: what happens to a source's parts after its adapter read them.
+
+An adapter (a verb's reader: `ingest runs`'s PartReader, `ingest kernelbench`'s checkout reader, the
+source files' adapters under kernelindex.ingest.sources) only reads, and hands the pipeline what it
+read, each part with its file and line (or entry):
+
+    async with Pipeline.open(database_url, Mode.of(strict=…, dry_run=…), summary) as pipeline:
+        await pipeline.catalogue(apply)              # workloads, hardware, snapshots: before the runs
+        pipeline.problems(read_problems)             # what the reader refused (found and rejected)
+        await pipeline.write(records)                # run records, in batches
+    # the summary, checked to add up: pipeline.summary.check()
+
+The pipeline owns, once for every source:
+
+- the mode (`Mode`), with one meaning everywhere:
+  - DEFAULT: each batch is a transaction of its own and a bad record costs only itself; when the
+    database refuses a batch it is halved, each half in a unit of its own, until the records it
+    refuses are alone (`write_halving`). The catalogue step is a transaction of its own, first.
+  - STRICT: the catalogue step and every batch share one transaction; any problem anywhere (read,
+    checked or refused by the database) means it is rolled back and nothing is written
+    (IngestAborted, exit 3). Once a problem is found nothing more is written, but every batch is
+    still checked against the database (not merged), so the refusal lists every problem.
+  - DRY_RUN: nothing is written: the catalogue step is laid over the database in memory (a source
+    that offers an overlay) or applied in the one transaction, the batches are staged and compared
+    there, and the transaction is rolled back; the figures are those the real run gives.
+- batching (`batch_size` records a unit of work) and halving;
+- the record events, once after the last batch (the same input in batches of 1 or 5,000 makes the
+  same history);
+- progress (kernelindex.ingest.progress: a rich bar on a terminal, plain lines elsewhere);
+- the one summary (kernelindex.ingest.summary.IngestSummary) every batch is added to, and the
+  strict abort.
+
+One connection (pool of one): the stage and the natural keys staged so far are temporary tables of it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from datetime import datetime
+from typing import Self
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from kernelindex.db.engine import make_engine, make_sessionmaker, transaction
+from kernelindex.db.errors import refusal_reason
+from kernelindex.ingest.errors import IngestAborted, InputProblem
+from kernelindex.ingest.progress import Progress
+from kernelindex.ingest.records import RunRecord
+from kernelindex.ingest.resolve import References
+from kernelindex.ingest.summary import IngestSummary
+from kernelindex.ingest.writer import RunWriter
+
+DEFAULT_BATCH_SIZE = 5000
+
+# Opens one unit of work (a transaction or a savepoint) and yields the session to write with.
+UnitOfWork = Callable[[], AbstractAsyncContextManager[AsyncSession]]
+
+
+class Mode(enum.Enum):
+    """How an ingest writes (the module says what each means)."""
+
+    DEFAULT = "default"
+    STRICT = "strict"
+    DRY_RUN = "dry_run"
+
+    @classmethod
+    def of(cls, *, strict: bool = False, dry_run: bool = False) -> Mode:
+        """The mode of a verb's flags (--dry-run writes nothing, whatever else is asked)."""
+        return cls.DRY_RUN if dry_run else cls.STRICT if strict else cls.DEFAULT
+
+
+async def write_halving(unit_of_work: UnitOfWork, writer: RunWriter, batch: list[RunRecord]) -> IngestSummary:
+    """One batch in a unit of work (`unit_of_work()` opens it and yields the session to write with).
+    When the database refuses the batch, it is halved, each half in a unit of its own, until the
+    records it refuses are alone: those come back rejected with its reason, the others are written."""
+    try:
+        async with unit_of_work() as session:
+            return await writer.write(session, batch)
+    except Exception as exc:
+        reason = refusal_reason(exc)
+        if reason is None:
+            raise
+        writer.forget()
+        if len(batch) == 1:
+            rec = batch[0]
+            return IngestSummary(found=1, rejected=1, problems=[InputProblem(rec.file, rec.where, f"the database refused it: {reason}")])
+    summary = IngestSummary()
+    middle = len(batch) // 2
+    for half in (batch[:middle], batch[middle:]):
+        summary.merge(await write_halving(unit_of_work, writer, half))
+    return summary
+
+
+async def checked_only(session: AsyncSession, writer: RunWriter, records: list[RunRecord]) -> IngestSummary:
+    """A batch of a --strict ingest that already failed: resolved and staged, never merged, so its
+    problems are reported; its counts are not (nothing will be written)."""
+    async with session.begin_nested() as savepoint:
+        part = await writer.write(session, records, dry_run=True)
+        await savepoint.rollback()
+    return IngestSummary(found=part.rejected, rejected=part.rejected, problems=part.problems)
+
+
+class Pipeline:
+    """One ingest of one source: its mode, its writer, its one session (strict, dry run), its
+    summary and its progress. Opened with `Pipeline.open(...)` (an async context manager): leaving
+    it commits (default: each unit already has; strict: the one transaction) or rolls back (a dry
+    run, an error, a strict ingest that found a problem)."""
+
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], mode: Mode, summary: IngestSummary, *,
+        now: datetime | None = None, batch_size: int = DEFAULT_BATCH_SIZE, track_keys: bool = True,
+        progress: Progress | None = None,
+    ):
+        self.sessionmaker = sessionmaker
+        self.mode = mode
+        self.summary = summary
+        self.batch_size = batch_size
+        self.progress = progress
+        self.now = now
+        self.track_keys = track_keys
+        self.writer = RunWriter(now=now, defer_events=True, track_keys=track_keys)
+        # strict and dry run: the one session every unit of work is in
+        self.session: AsyncSession | None = None
+        # a dry run whose source lays its catalogue over the database in memory: what records resolve against
+        self.known: References | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, database_url: str, mode: Mode, summary: IngestSummary, *, now: datetime | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE, track_keys: bool = True, overlay: bool = False,
+        progress: tuple[str, int | None] | None = None,
+    ) -> AsyncIterator[Self]:
+        """The pipeline of one ingest, on an engine of its own (one connection). overlay: in a dry
+        run, the source lays its catalogue over the database in memory (`catalogue(..., overlay=)`),
+        and records resolve against that. progress: (label, total) of the bar the pipeline draws
+        (advanced by `advance`), or None for none."""
+        engine = make_engine(database_url, pool_size=1, max_overflow=0)
+        bar = Progress(progress[0], total=progress[1]) if progress is not None else None
+        try:
+            pipeline = cls(make_sessionmaker(engine), mode, summary, now=now, batch_size=batch_size,
+                           track_keys=track_keys, progress=bar)
+            async with pipeline._opened(overlay=overlay):
+                yield pipeline
+        finally:
+            if bar is not None:
+                bar.close()
+            await engine.dispose()
+
+    @asynccontextmanager
+    async def _opened(self, *, overlay: bool) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            if self.mode is Mode.STRICT:
+                # All or nothing: one transaction, the index write lock first (the catalogue step and
+                # the writer take it before their first write).
+                self.session = await stack.enter_async_context(transaction(self.sessionmaker))
+            elif self.mode is Mode.DRY_RUN:
+                self.session = session = await stack.enter_async_context(self.sessionmaker())
+                stack.push_async_callback(session.rollback)
+                if overlay:
+                    self.known = await References.load(session)
+                self.writer = RunWriter(now=self.now, dry_run=True, track_keys=self.track_keys, known=self.known)
+            yield
+
+    # -- the units of work
+
+    @asynccontextmanager
+    async def unit(self) -> AsyncIterator[AsyncSession]:
+        """One unit of work that is not a batch of records (a lookup, a reader's step): a transaction
+        of its own by default, the one session's transaction otherwise."""
+        if self.session is None:
+            async with transaction(self.sessionmaker) as session:
+                yield session
+        else:
+            yield self.session
+
+    def _batch_units(self) -> UnitOfWork:
+        """Units of work for a batch: a transaction of its own by default; a savepoint in the one
+        transaction in the other modes."""
+        session = self.session
+        if session is None:
+            sessionmaker = self.sessionmaker
+            return lambda: transaction(sessionmaker)
+
+        @asynccontextmanager
+        async def savepoint() -> AsyncIterator[AsyncSession]:
+            async with session.begin_nested():
+                yield session
+
+        return savepoint
+
+    @property
+    def failed(self) -> bool:
+        """A strict ingest has found a problem: nothing more is written (all is rolled back)."""
+        return self.mode is Mode.STRICT and self.summary.problem_count > 0
+
+    # -- the steps
+
+    async def catalogue(
+        self, apply: Callable[[AsyncSession], Awaitable[object]], overlay: Callable[[References], None] | None = None,
+    ) -> None:
+        """A source's catalogue step (hardware, workloads and revisions, snapshots), before the runs
+        that name it: by default in a transaction of its own; strict, in the one transaction (not
+        once a problem was found); a dry run lays it over the database in memory where the source
+        offers `overlay` and the pipeline was opened with overlay, else applies it in the one
+        transaction (rolled back)."""
+        if self.mode is Mode.DRY_RUN and overlay is not None and self.known is not None:
+            overlay(self.known)
+            return
+        if self.failed:
+            return
+        async with self.unit() as session:
+            await apply(session)
+
+    def problems(self, problems: list[InputProblem], *, entries: int | None = None, counted: bool = False) -> None:
+        """What the reader refused: `entries` entries (default: one per problem) found and rejected,
+        with their problems (counted: found already, when they were read)."""
+        count = len(problems) if entries is None else entries
+        self.summary.add_problems(problems)
+        if not counted:
+            self.summary.found += count
+        self.summary.rejected += count
+
+    async def write(
+        self, records: list[RunRecord], *, counted: bool = False, failed: bool = False, advance: bool = False,
+    ) -> None:
+        """Run records, in batches of batch_size, each batch's outcome added to the summary.
+        counted: their entries were counted found as they were read; failed: they are entries the
+        source timed nothing for, stored as failed runs (IngestSummary.add_part); advance: the
+        progress counts records (each batch's, as it is written)."""
+        for start in range(0, len(records), self.batch_size):
+            batch = records[start : start + self.batch_size]
+            if self.failed:
+                assert self.session is not None
+                # Still checked against the database (unknown workloads, hardware), not written.
+                written = await checked_only(self.session, self.writer, batch)
+            else:
+                written = await write_halving(self._batch_units(), self.writer, batch)
+            self.summary.add_part(written, counted=counted, failed=failed)
+            if advance:
+                self.advance(len(batch))
+
+    def advance(self, n: int) -> None:
+        if self.progress is not None:
+            self.progress.advance(n)
+
+    async def finish(self) -> IngestSummary:
+        """After the last batch: a strict ingest that found any problem aborts (IngestAborted:
+        nothing written); else the record events of everything written (none in a dry run)."""
+        if self.mode is Mode.DRY_RUN:
+            return self.summary
+        if self.mode is Mode.STRICT and self.summary.problem_count:
+            raise IngestAborted(self.summary.problems, total=self.summary.problem_count)
+        async with self.unit() as session:
+            await self.writer.record_events(session)
+        return self.summary
