@@ -17,10 +17,11 @@ remembers it, with the reason.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -238,3 +239,24 @@ async def _retraction_events(session: AsyncSession, workload_ids: list[int], why
         )
     return len(rows)
 
+
+async def mark_outdated(session: AsyncSession, source_ids: Sequence[int]) -> set[int]:
+    """A whole snapshot is outdated once a newer whole snapshot of its source is stored (not retracted).
+    Returns the workloads with runs in a snapshot whose mark moved: their eligible runs changed."""
+    moved = (await session.execute(text(
+        "UPDATE source_snapshots s SET outdated = v.outdated FROM ("
+        " SELECT s2.id, EXISTS (SELECT 1 FROM source_snapshots n WHERE n.source_id = s2.source_id AND n.whole"
+        " AND n.retracted_at IS NULL AND n.revision_date > s2.revision_date) AS outdated"
+        " FROM source_snapshots s2 WHERE s2.whole AND s2.source_id = ANY(CAST(:ids AS int[]))) v "
+        "WHERE s.id = v.id AND s.outdated IS DISTINCT FROM v.outdated RETURNING s.id"
+    ), {"ids": list(source_ids)})).scalars().all()
+    return await workloads_with_runs(session, "source_snapshot_id", moved)
+
+
+async def workloads_with_runs(session: AsyncSession, column: str, ids: Collection[int]) -> set[int]:
+    """The workloads with a run whose `column` (id, source_snapshot_id, implementation_id) is one of these."""
+    if not ids:
+        return set()
+    rows = await session.execute(text(f"SELECT DISTINCT workload_id FROM runs WHERE {column} = ANY(CAST(:ids AS bigint[]))"),
+                                 {"ids": sorted(ids)})
+    return set(rows.scalars().all())

@@ -48,7 +48,9 @@ from kernelindex.db.models import Protocol as ProtocolRow
 from kernelindex.ingest.digests import configuration_key_memo, environment_fingerprint_memo, stated_content_digest
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.merge import merge_stage
+from kernelindex.ingest.pipeline import Mode, Pipeline
 from kernelindex.ingest.resolve import HardwareRefusal, ensure_rows, load_hardware_index, table_of
+from kernelindex.ingest.snapshots import mark_outdated, workloads_with_runs
 from kernelindex.ingest.sources.parts import (
     ConfigurationPart,
     ImplementationPart,
@@ -186,28 +188,6 @@ async def _snapshot_ids(session: AsyncSession, source_ids: dict[str, int], snaps
             SourceSnapshot.source_id == source_id, SourceSnapshot.revision == snapshot.revision))).one()
         ids[key] = row.id
     return ids
-
-
-async def mark_outdated(session: AsyncSession, source_ids: Sequence[int]) -> set[int]:
-    """A whole snapshot is outdated once a newer whole snapshot of its source is stored (not retracted).
-    Returns the workloads with runs in a snapshot whose mark moved: their eligible runs changed."""
-    moved = (await session.execute(text(
-        "UPDATE source_snapshots s SET outdated = v.outdated FROM ("
-        " SELECT s2.id, EXISTS (SELECT 1 FROM source_snapshots n WHERE n.source_id = s2.source_id AND n.whole"
-        " AND n.retracted_at IS NULL AND n.revision_date > s2.revision_date) AS outdated"
-        " FROM source_snapshots s2 WHERE s2.whole AND s2.source_id = ANY(CAST(:ids AS int[]))) v "
-        "WHERE s.id = v.id AND s.outdated IS DISTINCT FROM v.outdated RETURNING s.id"
-    ), {"ids": list(source_ids)})).scalars().all()
-    return await _workloads_with_runs(session, "source_snapshot_id", moved)
-
-
-async def _workloads_with_runs(session: AsyncSession, column: str, ids: Collection[int]) -> set[int]:
-    """The workloads with a run whose `column` (id, source_snapshot_id, implementation_id) is one of these."""
-    if not ids:
-        return set()
-    rows = await session.execute(text(f"SELECT DISTINCT workload_id FROM runs WHERE {column} = ANY(CAST(:ids AS bigint[]))"),
-                                 {"ids": sorted(ids)})
-    return set(rows.scalars().all())
 
 
 async def _newest_of_its_sources(session: AsyncSession, source_ids: Collection[int], snapshot: Snapshot) -> bool:
@@ -355,7 +335,7 @@ async def import_source(
         # so two files in either order leave the same rows; an older file only adds the ones it alone names.
         updated = await _update_rows(session, Implementation, implementations)
         # a role or a name moved: the cohorts' baselines and flags are judged again
-        changed |= await _workloads_with_runs(session, "implementation_id", updated)
+        changed |= await workloads_with_runs(session, "implementation_id", updated)
     impl_ids = await ensure_rows(session, table_of(Implementation), implementations, ["slug"])
     protocols: dict[tuple[str, str], dict[str, Any]] = {}
     environments: dict[str, dict[str, Any]] = {}
@@ -432,7 +412,7 @@ async def import_source(
         summary.rejected += len(merged.refused)
         summary.add_problems([r.problem for r in sorted(merged.refused, key=lambda r: r.index)])
         # new or changed figures (a superseded run's replacement is inserted too)
-        changed |= await _workloads_with_runs(session, "id", merged.inserted_run_ids)
+        changed |= await workloads_with_runs(session, "id", merged.inserted_run_ids)
         summary.workloads |= {row.workload_id for row in staged}
         summary.implementations |= {row.implementation_id for row in staged}
         summary.environments |= {row.environment_id for row in staged}
@@ -493,13 +473,6 @@ async def _set_canonical(
     return set(moved.scalars().all())
 
 
-
-
-class _RolledBack(Exception):
-    """A dry run's end: its summary, after everything it did was rolled back."""
-
-    def __init__(self, summary: IngestSummary):
-        self.summary = summary
 
 
 async def _remember_file(session: AsyncSession, sha256: str, snapshot: Snapshot, summary: IngestSummary) -> None:
@@ -595,25 +568,20 @@ async def import_source_file(
     database_url: str, read: SourceRead, sources: Sequence[SourcePart], snapshot: Snapshot, *,
     strict: bool = False, dry_run: bool = False, sha256: str | None = None,
 ) -> IngestSummary:
-    """One file, one transaction: it lands whole or not at all. --strict: any line the adapter refused or
-    any run this import refuses aborts with nothing written (IngestAborted). --dry-run: everything is
-    done and counted inside the transaction, then rolled back."""
-    if strict and read.summary.refused:
+    """One file, one unit of work of the ingest pipeline (kernelindex.ingest.pipeline): it lands whole or
+    not at all, in the pipeline's mode. --strict: any line the adapter refused or any run this import
+    refuses aborts with nothing written (IngestAborted). --dry-run: everything is done and counted in the
+    pipeline's one transaction, then rolled back."""
+    mode = Mode.of(strict=strict, dry_run=dry_run)
+    if mode is Mode.STRICT and read.summary.refused:
         raise IngestAborted(read_problems(read), len(read.summary.refused))
-    engine = make_engine(database_url, pool_size=1, max_overflow=0)
-    try:
-        async with make_sessionmaker(engine)() as session:
-            try:
-                async with session.begin():
-                    summary = await import_source(session, read, sources, snapshot, dry_run=dry_run)
-                    if strict and summary.rejected:
-                        raise IngestAborted(summary.problems, summary.problem_count)
-                    if dry_run:
-                        raise _RolledBack(summary)
-                    if sha256 is not None:
-                        await _remember_file(session, sha256, snapshot, summary)
-            except _RolledBack as done:
-                return done.summary
-        return summary
-    finally:
-        await engine.dispose()
+    # The file's own stage and merge (import_source) write its runs, not the pipeline's batches: a
+    # snapshot's runs, its workloads and their canonical configurations are decided together.
+    async with Pipeline.open(database_url, mode, IngestSummary(), track_keys=False) as pipeline:
+        async with pipeline.unit() as session:
+            summary = await import_source(session, read, sources, snapshot, dry_run=mode is Mode.DRY_RUN)
+            if mode is Mode.STRICT and summary.rejected:
+                raise IngestAborted(summary.problems, summary.problem_count)
+            if mode is not Mode.DRY_RUN and sha256 is not None:
+                await _remember_file(session, sha256, snapshot, summary)
+    return summary

@@ -40,7 +40,7 @@ from kernelindex.ingest.merge import CohortRefresh, MergeResult, claim_known_lin
 from kernelindex.ingest.record_types import LineProbe, workload_reference
 from kernelindex.ingest.records import PendingLine, RunRecord
 from kernelindex.ingest.resolve import DimensionIds, References, ResolvedRecord, ResolvedWorkload, Resolver
-from kernelindex.ingest.source_import import mark_outdated
+from kernelindex.ingest.snapshots import mark_outdated
 from kernelindex.ingest.stage import KnownLineCandidate, Stage, StagedRun, staged_run
 from kernelindex.ingest.summary import IngestSummary, Refused
 from kernelindex.services.records import CohortKey, RefreshSummary, refresh_workloads

@@ -101,3 +101,28 @@ def test_a_table_the_format_does_not_carry_is_refused_line_by_line(cli, db_url, 
     assert "entries: 9 found = 4 inserted + 0 unchanged + 0 superseded + 0 failed + 4 skipped + 1 rejected" in err and "4 skipped + 1 refused" in err
     assert "skipped (serving_runs: not modelled)" in out and "refused (kernel_traces)" in out
     assert "skipped (kernel_traces" not in out
+
+
+def test_a_source_file_is_written_through_the_pipeline_in_the_verbs_mode(cli, db_url, tmp_path, capsys, monkeypatch):
+    """The source verbs share the one pipeline's modes (kernelindex.ingest.pipeline) with `ingest runs` and
+    `ingest kernelbench`: each ingest opens it once, in the mode its flags name."""
+    from kernelindex.ingest import pipeline as pipeline_module
+
+    opened: list[pipeline_module.Mode] = []
+    real_open = pipeline_module.Pipeline.open
+
+    def recording(database_url, mode, summary, **kwargs):
+        opened.append(mode)
+        return real_open(database_url, mode, summary, **kwargs)
+
+    monkeypatch.setattr(pipeline_module.Pipeline, "open", recording)
+    bad = small_export()
+    next(line for line in bad if line.get("table") == "benchmark_runs")["row"]["hardwareModel"] = "NVIDIA Z9000"
+    before = counts(db_url)
+    assert cli("ingest", "kernelindex-export", "--strict", str(write(tmp_path, bad, name="catalog-2026-08-16-0123abcd.jsonl"))) == 3
+    assert cli("ingest", "kernelindex-export", "--dry-run", str(write(tmp_path, small_export()))) == 0
+    assert counts(db_url) == before
+    assert cli("ingest", "kernelindex-export", str(write(tmp_path, small_export()))) == 0
+    assert counts(db_url) != before
+    Mode = pipeline_module.Mode
+    assert opened == [Mode.STRICT, Mode.DRY_RUN, Mode.DEFAULT]
