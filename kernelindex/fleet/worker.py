@@ -55,9 +55,11 @@ from kernelindex.db.urls import to_libpq_url
 from kernelindex.fleet import jobs
 from kernelindex.fleet.queue import CPU, TASK_NAME, queue_for
 from kernelindex.fleet.registry import Registration, register_worker
+from kernelindex.ingest.errors import IngestAborted
 from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
+from kernelindex.ingest.pipeline import Pipeline
 from kernelindex.ingest.records import RunRecord, check_record
-from kernelindex.ingest.writer import RunWriter
+from kernelindex.ingest.summary import IngestSummary
 
 # What the sandbox's zygote imports once, so that every job starts warm.
 PRELOAD = ("torch", "benchmarks.candidate", "benchmarks.environment")
@@ -456,10 +458,13 @@ class FleetWorker:
                 if hardware is not None and hardware_problem(hardware) is None:
                     await upsert_hardware(session, hardware)
                 assert self.registration is not None
-                summary = await RunWriter(now=now, fleet_worker=self.registration.writer_identity).write(
-                    session, [RunRecord(record, _SOURCE, f"job {work.job_id}")]
-                )
-                if summary.problems:
+                # The one ingest pipeline, strict, in the job's transaction (a refused record writes nothing).
+                summary = IngestSummary()
+                try:
+                    async with Pipeline.within(session, summary, now=now, fleet_worker=self.registration.writer_identity) as pipeline:
+                        await pipeline.write([RunRecord(record, _SOURCE, f"job {work.job_id}")])
+                        await pipeline.finish()
+                except IngestAborted:
                     problem = summary.problems[0]
                     return await failed(f"the measurement's record {index} was refused: {problem.key}: {problem.reason}")
                 run_ids.append(summary.inserted_run_ids[0] if summary.inserted_run_ids else None)

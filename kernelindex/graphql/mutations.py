@@ -21,8 +21,10 @@ from kernelindex.graphql.enums import ReviewDecision, ReviewState, of_rules
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import decimal_id, from_global_id, to_global_id
 from kernelindex.ingest import snapshots
+from kernelindex.ingest.errors import IngestAborted
+from kernelindex.ingest.pipeline import Pipeline
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record
-from kernelindex.ingest.writer import RunWriter
+from kernelindex.ingest.summary import IngestSummary
 from kernelindex.services import judgements
 from kernelindex.services.tokens import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE
 
@@ -154,19 +156,17 @@ class Mutation:
 
         # check_record passed every one: each is a JSON object.
         run_records = [RunRecord(cast(dict[str, Any], data), _SUBMIT_SOURCE, str(index)) for index, data in enumerate(records)]
-        savepoint = await session.begin_nested()
+        # The one ingest pipeline, strict, in the request's transaction: any record refused and nothing is written.
+        summary = IngestSummary()
         try:
-            summary = await RunWriter(now=ctx.now).write(session, run_records)
-        except BaseException:
-            await savepoint.rollback()
-            raise
-        if summary.problems:
-            await savepoint.rollback()
+            async with Pipeline.within(session, summary, now=ctx.now) as pipeline:
+                await pipeline.write(run_records)
+                await pipeline.finish()
+        except IngestAborted:
             return _refused(
                 [RecordProblem(index=int(p.where), key=p.key, reason=p.reason) for p in summary.problems],
                 warnings=summary.warnings,
             )
-        await savepoint.commit()
         ids = summary.inserted_run_ids
         return SubmitRunsResult(
             ok=True,

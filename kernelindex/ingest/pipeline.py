@@ -8,7 +8,13 @@ read, each part with its file and line (or entry):
         await pipeline.catalogue(apply)              # workloads, hardware, snapshots: before the runs
         pipeline.problems(read_problems)             # what the reader refused (found and rejected)
         await pipeline.write(records)                # run records, in batches
+        await pipeline.finish()                      # the strict abort, the record events
     # the summary, checked to add up: pipeline.summary.check()
+
+A route that writes inside a transaction of its own caller (submitRuns in its request, the fleet
+worker's results in the job's transaction, `seed` in its one transaction) opens the pipeline with
+`Pipeline.within(session, summary)`: STRICT, its one transaction a savepoint of the caller's, so a
+problem anywhere leaves the caller's transaction as it was.
 
 The pipeline owns, once for every source:
 
@@ -36,6 +42,7 @@ One connection (pool of one): the stage and the natural keys staged so far are t
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import datetime
@@ -96,10 +103,26 @@ async def write_halving(unit_of_work: UnitOfWork, writer: RunWriter, batch: list
 async def checked_only(session: AsyncSession, writer: RunWriter, records: list[RunRecord]) -> IngestSummary:
     """A batch of a --strict ingest that already failed: resolved and staged, never merged, so its
     problems are reported; its counts are not (nothing will be written)."""
-    async with session.begin_nested() as savepoint:
+    async with _savepoint(session, keep=False):
         part = await writer.write(session, records, dry_run=True)
-        await savepoint.rollback()
     return IngestSummary(found=part.rejected, rejected=part.rejected, problems=part.problems)
+
+
+@asynccontextmanager
+async def _savepoint(session: AsyncSession, *, keep: bool = True) -> AsyncIterator[None]:
+    """A savepoint: released when the block ends (rolled back when keep is False), rolled back when it
+    raises. Begun by awaiting begin_nested(), which the request's serialized session
+    (kernelindex.graphql.session.SerializedSession) offers as AsyncSession does."""
+    savepoint = await session.begin_nested()
+    try:
+        yield
+    except BaseException:
+        await savepoint.rollback()
+        raise
+    if keep:
+        await savepoint.commit()
+    else:
+        await savepoint.rollback()
 
 
 class Pipeline:
@@ -109,9 +132,10 @@ class Pipeline:
     run, an error, a strict ingest that found a problem)."""
 
     def __init__(
-        self, sessionmaker: async_sessionmaker[AsyncSession], mode: Mode, summary: IngestSummary, *,
+        self, sessionmaker: async_sessionmaker[AsyncSession] | None, mode: Mode, summary: IngestSummary, *,
         now: datetime | None = None, batch_size: int = DEFAULT_BATCH_SIZE, track_keys: bool = True,
-        progress: Progress | None = None,
+        progress: Progress | None = None, fleet_worker: tuple[int, str] | None = None, defer_events: bool = True,
+        keep_run_ids: bool = False,
     ):
         self.sessionmaker = sessionmaker
         self.mode = mode
@@ -120,7 +144,9 @@ class Pipeline:
         self.progress = progress
         self.now = now
         self.track_keys = track_keys
-        self.writer = RunWriter(now=now, defer_events=True, track_keys=track_keys)
+        self.defer_events = defer_events
+        self.keep_run_ids = keep_run_ids
+        self.writer = RunWriter(now=now, defer_events=defer_events, track_keys=track_keys, fleet_worker=fleet_worker)
         # strict and dry run: the one session every unit of work is in
         self.session: AsyncSession | None = None
         # a dry run whose source lays its catalogue over the database in memory: what records resolve against
@@ -149,15 +175,34 @@ class Pipeline:
                 bar.close()
             await engine.dispose()
 
+    @classmethod
+    @asynccontextmanager
+    async def within(
+        cls, session: AsyncSession, summary: IngestSummary, *, now: datetime | None = None,
+        fleet_worker: tuple[int, str] | None = None,
+    ) -> AsyncIterator[Self]:
+        """A STRICT pipeline in the caller's transaction (see the module): its one transaction is a
+        savepoint of the caller's, rolled back when anything raises (IngestAborted from `finish`
+        among them), released otherwise. Its records are written as one batch (a request's or a
+        job's: a few thousand at most), so their record events are made with it, as a deferred pass
+        would make them; the summary keeps the inserted runs' ids (the callers answer with them)."""
+        pipeline = cls(None, Mode.STRICT, summary, now=now, batch_size=sys.maxsize, track_keys=False,
+                       fleet_worker=fleet_worker, defer_events=False, keep_run_ids=True)
+        pipeline.session = session
+        async with _savepoint(session):
+            yield pipeline
+
     @asynccontextmanager
     async def _opened(self, *, overlay: bool) -> AsyncIterator[None]:
+        sessionmaker = self.sessionmaker
+        assert sessionmaker is not None  # `open` made one
         async with AsyncExitStack() as stack:
             if self.mode is Mode.STRICT:
                 # All or nothing: one transaction, the index write lock first (the catalogue step and
                 # the writer take it before their first write).
-                self.session = await stack.enter_async_context(transaction(self.sessionmaker))
+                self.session = await stack.enter_async_context(transaction(sessionmaker))
             elif self.mode is Mode.DRY_RUN:
-                self.session = session = await stack.enter_async_context(self.sessionmaker())
+                self.session = session = await stack.enter_async_context(sessionmaker())
                 stack.push_async_callback(session.rollback)
                 if overlay:
                     self.known = await References.load(session)
@@ -171,6 +216,7 @@ class Pipeline:
         """One unit of work that is not a batch of records (a lookup, a reader's step): a transaction
         of its own by default, the one session's transaction otherwise."""
         if self.session is None:
+            assert self.sessionmaker is not None  # only `within` has none, and it has its session
             async with transaction(self.sessionmaker) as session:
                 yield session
         else:
@@ -182,11 +228,12 @@ class Pipeline:
         session = self.session
         if session is None:
             sessionmaker = self.sessionmaker
+            assert sessionmaker is not None
             return lambda: transaction(sessionmaker)
 
         @asynccontextmanager
         async def savepoint() -> AsyncIterator[AsyncSession]:
-            async with session.begin_nested():
+            async with _savepoint(session):
                 yield session
 
         return savepoint
@@ -238,7 +285,7 @@ class Pipeline:
                 written = await checked_only(self.session, self.writer, batch)
             else:
                 written = await write_halving(self._batch_units(), self.writer, batch)
-            self.summary.add_part(written, counted=counted, failed=failed)
+            self.summary.add_part(written, counted=counted, failed=failed, keep_run_ids=self.keep_run_ids)
             if advance:
                 self.advance(len(batch))
 
@@ -253,6 +300,8 @@ class Pipeline:
             return self.summary
         if self.mode is Mode.STRICT and self.summary.problem_count:
             raise IngestAborted(self.summary.problems, total=self.summary.problem_count)
+        if not self.defer_events:
+            return self.summary  # made with each batch
         async with self.unit() as session:
             await self.writer.record_events(session)
         return self.summary

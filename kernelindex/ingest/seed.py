@@ -20,10 +20,10 @@ from kernelindex.db.engine import in_own_transaction
 from kernelindex.db.models import Implementation, Workload
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.hardware import catalogue_problems, hardware_problem, upsert_hardware
+from kernelindex.ingest.pipeline import Pipeline
 from kernelindex.ingest.records import RunRecord, read_run_records
 from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, upsert_workload
-from kernelindex.ingest.writer import RunWriter
 from kernelindex.services.records import refresh_workloads
 
 SEEDS_DIR = Path(__file__).resolve().parent.parent.parent / "seeds"
@@ -129,10 +129,10 @@ async def load_runs(session: AsyncSession, path: Path) -> IngestSummary:
     problems = [i for i in items if isinstance(i, InputProblem)]
     if problems:
         raise IngestAborted(problems)
-    summary = await RunWriter().write(session, [i for i in items if isinstance(i, RunRecord)])
-    if summary.problems:
-        raise IngestAborted(summary.problems)
-    return summary
+    # The one ingest pipeline, strict, in the seed's one transaction: any problem aborts it (IngestAborted).
+    async with Pipeline.within(session, IngestSummary()) as pipeline:
+        await pipeline.write([i for i in items if isinstance(i, RunRecord)])
+        return await pipeline.finish()
 
 
 async def seed_database(database_url: str) -> SeedSummary:

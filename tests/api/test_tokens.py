@@ -540,7 +540,7 @@ async def test_retraction_reason_is_stored_verbatim_or_refused_clearly(post, cli
 async def test_an_unexpected_failure_while_writing_leaves_nothing_behind(post, client, db_url, monkeypatch):
     """The response of a failed resolver still has status 200 (the middleware commits): the writes
     sit in a savepoint that the failure rolls back."""
-    from kernelindex.graphql import mutations
+    from kernelindex.ingest import pipeline
     from kernelindex.ingest.writer import RunWriter
 
     class FailingWriter(RunWriter):
@@ -548,7 +548,8 @@ async def test_an_unexpected_failure_while_writing_leaves_nothing_behind(post, c
             await super().write(session, records, **kwargs)
             raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(mutations, "RunWriter", FailingWriter)
+    # submitRuns writes through the ingest pipeline, which makes its writer.
+    monkeypatch.setattr(pipeline, "RunWriter", FailingWriter)
     token = await make_token(db_url, "runs:write")
     before = await run_count(db_url)
     body = await post(SUBMIT, {"records": synthetic_records(2)}, token=token)
