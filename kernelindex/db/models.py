@@ -456,7 +456,7 @@ class Run(Base):
             postgresql_where=text("superseded_at IS NULL"),
         ),
         Index("ix_runs_workload_live", "workload_id", postgresql_where=text("superseded_at IS NULL")),
-        Index("ix_runs_revision", "workload_revision_id"),
+        # No index of workload_revision_id alone: ix_runs_cohort leads with it (migration 0022).
         Index("ix_runs_environment", "environment_id"),
         Index("ix_runs_implementation", "implementation_id"),
         Index("ix_runs_observed_at", "observed_at"),
@@ -574,13 +574,16 @@ class CohortBest(Base):
 
     __tablename__ = "cohort_bests"
 
-    workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id", ondelete="CASCADE"), primary_key=True)
+    # Every column is its run's (the run's own, or its environment's hardware): the foreign key to the
+    # run (its cascade included) holds for them all, so they have none of their own (migration 0022:
+    # PostgreSQL checks each key row by row, and they were most of a refresh's upsert).
+    workload_revision_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     configuration_key: Mapped[str] = mapped_column(Text, primary_key=True)
-    protocol_id: Mapped[int] = mapped_column(ForeignKey("protocols.id"), primary_key=True)
-    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"), primary_key=True)
-    implementation_id: Mapped[int] = mapped_column(ForeignKey("implementations.id"), primary_key=True)
-    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"))
-    hardware_id: Mapped[int] = mapped_column(ForeignKey("hardware.id"))
+    protocol_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    environment_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    implementation_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workload_id: Mapped[int] = mapped_column(Integer)
+    hardware_id: Mapped[int] = mapped_column(Integer)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     figure: Mapped[float] = mapped_column(Double)  # the best run's headline figure (runs.figure)
     observed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

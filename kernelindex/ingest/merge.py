@@ -14,7 +14,7 @@ in the same transaction, so readers see a batch's runs and its records together.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -27,7 +27,7 @@ from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.resolve import chunks
 from kernelindex.ingest.stage import KEY_COLUMNS, KEYS, RUN_NAMES
 from kernelindex.ingest.summary import Refused
-from kernelindex.services.facts import cohort_columns
+from kernelindex.services.facts import NewRun, cohort_columns
 from kernelindex.services.records import CohortKey, RefreshSummary, refresh_after_arrivals, refresh_cohorts
 
 # Cohorts refreshed per statement set: as many as services.records refreshes per call (COHORTS_PER_CALL), so a
@@ -270,17 +270,21 @@ class CohortRefresh:
 
     async def after_merge(
         self, session: AsyncSession, arrivals: Mapping[CohortKey, Sequence[int]], *, left: set[CohortKey],
+        new_runs: Mapping[int, NewRun] | None = None,
     ) -> None:
         """The precomputed records (cohort_bests, flags, record events) of the cohorts runs joined
         (`arrivals`: each cohort's new runs), in the same transaction: from the new runs and the stored
         bests, except in the cohorts a run left (`left`), which are judged again in full
         (services.records.refresh_after_arrivals). In chunks: cohorts are independent, and one call's
-        multi-row statements must stay under PostgreSQL's 32,767 parameters."""
+        multi-row statements must stay under PostgreSQL's 32,767 parameters. new_runs: the arrived runs
+        as the writer staged them (by id), so their facts are not read back."""
         if not arrivals:
             return
         for chunk in chunks(sorted(arrivals), COHORTS_PER_REFRESH):
             ids = [run_id for key in chunk for run_id in arrivals[key]]
-            await refresh_after_arrivals(session, chunk, ids, left=left, now=self.now, events=not self.defer_events)
+            # With their values, the arrived runs are a mapping of their ids (refresh_after_arrivals).
+            arrived: Collection[int] = ids if new_runs is None else {run_id: new_runs[run_id] for run_id in ids}
+            await refresh_after_arrivals(session, chunk, arrived, left=left, now=self.now, events=not self.defer_events)
         if self.defer_events:
             await self._remember(session, set(arrivals), {run_id for ids in arrivals.values() for run_id in ids})
 

@@ -17,8 +17,10 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.copy import copy_rows, driver_connection
+from kernelindex.db.engine import decode_json
 from kernelindex.ingest.digests import FIGURE_FIELDS, configuration_key_memo, content_digest, stated_content_digest
 from kernelindex.ingest.resolve import DimensionIds, ResolvedRecord
+from kernelindex.services.facts import NewRun, RunValues
 
 
 class StagedRun(NamedTuple):
@@ -204,6 +206,25 @@ def _stated_run(ord_: int, item: ResolvedRecord, ids: DimensionIds, fleet_worker
         None if quantiles is None else float(quantiles[0]), None if quantiles is None else float(quantiles[1]),
         _float(data.get("source_speedup")), data.get("upstream_id") or "",
     )
+
+
+def new_run(run_id: int, row: StagedRun) -> NewRun:
+    """A staged row the merge inserted as run `run_id`, as the cohort refresh judges it: its columns
+    as reading the run back would give them (the JSON columns decoded as the engine decodes them, the
+    samples as float8[] holds them), so its facts need not be read back
+    (kernelindex.services.records.refresh_after_arrivals)."""
+    return NewRun(RunValues(
+        id=run_id, workload_id=row.workload_id, workload_revision_id=row.workload_revision_id,
+        bindings=decode_json(row.bindings), dtype=row.dtype, configuration_key=row.configuration_key, status=row.status,
+        failure_reason=row.failure_reason, mean_ms=row.mean_ms, std_ms=row.std_ms, min_ms=row.min_ms, max_ms=row.max_ms,
+        median_ms=row.median_ms, p5_ms=row.p5_ms, p95_ms=row.p95_ms, num_trials=row.num_trials,
+        samples_ms=None if row.samples_ms is None else [float(v) for v in row.samples_ms],
+        compile_time_ms=row.compile_time_ms, correctness=None if row.correctness is None else decode_json(row.correctness),
+        observed_at=row.observed_at, evidence=row.evidence, superseded_at=None, retracted_at=None,
+        fleet_machine_id=row.fleet_machine_id, claimed_evidence=row.claimed_evidence, figure=row.figure,
+        figure_low=row.figure_low, figure_high=row.figure_high, low_quantile=row.low_quantile,
+        high_quantile=row.high_quantile, source_speedup=row.source_speedup, upstream_id=row.upstream_id,
+    ), row.implementation_id, row.environment_id, row.protocol_id, row.source_snapshot_id)
 
 
 class Stage:

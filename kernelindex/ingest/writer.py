@@ -36,13 +36,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.locks import hold_index_writes
 from kernelindex.ingest.errors import InputProblem
-from kernelindex.ingest.merge import CohortRefresh, MergeResult, claim_known_lines, first_places_known, merge_stage
+from kernelindex.ingest.merge import CohortRefresh, MergeResult, RunKey, claim_known_lines, first_places_known, merge_stage
 from kernelindex.ingest.record_types import LineProbe, workload_reference
 from kernelindex.ingest.records import PendingLine, RunRecord
 from kernelindex.ingest.resolve import DimensionIds, References, ResolvedRecord, ResolvedWorkload, Resolver
 from kernelindex.ingest.snapshots import mark_outdated
-from kernelindex.ingest.stage import KnownLineCandidate, Stage, StagedRun, staged_run
+from kernelindex.ingest.stage import KEY_COLUMNS, KnownLineCandidate, Stage, StagedRun, new_run, staged_run
 from kernelindex.ingest.summary import IngestSummary, Refused
+from kernelindex.services.facts import NewRun
 from kernelindex.services.records import CohortKey, RefreshSummary, refresh_workloads
 
 
@@ -91,10 +92,18 @@ class RunWriter:
                 await self.statistics.grew(session, merged.inserted)
         record_cohorts = _record_cohorts(resolved, rows)
         arrivals: dict[CohortKey, list[int]] = defaultdict(list)
+        new_runs: dict[int, NewRun] = {}
+        # The row each inserted run was staged as: of the rows stating one natural key, the first claims
+        # it (merge_stage refuses the others as stated twice), so the first of each key is the one written.
+        staged_as: dict[RunKey, StagedRun] = {}
+        if merged.written:
+            for row in rows:
+                staged_as.setdefault(RunKey(*(getattr(row, c) for c in KEY_COLUMNS)), row)
         for run_id, key in zip(merged.inserted_run_ids, merged.written, strict=True):
             if key.cohort in record_cohorts:
                 arrivals[key.cohort].append(run_id)
-        await self.refresh.after_merge(session, arrivals, left=merged.left)
+                new_runs[run_id] = new_run(run_id, staged_as[key])
+        await self.refresh.after_merge(session, arrivals, left=merged.left, new_runs=new_runs)
         if self.resolver.whole_sources and not dry_run:
             # A whole snapshot of a source (a record in the stated form names one) outdates the older
             # ones, or is outdated by a newer one, as when an adapter imports it (source_import).

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Sequence
 from dataclasses import fields
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import ARRAY, Integer, Row, Select, Text, select, type_coerce
+from sqlalchemy import ARRAY, BigInteger, Integer, Row, Select, Text, bindparam, func, select, type_coerce
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Bundle
@@ -211,6 +211,33 @@ _RUN_COLUMNS_STATEMENT: Select[Any] = (
     .join(Source.__table__, _SNAPSHOTS.source_id == _SOURCES.id)
 )
 RUN_ID_COLUMN = _RUNS.id
+# A run's own columns as run_facts reads them (_RUN_READ, in that order), for runs whose values the
+# caller holds already (a write's new runs, kernelindex.ingest.writer): FactsBuilder.run_of_values.
+RunValues: Any = _RunColumns  # built with keywords: a missing or unknown name fails
+RUN_VALUE_NAMES = _RUN_READ
+
+
+class NewRun(NamedTuple):
+    """A run just written, as its writer holds it: its own columns as the database would give them
+    back (RunValues) and the ids of its dimensions."""
+
+    values: Any  # RunValues
+    implementation_id: int
+    environment_id: int
+    protocol_id: int
+    source_snapshot_id: int
+_IMPLEMENTATIONS_BY_ID = select(*_COLUMN_GROUPS[1]).where(_IMPLEMENTATIONS.id == func.any(bindparam("ids", type_=ARRAY(Integer))))
+_ENVIRONMENTS_BY_ID = (
+    select(*_COLUMN_GROUPS[2], *_COLUMN_GROUPS[3])
+    .select_from(Environment.__table__).join(Hardware.__table__, _ENVIRONMENTS.hardware_id == _HARDWARE.id)
+    .where(_ENVIRONMENTS.id == func.any(bindparam("ids", type_=ARRAY(Integer))))
+)
+_PROTOCOLS_BY_ID = select(*_COLUMN_GROUPS[4]).where(_PROTOCOLS.id == func.any(bindparam("ids", type_=ARRAY(Integer))))
+_SNAPSHOTS_BY_ID = (
+    select(*_COLUMN_GROUPS[5], *_COLUMN_GROUPS[6])
+    .select_from(SourceSnapshot.__table__).join(Source.__table__, _SNAPSHOTS.source_id == _SOURCES.id)
+    .where(_SNAPSHOTS.id == func.any(bindparam("ids", type_=ARRAY(BigInteger))))
+)
 
 
 def run_columns_statement() -> Select[Any]:
@@ -262,6 +289,51 @@ class FactsBuilder:
             self._impl[impl.id] = impl
         env = self._env.get(row[_ENVIRONMENT_AT])
         if env is None:
+            env = self._environment_of_row(row)
+        protocol = self._protocol.get(row[_PROTOCOL_AT])
+        if protocol is None:
+            protocol = ProtocolFacts(*row[_PROTOCOL_AT:_SNAPSHOT_AT])
+            self._protocol[protocol.id] = protocol
+        source = self._source.get(row[_SNAPSHOT_AT])
+        if source is None:
+            source = self._source_of_row(row)
+        # A named tuple of the run's columns: run_facts reads them by name, and a Row's attribute
+        # look-up costs about twenty times a tuple field's (half of this method's time).
+        return run_facts(_RunColumns._make(row[:_IMPLEMENTATION_AT]), impl, env, protocol, source)
+
+    async def load_dimensions(self, session: AsyncSession, runs: Sequence[NewRun]) -> None:
+        """The facts of every dimension these runs name that the builder lacks, read with the very
+        columns run_of_columns reads (one statement per kind of dimension), so facts made either way
+        are equal."""
+        wanted = (
+            (_IMPLEMENTATIONS_BY_ID, self._impl, {r.implementation_id for r in runs}, _IMPLEMENTATION_AT),
+            (_ENVIRONMENTS_BY_ID, self._env, {r.environment_id for r in runs}, _ENVIRONMENT_AT),
+            (_PROTOCOLS_BY_ID, self._protocol, {r.protocol_id for r in runs}, _PROTOCOL_AT),
+            (_SNAPSHOTS_BY_ID, self._source, {r.source_snapshot_id for r in runs}, _SNAPSHOT_AT),
+        )
+        for statement, known, ids, at in wanted:
+            missing = sorted(i for i in ids if i not in known)
+            if not missing:
+                continue
+            for row in (await session.execute(statement, {"ids": missing})).all():
+                # Laid out as a run_columns_statement() row from `at` on, so the same slicing builds them.
+                self._dimension_of_row((None,) * at + tuple(row), at)
+
+    def _dimension_of_row(self, row: Sequence[Any], at: int) -> None:
+        if at == _IMPLEMENTATION_AT:
+            impl = ImplementationFacts(*row[_IMPLEMENTATION_AT:_ENVIRONMENT_AT])
+            self._impl.setdefault(impl.id, impl)
+        elif at == _ENVIRONMENT_AT:
+            self._environment_of_row(row)
+        elif at == _PROTOCOL_AT:
+            protocol = ProtocolFacts(*row[_PROTOCOL_AT:_SNAPSHOT_AT])
+            self._protocol.setdefault(protocol.id, protocol)
+        else:
+            self._source_of_row(row)
+
+    def _environment_of_row(self, row: Sequence[Any]) -> EnvironmentFacts:
+        env = self._env.get(row[_ENVIRONMENT_AT])
+        if env is None:
             hw = self._hw.get(row[_HARDWARE_AT])
             if hw is None:
                 values = dict(zip(_HARDWARE_READ, row[_HARDWARE_AT:_PROTOCOL_AT], strict=True))
@@ -270,10 +342,9 @@ class FactsBuilder:
                 self._hw[hw.id] = hw
             env = EnvironmentFacts(hardware=hw, **dict(zip(_ENVIRONMENT_READ, row[_ENVIRONMENT_AT:_HARDWARE_AT], strict=True)))
             self._env[env.id] = env
-        protocol = self._protocol.get(row[_PROTOCOL_AT])
-        if protocol is None:
-            protocol = ProtocolFacts(*row[_PROTOCOL_AT:_SNAPSHOT_AT])
-            self._protocol[protocol.id] = protocol
+        return env
+
+    def _source_of_row(self, row: Sequence[Any]) -> SourceFacts:
         source = self._source.get(row[_SNAPSHOT_AT])
         if source is None:
             snapshot_id, revision, revision_date, route, outdated = row[_SNAPSHOT_AT:_SOURCE_AT]
@@ -282,9 +353,13 @@ class FactsBuilder:
                                  revision_date=revision_date, route=route, terms=terms, attribution=attribution,
                                  outdated=outdated)
             self._source[snapshot_id] = source
-        # A named tuple of the run's columns: run_facts reads them by name, and a Row's attribute
-        # look-up costs about twenty times a tuple field's (half of this method's time).
-        return run_facts(_RunColumns._make(row[:_IMPLEMENTATION_AT]), impl, env, protocol, source)
+        return source
+
+    def run_of_values(self, run: NewRun) -> RunFacts:
+        """RunFacts of a run whose columns the caller holds, its dimensions loaded (load_dimensions):
+        equal to what run_of_columns makes of the stored run."""
+        return run_facts(run.values, self._impl[run.implementation_id], self._env[run.environment_id],
+                         self._protocol[run.protocol_id], self._source[run.source_snapshot_id])
 
     def run(
         self, run: Any, impl: Implementation, env: Environment, hw: Hardware, protocol: Protocol,

@@ -10,7 +10,7 @@ plausibility decides the flags, ranking decides eligibility and order, history d
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -32,6 +32,7 @@ from kernelindex.services.facts import (
     COHORT_COLUMNS,
     CohortKey,
     FactsBuilder,
+    NewRun,
     cohort_columns,
     load_catalogue,
     run_columns_statement,
@@ -319,6 +320,8 @@ async def refresh_after_arrivals(
     - a run left it in this write (`left`: the cohorts of runs the write superseded);
     - it had no baseline before and one arrives (its stored runs were judged without one);
     - a below-floor flag judged under older rules is stored anywhere (refresh_cohorts judges it again).
+    `arrived` as a mapping of each run's id to the run as its writer holds it (NewRun): their facts are
+    made from those values instead of being read back (kernelindex.services.facts.NewRun).
     Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py, on random writes."""
     now = now or datetime.now(UTC)
     keys = sorted(set(cohorts))
@@ -414,10 +417,12 @@ class _Arrivals:
     need_full: set[CohortKey]
 
     @classmethod
-    async def load(cls, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Collection[int]) -> _Arrivals:
+    async def load(
+        cls, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Collection[int],
+    ) -> _Arrivals:
         wanted = set(keys)
         runs: dict[CohortKey, list[RunFacts]] = defaultdict(list)
-        for facts in await _live_runs_by_id(session, context.builder, arrived):
+        for facts in await _arrived_facts(session, context.builder, arrived):
             if facts.cohort_key in wanted:
                 runs[facts.cohort_key].append(facts)
         columns = cohort_columns(keys)
@@ -713,6 +718,18 @@ async def _live_runs_by_id(session: AsyncSession, builder: FactsBuilder, ids: Co
         _RUN_TABLE.id == func.any(bindparam("run_ids", sorted(ids), type_=ARRAY(BigInteger))), *_live_and_passed(),
     ))).all()
     return [builder.run_of_columns(row) for row in rows]
+
+
+async def _arrived_facts(session: AsyncSession, builder: FactsBuilder, arrived: Collection[int]) -> list[RunFacts]:
+    """The facts of those of these new runs that compete for a record: made from the values their
+    writer holds (`arrived` a mapping of id to NewRun), or read back (_live_runs_by_id). A run written
+    by this very write is live (neither superseded nor retracted yet), so only its status decides."""
+    if not isinstance(arrived, Mapping):
+        return await _live_runs_by_id(session, builder, arrived)
+    new_runs: Mapping[int, NewRun] = arrived
+    passed = [run for run in new_runs.values() if run.values.status == "passed"]
+    await builder.load_dimensions(session, passed)
+    return [builder.run_of_values(run) for run in passed]
 
 
 def _append_bests(out: list[dict], key: CohortKey, workload_id: int, eligible: list[RunFacts], snapshot_of: dict[int, int]) -> None:
