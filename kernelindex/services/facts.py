@@ -99,6 +99,13 @@ def source_facts(snapshot: SourceSnapshot, source: Source) -> SourceFacts:
     )
 
 
+def passed_verdict(value: Any) -> bool | None:
+    """A stored correctness check's verdict ("passed"): JSON true or false; anything else a row may hold
+    (a string, a number, nothing) is unknown, read the same by the facts and by the holds
+    (services.holds), so that a run is held or not the same way on every path. Ingest stores only booleans."""
+    return value if isinstance(value, bool) else None
+
+
 def run_facts(
     run: Any, impl: ImplementationFacts, env: EnvironmentFacts, protocol: ProtocolFacts, source: SourceFacts
 ) -> RunFacts:
@@ -119,7 +126,7 @@ def run_facts(
         observed_at=as_utc(run.observed_at), evidence=run.evidence, min_ms=readable(run.min_ms), max_ms=readable(run.max_ms),
         samples_ms=samples,
         superseded=run.superseded_at is not None, retracted=run.retracted_at is not None,
-        correctness_passed=(run.correctness or {}).get("passed") if run.correctness else None,
+        correctness_passed=passed_verdict(run.correctness.get("passed")) if isinstance(run.correctness, dict) else None,
         median_ms=readable(run.median_ms), p5_ms=readable(run.p5_ms), p95_ms=readable(run.p95_ms),
         compile_time_ms=readable(run.compile_time_ms, 0.0, MAX_COMPILE_TIME_MS),
         failure_reason=run.failure_reason, workload_id=run.workload_id, fleet_machine_id=run.fleet_machine_id,

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from kernelindex.db.models import Implementation, Run, RunFlag, RunReview, WorkloadRevision
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
-from kernelindex.services.facts import RUN_ID_COLUMN, FactsBuilder, run_columns_statement
+from kernelindex.services.facts import RUN_ID_COLUMN, FactsBuilder, passed_verdict, run_columns_statement
 from kernelindex.services.workload_page import WorkloadPage
 
 
@@ -56,7 +56,7 @@ class _Collecting:
 # The statements here are built once, their ids given at execution (no construction or cache key per call).
 _RUN_IDS = bindparam("run_ids", type_=ARRAY(BigInteger))
 _HOLDS = (
-    select(RunFlag, RunReview, Implementation.role, Run.correctness["passed"].astext)
+    select(RunFlag, RunReview, Implementation.role, Run.correctness["passed"])
     .join(Run, Run.id == RunFlag.run_id)
     .join(Implementation, Implementation.id == Run.implementation_id)
     .outerjoin(RunReview, RunReview.run_id == RunFlag.run_id)
@@ -77,7 +77,7 @@ async def load_holds(session: AsyncSession, run_ids: Sequence[int]) -> dict[int,
         flag: RunFlag = row[0]
         review: RunReview | None = row[1]  # None: a flag without a review (outer join)
         is_baseline = row[2] == "baseline"
-        correctness_passed = {"true": True, "false": False}.get(row[3])  # JSON true/false as text; else unknown
+        correctness_passed = passed_verdict(row[3])
         run = collected.setdefault(flag.run_id, _Collecting())
         if flag.id not in run.flags:
             words = plausibility.FLAG_WORDS.get(flag.code, flag.code)
@@ -123,7 +123,7 @@ def hold_columns() -> tuple[Any, ...]:
     """What decides whether a run (of the statement's Run) is held, as four columns, for held_of: its
     flags' codes and rule versions (in the order raised), the decision of its deciding review (the
     latest by time, reviews without one older than any with one, ties by id:
-    plausibility.latest_review) and its correctness's "passed" as text (as load_holds reads them)."""
+    plausibility.latest_review) and its correctness's "passed" (as load_holds reads them: facts.passed_verdict)."""
     codes, versions = (
         select(func.array_agg(aggregate_order_by(column, RunFlag.id))).where(RunFlag.run_id == Run.id).scalar_subquery()
         for column in (RunFlag.code, RunFlag.rule_version)
@@ -134,7 +134,7 @@ def hold_columns() -> tuple[Any, ...]:
         .limit(1)
         .scalar_subquery()
     )
-    return codes, versions, decision, Run.correctness["passed"].astext
+    return codes, versions, decision, Run.correctness["passed"]
 
 
 def holding_codes(facts: RunFacts, columns: Sequence[Any], correctness_passed: bool | None) -> tuple[str, ...]:
@@ -150,7 +150,7 @@ def held_of(facts: RunFacts, columns: Sequence[Any]) -> RunFacts:
     """The run with held_for_review set from its hold_columns(): what with_holds gives, without its statement."""
     if columns[0] is None:  # no flag
         return facts
-    holding = holding_codes(facts, columns, {"true": True, "false": False}.get(columns[3]))
+    holding = holding_codes(facts, columns, passed_verdict(columns[3]))
     return replace(facts, held_for_review=True) if holding and columns[2] != plausibility.APPROVED else facts
 
 

@@ -11,12 +11,13 @@ from sqlalchemy import any_, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, BIGINT
 
 from kernelindex.db.engine import in_own_transaction
+from kernelindex.rules import plausibility
 from kernelindex.services.facts import RUN_ID_COLUMN, FactsBuilder, run_columns_statement
-from kernelindex.services.holds import held_of, hold_columns, with_holds
+from kernelindex.services.holds import held_of, hold_columns, holding_codes, with_holds
 
 FLAGS = [(), ("below_floor", "plausibility-v2"), ("below_floor", "plausibility-v1"), ("implausible_speedup", "plausibility-v2")]
 CORRECTNESS = [None, '{"passed": true}', '{"passed": "true"}', '{"passed": false}', '{"passed": "false"}',
-               '{"passed": 1}', '{"passed": null}', '{"other": true}']
+               '{"passed": 1}', '{"passed": null}', '{"other": true}', '[true]', '"passed"']
 REVIEWS = [(), (("approved", "2026-01-02"),), (("rejected", "2026-01-02"),),
            (("approved", "2026-01-02"), ("rejected", "2026-01-01")), (("rejected", "2026-01-02"), ("approved", "2026-01-02"))]
 
@@ -47,6 +48,10 @@ async def test_hold_columns_decide_as_with_holds(db_url):
             by_statement = await with_holds(session, [builder.run_of_columns(row) for row in rows])
             assert [(f.id, f.held_for_review) for f in by_columns] == [(f.id, f.held_for_review) for f in by_statement]
             assert by_columns == by_statement
+            # load_held_runs decides from the run's own facts (its correctness as the facts read it): the same again
+            by_facts = [bool(holding_codes(facts, row[width:], facts.correctness_passed)) and row[width + 2] != plausibility.APPROVED
+                        for facts, row in ((builder.run_of_columns(row), row) for row in rows)]
+            assert by_facts == [f.held_for_review for f in by_statement]
             held += sum(f.held_for_review for f in by_columns)
             compared += len(by_columns)
             await savepoint.rollback()
