@@ -220,7 +220,7 @@ async def test_validation_runs_once_per_distinct_query(graphql, monkeypatch):
         return original(*args, **kwargs)
 
     monkeypatch.setattr(validation, "validate", counting)
-    validation._validate_kept.cache_clear()
+    validation._validate_kept.clear()
     query = "query($slug: String!) { workload(slug: $slug) { eligibleRunCount } }"
     for i in range(5):
         # Other variables each time: each request is executed (the response cache keys on them), on one document.
@@ -228,7 +228,7 @@ async def test_validation_runs_once_per_distinct_query(graphql, monkeypatch):
     assert len(calls) == 1
     await graphql('{ workload(slug: "kernelbench-l3-p9-resnet18") { eligibleRunCount } }')
     assert len(calls) == 2
-    validation._validate_kept.cache_clear()
+    validation._validate_kept.clear()
 
 
 async def test_introspection_off_in_production(db_url):
