@@ -14,7 +14,7 @@ in the same transaction, so readers see a batch's runs and its records together.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -270,7 +270,7 @@ class CohortRefresh:
 
     async def after_merge(
         self, session: AsyncSession, arrivals: Mapping[CohortKey, Sequence[int]], *, left: set[CohortKey],
-        new_runs: Mapping[int, NewRun] | None = None,
+        new_runs: Mapping[int, NewRun],
     ) -> None:
         """The precomputed records (cohort_bests, flags, record events) of the cohorts runs joined
         (`arrivals`: each cohort's new runs), in the same transaction: from the new runs and the stored
@@ -281,9 +281,7 @@ class CohortRefresh:
         if not arrivals:
             return
         for chunk in chunks(sorted(arrivals), COHORTS_PER_REFRESH):
-            ids = [run_id for key in chunk for run_id in arrivals[key]]
-            # With their values, the arrived runs are a mapping of their ids (refresh_after_arrivals).
-            arrived: Collection[int] = ids if new_runs is None else {run_id: new_runs[run_id] for run_id in ids}
+            arrived = {run_id: new_runs[run_id] for key in chunk for run_id in arrivals[key]}
             await refresh_after_arrivals(session, chunk, arrived, left=left, now=self.now, events=not self.defer_events)
         if self.defer_events:
             await self._remember(session, set(arrivals), {run_id for ids in arrivals.values() for run_id in ids})

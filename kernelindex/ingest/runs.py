@@ -106,7 +106,7 @@ class PartReader:
     catalogue line after records ends the part before it, so catalogue lines always precede the
     records they serve. Where the lines turn out to be live runs already (an unchanged file), parts
     grow (`settled`), since the lookup of a part costs the same few round trips whatever its size;
-    its records are then written in batches of batch_size all the same (`batches`)."""
+    its records are then written in batches of batch_size all the same (the pipeline's `write`)."""
 
     def __init__(self, lines: Any, label: str, batch_size: int):
         self._lines = raw_lines(lines)
@@ -173,10 +173,6 @@ class PartReader:
             self.part_lines = max(self.batch_size, min(KNOWN_PART_LINES, fit))
         else:
             self.part_lines = self.batch_size
-
-    def batches(self, records: list[RunRecord]) -> list[list[RunRecord]]:
-        """A part's records in batches of batch_size, in order."""
-        return [records[i : i + self.batch_size] for i in range(0, len(records), self.batch_size)]
 
 
 async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[None]]) -> None:

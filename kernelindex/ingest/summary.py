@@ -139,7 +139,8 @@ class IngestSummary:
     def add_part(self, part: IngestSummary, *, counted: bool = False, failed: bool = False, keep_run_ids: bool = False) -> None:
         """A batch's summary into a long ingest's: its counts, and its problems under the cap. The
         run ids are not kept unless asked (keep_run_ids: a caller that answers with them, as
-        submitRuns; a command does not tell them, and a list as long as the file would be its memory). counted: its entries were counted found as they were read (a KernelBench
+        submitRuns; a command does not tell them, and a list as long as the file would be its
+        memory). counted: its entries were counted found as they were read (a KernelBench
         timing file), not again here. failed: its runs are entries the source timed nothing for,
         stored as failed runs: `failed`, whether written now or already stored."""
         problems, part.problems = part.problems, []

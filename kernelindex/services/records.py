@@ -303,7 +303,7 @@ class _RefreshContext:
 
 
 async def refresh_after_arrivals(
-    session: AsyncSession, cohorts: Iterable[CohortKey], arrived: Collection[int], *,
+    session: AsyncSession, cohorts: Iterable[CohortKey], arrived: Mapping[int, NewRun], *,
     left: Collection[CohortKey] = (), now: datetime | None = None, events: bool = True,
 ) -> RefreshSummary:
     """The records of these cohorts after a write that added the runs `arrived` to them: the same
@@ -320,8 +320,8 @@ async def refresh_after_arrivals(
     - a run left it in this write (`left`: the cohorts of runs the write superseded);
     - it had no baseline before and one arrives (its stored runs were judged without one);
     - a below-floor flag judged under older rules is stored anywhere (refresh_cohorts judges it again).
-    `arrived` as a mapping of each run's id to the run as its writer holds it (NewRun): their facts are
-    made from those values instead of being read back (kernelindex.services.facts.NewRun).
+    `arrived` maps each new run's id to the run as its writer holds it (NewRun): their facts are made
+    from those values instead of being read back (kernelindex.services.facts.NewRun).
     Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py, on random writes."""
     now = now or datetime.now(UTC)
     keys = sorted(set(cohorts))
@@ -418,7 +418,7 @@ class _Arrivals:
 
     @classmethod
     async def load(
-        cls, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Collection[int],
+        cls, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Mapping[int, NewRun],
     ) -> _Arrivals:
         wanted = set(keys)
         runs: dict[CohortKey, list[RunFacts]] = defaultdict(list)
@@ -720,14 +720,11 @@ async def _live_runs_by_id(session: AsyncSession, builder: FactsBuilder, ids: Co
     return [builder.run_of_columns(row) for row in rows]
 
 
-async def _arrived_facts(session: AsyncSession, builder: FactsBuilder, arrived: Collection[int]) -> list[RunFacts]:
-    """The facts of those of these new runs that compete for a record: made from the values their
-    writer holds (`arrived` a mapping of id to NewRun), or read back (_live_runs_by_id). A run written
-    by this very write is live (neither superseded nor retracted yet), so only its status decides."""
-    if not isinstance(arrived, Mapping):
-        return await _live_runs_by_id(session, builder, arrived)
-    new_runs: Mapping[int, NewRun] = arrived
-    passed = [run for run in new_runs.values() if run.values.status == "passed"]
+async def _arrived_facts(session: AsyncSession, builder: FactsBuilder, arrived: Mapping[int, NewRun]) -> list[RunFacts]:
+    """The facts of those of these new runs that compete for a record, made from the values their writer
+    holds. A run written by this very write is live (neither superseded nor retracted yet), so only its
+    status decides."""
+    passed = [run for run in arrived.values() if run.values.status == "passed"]
     await builder.load_dimensions(session, passed)
     return [builder.run_of_values(run) for run in passed]
 
