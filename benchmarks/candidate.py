@@ -95,6 +95,7 @@ MAX_BLOCK = 128
 # that it is unexplained time, held against the clock's tolerance, so samples nobody keeps cannot hide a block's time.
 LEAD_FACTOR = 2.0
 LEAD_WAKE_MS = 0.2
+WAIT_SLACK_MS = 0.001  # schedstat counts nanoseconds; the executor's reports are rounded floats of ms
 KEPT_OUTPUT_BYTES = 256 * 1024**2
 # CPU outputs of at most this many bytes are checked and copied after every timed trial (_Executor.copies), not
 # kept as the candidate returned them.
@@ -1068,6 +1069,7 @@ class _Executor:
         self.trial_inputs = TrialInputs(self.module, fresh, device)
         self.input_buffers = InputBuffers()
         self.timer = timing.make_adaptive_timer(device)
+        self.schedstat = _ThreadSchedstat()
         extra: list[tuple[str, Any]] = [("the problem module", self.module)]
         if isinstance(getattr(self.module, "Model", None), type):
             extra.append(("the problem's Model", self.module.Model))
@@ -1183,6 +1185,7 @@ class _Executor:
         call = self.call_for(mode)
         samples: list[float] = []
         tails: list[float | None] = []
+        waits: list[float | None] = []
         reference_output = self.decoy  # noqa: F841
         # Every trial's inputs first, then the calls: the coordinator's second clock times the calls alone (and a
         # copy of each set made just before its call), not the workload's generator, whose cost is large and as
@@ -1206,21 +1209,24 @@ class _Executor:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            self.timed_calls(offsets, write, prepared, call, samples, tails, mode, phase)
+            self.timed_calls(offsets, write, prepared, call, samples, tails, waits, mode, phase)
         finally:
             if collecting:
                 gc.enable()
-        self.channel.send({"samples": samples, "tails": tails})
+        self.channel.send({"samples": samples, "tails": tails, "waits": waits})
 
     def timed_calls(self, offsets: list[int | None], write: Callable[[int | None], list[Any]] | None,
                     prepared: list[list[Any]], call: Callable[[Any], Any], samples: list[float],
-                    tails: list[float | None], mode: str, phase: str) -> None:
+                    tails: list[float | None], waits: list[float | None], mode: str, phase: str) -> None:
         copying = bool(self.copies) and mode in ("time", "noop") and len(offsets) <= MAX_BLOCK
         harness = [*self.decoy, *self.copies]
         # A do-nothing trial checks and copies an output of the reference's structure as a timed one does its
         # output, so the calibration counts that work as the harness's own (the candidate is not loaded then).
         stand_in = [torch.zeros(leaf.shape, dtype=leaf.dtype) if leaf.is_tensor and leaf.dtype is not None else None
                     for leaf in self.expected] if copying and mode == "noop" else None
+        # Each trial's run-queue wait: from the end of the one before (the first: from "go") to the end of its
+        # own, read after the call and its checks (a read just before the call would cost the call its caches).
+        waited = self.schedstat.wait_ns()
         for index, offset in enumerate(offsets):
             # Made just before the call (one multiplication, or a copy of a set made ahead), as every trial's
             # inputs always were: fresh values, in memory warm in the cache (InputBuffers), outside the timed region.
@@ -1253,6 +1259,9 @@ class _Executor:
             elif mode == "time":
                 self.kept.append((output, inputs))
             del output, inputs
+            now = self.schedstat.wait_ns()
+            waits.append(None if now is None or waited is None else (now - waited) / 1e6)
+            waited = now
 
     def copy_output(self, output: Any, inputs: list[Any], harness: list[torch.Tensor], index: int, phase: str) -> _Copied:
         """A timed trial's output checked (check_output: its structure, no aliasing of the inputs or the harness's
@@ -1409,6 +1418,15 @@ def clock_disagreement(unexplained_per_trial_ms: list[float], median_sample_ms: 
     return unexplained, tolerance, None
 
 
+def preempted(sample_ms: float, wait_ms: float, block_median_ms: float) -> bool:
+    """A trial that waited for the CPU for at least timing.PREEMPTED_EXPLAINS of how much slower than its block's median
+    it was: the machine's time, not the call's (its wait is the kernel's, verified per block: _Remote.verified_waits)."""
+    excess = sample_ms - block_median_ms
+    # Only an outlier (over twice the median): a trial that waited while its inputs were made, and then ran as
+    # the others did, is kept, so excusing waits never trims the ordinary spread above the median.
+    return wait_ms > 0 and excess > block_median_ms and wait_ms >= timing.PREEMPTED_EXPLAINS * excess
+
+
 def lead_beyond_cap(block_samples: list[float], leads: int) -> float:
     """The part of a block's `leads` first samples that the second clock does not accept as explained: beyond
     LEAD_FACTOR x the block's slowest other sample for each + LEAD_WAKE_MS. 0.0 without leads (the first block is
@@ -1472,6 +1490,25 @@ def _fresh_seed() -> int:
     return secrets.randbits(62) + 3_000_000
 
 
+class _ThreadSchedstat:
+    """The calling thread's run-queue wait as the kernel counts it (/proc/thread-self/schedstat's second field,
+    ns), opened once before any candidate code runs; None where /proc does not give it."""
+
+    def __init__(self) -> None:
+        try:
+            self.fd: int | None = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        except OSError:
+            self.fd = None
+
+    def wait_ns(self) -> int | None:
+        if self.fd is None:
+            return None
+        try:
+            return int(os.pread(self.fd, 128, 0).split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+
+
 class _CpuAccount:
     """The kernel's account of the executor's CPU time, which no code in it can change: its main thread's in
     ns (/proc/PID/schedstat, read before and after each request: the thread that runs every call), and
@@ -1489,11 +1526,17 @@ class _CpuAccount:
             self.close()
 
     def thread_ms(self) -> float | None:
+        stat = self.schedstat()
+        return None if stat is None else stat[0]
+
+    def schedstat(self) -> tuple[float, float, int] | None:
+        """The main thread's (CPU ms, run-queue wait ms, timeslices), or None."""
         if self.fd is None:
             return None
         try:
-            return int(os.pread(self.fd, 128, 0).split()[0]) / 1e6
-        except (OSError, ValueError, IndexError):
+            run, wait, slices = os.pread(self.fd, 128, 0).split()[:3]
+            return int(run) / 1e6, int(wait) / 1e6, int(slices)
+        except (OSError, ValueError):
             return None
 
     def process_ms(self) -> float | None:
@@ -1610,31 +1653,33 @@ class _Remote:
         return [_fresh_seed()] * count, list(secrets.SystemRandom().sample(range(TRIAL_OFFSETS), count))
 
     def block(self, seeds: list[int], offsets: list[int | None], mode: str,
-              phase: str) -> tuple[list[float], list[float | None], float, float | None]:
+              phase: str) -> tuple[list[float], list[float | None], float, float | None, list[float]]:
         """Timed (or calibration, or warm-up) trials, one per seed, in one request: (samples ms, tails ms,
         this process's interval ms from the request sent to the answer read, the executor's main-thread
-        CPU ms meanwhile or None)."""
+        CPU ms meanwhile or None, each trial's run-queue wait ms: all 0.0 where the kernel's account of the
+        block cannot be read to hold them against)."""
         channel = self.executor.channel
         observed = self.observed_cpu_ms
         ready, _ = self.ask({"op": "block", "seeds": seeds, "mode": mode, "phase": phase}, "ready")
         self.last_ready_cpu_ms = self.observed_cpu_ms - observed
         if ready["ready"] != len(seeds):
             raise ProtocolViolation(f"inputs for {ready['ready']!r} trials where {len(seeds)} were asked ({phase})")
-        cpu_before = self.cpu.thread_ms()
+        stat_before = self.cpu.schedstat()
         started = _monotonic_ns()
         channel.send({"op": "go", "offsets": offsets})
         reply, _ = channel.receive()
         interval = (_monotonic_ns() - started) / 1e6
-        cpu_after = self.cpu.thread_ms()
-        cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+        stat_after = self.cpu.schedstat()
+        cpu = stat_after[0] - stat_before[0] if stat_before is not None and stat_after is not None else None
         if cpu is not None:
             self.observed_cpu_ms += cpu
         _raise_failed(reply)
-        if set(reply) != {"samples", "tails"}:
+        if set(reply) != {"samples", "tails", "waits"}:
             raise ProtocolViolation(f"an unexpected message ({', '.join(sorted(map(str, reply))) or 'empty'}) where the "
                                     f"harness waited for the samples of {phase}")
-        samples, tails = reply["samples"], reply["tails"]
-        if not isinstance(samples, list) or not isinstance(tails, list) or len(samples) != len(seeds) or len(tails) != len(seeds):
+        samples, tails, waits = reply["samples"], reply["tails"], reply["waits"]
+        if (not isinstance(samples, list) or not isinstance(tails, list) or not isinstance(waits, list)
+                or len(samples) != len(seeds) or len(tails) != len(seeds) or len(waits) != len(seeds)):
             raise ProtocolViolation(f"{len(samples) if isinstance(samples, list) else 'no'} samples for the {len(seeds)} trials of {phase}")
         for sample in samples:
             if isinstance(sample, bool) or not isinstance(sample, (int, float)) or not math.isfinite(sample) or sample < 0:
@@ -1642,10 +1687,32 @@ class _Remote:
         for tail in tails:
             if tail is not None and (isinstance(tail, bool) or not isinstance(tail, (int, float)) or not math.isfinite(tail) or tail < 0):
                 raise ProtocolViolation(f"a tail that is not a duration ({tail!r})")
+        for wait in waits:
+            if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or not math.isfinite(wait) or wait < 0):
+                raise ProtocolViolation(f"a run-queue wait that is not a duration ({wait!r})")
         if sum(samples) > interval + CLOCK_SLACK_MS:
             raise ProtocolViolation(f"samples adding up to {sum(samples):.3f} ms for trials the harness's own clock saw "
                                     f"take {interval:.3f} ms ({phase})")
-        return [float(x) for x in samples], [None if t is None else float(t) for t in tails], interval, cpu
+        return ([float(x) for x in samples], [None if t is None else float(t) for t in tails], interval, cpu,
+                self.verified_waits(waits, stat_before, stat_after, phase))
+
+    @staticmethod
+    def verified_waits(waits: list[Any], before: tuple[float, float, int] | None,
+                       after: tuple[float, float, int] | None, phase: str) -> list[float]:
+        """The executor's per-trial run-queue waits, held against the kernel's account of its main thread over
+        the whole block: they may not add up to more wait, nor name more waiting trials than it had timeslices.
+        All 0.0 (no trial excused) where either side cannot be read."""
+        reported = [float(w) if w is not None else 0.0 for w in waits]
+        if before is None or after is None or any(w is None for w in waits):
+            return [0.0] * len(waits)
+        waited, slices = after[1] - before[1], after[2] - before[2]
+        if sum(reported) > waited + WAIT_SLACK_MS:
+            raise ProtocolViolation(f"trials said to have waited {sum(reported):.3f} ms for the CPU where the kernel "
+                                    f"saw the implementation's thread wait {waited:.3f} ms ({phase})")
+        if sum(1 for w in reported if w > 0) > slices:
+            raise ProtocolViolation(f"{sum(1 for w in reported if w > 0)} trials said to have waited for the CPU where "
+                                    f"the kernel saw the implementation's thread scheduled {slices} times ({phase})")
+        return reported
 
     # -- the whole flow --
 
@@ -1747,7 +1814,7 @@ class _Remote:
         self.block(*self.seeds_and_offsets(1), "noop", "calibration")  # its first answer also waited for the set-up
         for _ in range(CALIBRATION_ROUNDS):
             for size, gaps in ((1, singles), (CALIBRATION_BLOCK, blocks)):
-                samples, block_tails, interval, cpu = self.block(*self.seeds_and_offsets(size), "noop", "calibration")
+                samples, block_tails, interval, cpu, _ = self.block(*self.seeds_and_offsets(size), "noop", "calibration")
                 gaps.append((cpu if by_cpu and cpu is not None else interval) - sum(samples))
                 tails += [t for t in block_tails if t is not None]
                 ready[size].append(self.last_ready_cpu_ms)
@@ -1762,7 +1829,7 @@ class _Remote:
         settings = self.job.timing
         warm: list[float] = []
         if settings.warmup:
-            warm, _, _, _ = self.block(*self.seeds_and_offsets(settings.warmup), "warm", "the warm-up calls")
+            warm, _, _, _, _ = self.block(*self.seeds_and_offsets(settings.warmup), "warm", "the warm-up calls")
         size = block_size(_median(warm) or 0.0, self.output_limit + self.input_bytes)
         self.ask({"op": "reserve", "trials": size}, "reserved")
         check_chance = max(TIMED_OUTPUT_SAMPLES / settings.max_trials, MIN_TIMED_CHECK_PROBABILITY)
@@ -1775,7 +1842,7 @@ class _Remote:
         running = timing.RunningStats()  # for the interval after every trial
         half_width: float | None = None
         stop_reason = ""
-        extra_checks = blocks = leads_run = 0
+        extra_checks = blocks = leads_run = preempted_run = 0
         trial = 0  # timed trials run; the first is discarded
         budget_ns = settings.budget_s * 1e9
         started = _monotonic_ns()
@@ -1786,7 +1853,7 @@ class _Remote:
             seeds, offsets = self.seeds_and_offsets(want)
             seeds_used.update(zip(seeds, offsets))
             phase = f"timed trials {trial}-{trial + want - 1}"
-            block_samples, block_tails, interval, cpu = self.block(seeds, offsets, "time", phase)
+            block_samples, block_tails, interval, cpu, block_waits = self.block(seeds, offsets, "time", phase)
             blocks += 1
             allowed = READY_FACTOR * (calibration.ready_fixed + calibration.ready_per_trial * want) + READY_SLACK_MS
             if self.cpu.fd is not None and self.last_ready_cpu_ms > allowed:
@@ -1802,6 +1869,7 @@ class _Remote:
             picks: list[int] = []
             first = trial  # the block's first trial
             kept = len(block_samples)  # its trials up to the one the stopping rule stopped at
+            block_median = _median(block_samples[leads:] or block_samples) or 0.0
             for index, (raw, tail) in enumerate(zip(block_samples, block_tails)):
                 sample = raw
                 if tail is not None and calibration.tail is not None and tail > calibration.tail + timing.TAIL_ALLOWANCE_MS:
@@ -1811,6 +1879,9 @@ class _Remote:
                 # The first timed call still pays for allocator growth and lazy set-up; a lead for the wake-up.
                 if trial == 1 or index < leads:
                     leads_run += trial != 1
+                    continue
+                if preempted(raw, block_waits[index], block_median) and preempted_run + 1 <= timing.PREEMPTED_MAX_FRACTION * trial:
+                    preempted_run += 1
                     continue
                 samples.append(sample)
                 raw_samples.append(raw)
@@ -1870,7 +1941,7 @@ class _Remote:
         unexplained, tolerance, disagreement = clock_disagreement(unexplained_per_trial, median_sample, calibration.per_trial)
         self.checks["timing"] = {
             "stop_reason": stop_reason, "trials_run": trial, "kept_trials": len(samples), "blocks": blocks,
-            "block_size": size, "lead_trials": leads_run, "distinct_inputs": len(seeds_used), "half_width": _finite(half_width), "wall_ms": wall_ms,
+            "block_size": size, "lead_trials": leads_run, "preempted_trials": preempted_run, "distinct_inputs": len(seeds_used), "half_width": _finite(half_width), "wall_ms": wall_ms,
             "timed_ms": timed_ms, "second_clock": "executor CPU time (schedstat)" if calibration.by_cpu else "coordinator wall clock",
             "harness_ms_per_block": calibration.fixed, "harness_ms_per_trial": calibration.per_trial,
             "unexplained_ms_per_trial": unexplained, "clock_tolerance_ms": tolerance,

@@ -84,7 +84,7 @@ def test_honest_candidate_passes_with_a_plausible_latency_and_an_adaptive_protoc
     # a 32x48 @ 48x40 matmul and a relu on a CPU: microseconds, not nanoseconds and not seconds
     assert 0.0005 < record["statistics"]["mean"] < 50
     protocol = record["protocol"]
-    assert protocol["name"] == "kernelindex-candidate-cpu-perf-counter" and protocol["version"] == "3"
+    assert protocol["name"] == "kernelindex-candidate-cpu-perf-counter" and protocol["version"] == "4"
     assert protocol["trials"] == record["statistics"]["num_trials"] == len(record["samples_ms"])
     assert FAST_TIMING["min_trials"] <= protocol["trials"] <= FAST_TIMING["max_trials"]
     assert "adaptive" in protocol["timer"] and "half-width" in protocol["timer"] and "fresh inputs every trial" in protocol["timer"]
@@ -101,6 +101,9 @@ def test_honest_candidate_passes_with_a_plausible_latency_and_an_adaptive_protoc
     # microsecond calls come in blocks of many: each block after the first led by a trial that is not kept
     assert checks["timing"]["block_size"] >= timing.LEAD_MIN_BLOCK
     assert checks["timing"]["lead_trials"] == timing.LEAD_CALLS * checks["timing"]["blocks"] - 1
+    # preempted outliers are excused only up to their cap (the machine decides how many there are)
+    assert 0 <= checks["timing"]["preempted_trials"] <= timing.PREEMPTED_MAX_FRACTION * checks["timing"]["trials_run"]
+    assert "waited for the CPU" in protocol["timer"]
     assert result["checks"]["freshened_inputs"] == []  # randn inputs: nothing to freshen
     assert result["environment"]["details"]["device_type"] == "cpu"
     json.dumps(result, allow_nan=False)  # what the sandbox sends back must be strict JSON
@@ -590,6 +593,42 @@ def test_a_blocks_lead_samples_explain_the_second_clock_only_up_to_a_cap():
     assert candidate.lead_beyond_cap([0.5, 0.4], 2) == 0.0  # a block of leads only has nothing to compare with
     # a forger reporting 1 us calls and the block's real 640 us in the leads leaves ~0.44 ms unexplained
     assert candidate.lead_beyond_cap([0.32, 0.32] + [0.001] * 126, 2) == pytest.approx(0.64 - 0.004 - wake)
+
+
+def test_only_an_outlier_whose_wait_for_the_cpu_explains_it_is_excused():
+    # The kernel showed the thread waiting 4 ms in a trial of a 6 us call: the machine's time, not the call's.
+    assert candidate.preempted(4.006, 4.0, 0.006)
+    # A wait while the trial's inputs were made, then a call as fast as the others: kept.
+    assert not candidate.preempted(0.0061, 4.0, 0.006)
+    # Slow without having waited (the call's own cost, or the hypervisor's): kept.
+    assert not candidate.preempted(0.5, 0.0, 0.006)
+    # A wakeup's few microseconds of wait cannot excuse a trial 0.5 ms slow: kept.
+    assert not candidate.preempted(0.5, 0.005, 0.006)
+    # Under twice the median is the ordinary spread, whatever the wait.
+    assert not candidate.preempted(0.011, 0.01, 0.006)
+    assert candidate.preempted(0.0121, 0.0031, 0.006)
+
+
+def test_claimed_waits_are_held_against_the_kernels_account_of_the_thread():
+    verified = candidate._Remote.verified_waits
+    # (CPU ms, run-queue wait ms, timeslices) before and after the block, as /proc/PID/schedstat gives them.
+    before, after = (10.0, 1.0, 100), (12.0, 5.5, 103)
+    assert verified([0.0, 4.0, 0.5, 0.0], before, after, "p") == [0.0, 4.0, 0.5, 0.0]
+    with pytest.raises(ProtocolViolation, match="waited 4.600 ms for the CPU where the kernel saw the implementation's thread wait 4.500 ms"):
+        verified([0.0, 4.1, 0.5, 0.0], before, after, "p")
+    with pytest.raises(ProtocolViolation, match="4 trials said to have waited for the CPU where the kernel saw the implementation's thread scheduled 3 times"):
+        verified([1.0, 1.0, 1.0, 1.0], before, after, "p")
+    # Nothing to hold them against (no /proc), or the executor could not read its own: no trial is excused.
+    assert verified([0.0, 4.0], None, after, "p") == [0.0, 0.0]
+    assert verified([None, 4.0], before, after, "p") == [0.0, 0.0]
+
+
+def test_a_candidate_claiming_its_trials_waited_for_the_cpu_fails_as_forged():
+    record = only_record(measure_job(payload("forge_waits")))
+    assert record["status"] == "failed"
+    reason = record["failure_reason"]
+    assert reason.startswith("the candidate forged results: trials said to have waited"), reason
+    assert "where the kernel saw the implementation's thread wait" in reason
 
 
 def test_timed_inputs_are_fresh_values_in_memory_reused_from_trial_to_trial():
