@@ -511,7 +511,7 @@ def create_app(
         url = database_url if database_url is not None else resolve_database_url(settings)
         limit_s = request_statement_limit_s(settings)
         engine = make_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow,
-                             statement_timeout_s=limit_s, idle_in_transaction_timeout_s=limit_s)
+                             statement_timeout_s=limit_s, idle_in_transaction_timeout_s=limit_s, generic_plans=True)
         export_engine = make_engine(
             url, pool_size=max(1, settings.export_concurrency), max_overflow=0,
             statement_timeout_s=settings.export_timeout_s,

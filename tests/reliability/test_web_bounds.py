@@ -99,7 +99,10 @@ async def test_the_request_pool_has_statement_and_idle_limits_and_the_export_poo
         async with server.app.state.engine.connect() as conn:
             assert (await conn.execute(text("SHOW statement_timeout"))).scalar() == "5s"
             assert (await conn.execute(text("SHOW idle_in_transaction_session_timeout"))).scalar() == "5s"
+            # the request pool keeps each prepared statement's plan (db.engine.make_engine's generic_plans)
+            assert (await conn.execute(text("SHOW plan_cache_mode"))).scalar() == "force_generic_plan"
         async with server.app.state.export_engine.connect() as conn:
+            assert (await conn.execute(text("SHOW plan_cache_mode"))).scalar() == "auto"
             assert (await conn.execute(text("SHOW statement_timeout"))).scalar() == "1min"
             assert (await conn.execute(text("SHOW idle_in_transaction_session_timeout"))).scalar() == "8s"
         assert server.app.state.export_engine is not server.app.state.engine
