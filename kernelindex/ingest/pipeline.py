@@ -12,9 +12,10 @@ read, each part with its file and line (or entry):
     # the summary, checked to add up: pipeline.summary.check()
 
 A route that writes inside a transaction of its own caller (submitRuns in its request, the fleet
-worker's results in the job's transaction, `seed` in its one transaction) opens the pipeline with
-`Pipeline.within(session, summary)`: STRICT, its one transaction a savepoint of the caller's, so a
-problem anywhere leaves the caller's transaction as it was.
+worker's results in the job's transaction, `seed` in its one transaction) writes its records with
+`write_within(session, records)` (`Pipeline.within`, written and finished): STRICT, its one
+transaction a savepoint of the caller's, so a problem anywhere leaves the caller's transaction as it
+was, and the outcome says whether it was refused.
 
 The pipeline owns, once for every source:
 
@@ -45,6 +46,7 @@ import enum
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Self
 
@@ -305,3 +307,29 @@ class Pipeline:
         async with self.unit() as session:
             await self.writer.record_events(session)
         return self.summary
+
+
+@dataclass(frozen=True)
+class WrittenWithin:
+    """What `write_within` did: the summary (the inserted runs' ids kept, the problems found), and the
+    abort when any record was refused (then nothing was written: the savepoint rolled back)."""
+
+    summary: IngestSummary
+    aborted: IngestAborted | None = None
+
+
+async def write_within(
+    session: AsyncSession, records: list[RunRecord], *, now: datetime | None = None,
+    fleet_worker: tuple[int, str] | None = None,
+) -> WrittenWithin:
+    """Run records through the one pipeline, strict, in the caller's transaction (`Pipeline.within`):
+    written and finished, or, when any is refused, nothing written and the refusal returned (the
+    caller's transaction is left as it was, to answer or to raise as it chooses)."""
+    summary = IngestSummary()
+    try:
+        async with Pipeline.within(session, summary, now=now, fleet_worker=fleet_worker) as pipeline:
+            await pipeline.write(records)
+            await pipeline.finish()
+    except IngestAborted as aborted:
+        return WrittenWithin(summary, aborted)
+    return WrittenWithin(summary)
