@@ -11,14 +11,16 @@ module writes them through the one ingest pipeline (kernelindex.ingest.pipeline)
                    revision chosen by the snapshots' dates (revisions-v1)
     implementations, environments (hardware resolved against the catalogue), protocols (with metric,
                    statistic and unit) → their rows
+    before runs  → which whole snapshots are outdated (a newer one of the same source exists: a file's
+                   runs arrive in a snapshot already marked), and the records of every workload the steps
+                   above or those marks moved rebuilt from the runs stored
     runs         → checked against the file's own parts and the hardware catalogue (a refusal: the
                    pipeline's problems), then each a run record in the stated form (`stated_record`: the
                    record /exports/catalog.jsonl writes of it) written by `Pipeline.write`: staged, merged
                    (unchanged, superseded or inserted by natural key and content digest), their cohorts'
                    records refreshed and counted in the pipeline's one summary, in its batches
-    afterwards   → which whole snapshots are outdated (a newer one of the same source exists), the records
-                   of every workload the catalogue step or those marks moved refreshed, and the pipeline's
-                   finish (the record events of the runs written; a strict ingest with a problem aborts).
+    afterwards   → the pipeline's finish: the record events of the runs written (history-v1, in observed
+                   order, as every way in makes them); a strict ingest with a problem aborts.
 
 Order never matters: a snapshot's runs keep their own source snapshot (route), an older file imported
 after a newer one marks itself outdated, and the canonical configuration of a stated workload is set
@@ -266,8 +268,8 @@ def _run_problem(run: RunPart) -> tuple[str | None, str] | None:
 @dataclass
 class _SourceRuns:
     """What the catalogue step of a source file leaves for its runs: the run records (stated form) to
-    write through the pipeline, the problems of the runs refused before (file, line and field), and what
-    the step after the runs needs."""
+    write through the pipeline, the problems of the runs it refused (file, line and field), the runs
+    kept by source, and the rows and workloads the end of the step (_refresh_moved) works on."""
 
     records: list[RunRecord]
     problems: list[InputProblem]
@@ -293,11 +295,11 @@ async def import_source(
 async def write_source(pipeline: Pipeline, read: SourceRead, sources: Sequence[SourcePart], snapshot: Snapshot) -> None:
     """A source file through the pipeline, as one unit of work (the pipeline holds one transaction): its
     catalogue step (sources, the snapshot, workloads and their canonical configurations, implementations,
-    environments, protocols), then its runs as run records in the stated form, written by the pipeline's
-    batches (staged, merged, superseded, their records refreshed, counted in its summary), then which
-    snapshots are outdated and the records of the workloads the catalogue moved, then the pipeline's
-    finish (the record events; a strict ingest with a problem aborts). The pipeline's summary starts as
-    the adapter's (read_summary)."""
+    environments, protocols; then which snapshots are outdated and the records of the workloads it moved),
+    the runs it refused as the pipeline's problems, the others as run records in the stated form written
+    by the pipeline's batches (staged, merged, superseded, their cohorts refreshed, counted in its
+    summary), then the pipeline's finish (their record events; a strict ingest with a problem aborts).
+    The pipeline's summary starts as the adapter's (read_summary)."""
     steps: list[_SourceRuns] = []
 
     async def catalogue(session: AsyncSession) -> None:
