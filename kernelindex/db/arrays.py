@@ -10,11 +10,12 @@ same for any rows: compiled once by SQLAlchemy, prepared once per connection by 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, column, func
+from sqlalchemy import BigInteger, bindparam, column, func
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.types import TypeEngine
 
 Columns = Sequence[tuple[str, TypeEngine[Any] | type[TypeEngine[Any]]]]
@@ -36,3 +37,13 @@ def unnested(name: str, columns: Columns, rows: Sequence[Sequence[Any]] | None =
 def array_values(name: str, columns: Columns, rows: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
     """The parameters of unnested(name, columns) without rows: each column's values, by parameter name."""
     return {f"{name}_{label}": [row[i] for row in rows] for i, (label, _) in enumerate(columns)}
+
+
+def id_array(name: str, ids: Iterable[int] | None = None) -> BindParameter[Sequence[int]]:
+    """One bigint[] parameter `name` for `= ANY(...)`: any number of ids in a single bound value, so
+    the statement's text is the same however many ids it is given. Without ids, they are given at
+    execution ({name: [...]}: a statement built once serves every call); with them, they are bound."""
+    if ids is None:
+        return bindparam(name, type_=ARRAY(BigInteger))
+    value: Sequence[int] = list(ids)
+    return bindparam(name, value=value, type_=ARRAY(BigInteger), expanding=False)

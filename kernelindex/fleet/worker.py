@@ -55,11 +55,9 @@ from kernelindex.db.urls import to_libpq_url
 from kernelindex.fleet import jobs
 from kernelindex.fleet.queue import CPU, TASK_NAME, queue_for
 from kernelindex.fleet.registry import Registration, register_worker
-from kernelindex.ingest.errors import IngestAborted
 from kernelindex.ingest.hardware import hardware_problem, upsert_hardware
-from kernelindex.ingest.pipeline import Pipeline
+from kernelindex.ingest.pipeline import write_within
 from kernelindex.ingest.records import RunRecord, check_record
-from kernelindex.ingest.summary import IngestSummary
 
 # What the sandbox's zygote imports once, so that every job starts warm.
 PRELOAD = ("torch", "benchmarks.candidate", "benchmarks.environment")
@@ -459,12 +457,10 @@ class FleetWorker:
                     await upsert_hardware(session, hardware)
                 assert self.registration is not None
                 # The one ingest pipeline, strict, in the job's transaction (a refused record writes nothing).
-                summary = IngestSummary()
-                try:
-                    async with Pipeline.within(session, summary, now=now, fleet_worker=self.registration.writer_identity) as pipeline:
-                        await pipeline.write([RunRecord(record, _SOURCE, f"job {work.job_id}")])
-                        await pipeline.finish()
-                except IngestAborted:
+                written = await write_within(session, [RunRecord(record, _SOURCE, f"job {work.job_id}")], now=now,
+                                             fleet_worker=self.registration.writer_identity)
+                summary = written.summary
+                if written.aborted is not None:
                     problem = summary.problems[0]
                     return await failed(f"the measurement's record {index} was refused: {problem.key}: {problem.reason}")
                 run_ids.append(summary.inserted_run_ids[0] if summary.inserted_run_ids else None)

@@ -178,19 +178,31 @@ COSTS_KEPT = 1024  # costs kept, by document and what its variables' values can 
 _OTHER = object()  # a value that is neither null nor an integer: a page size the walk cannot know
 
 
-def _variables_key(variables: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """All the walk reads of each variable's value (_Walk._page_size): an integer, or a boolean, as it
-    is; null; or anything else (any other value sizes a page alike: the largest)."""
-    return tuple(sorted(
-        (name, ("bool", v) if isinstance(v, bool) else ("int", int(v)) if isinstance(v, int) else ("null", v is None))
-        for name, v in variables.items()
-    ))
+def _variables_key(variables: Mapping[str, Any]) -> tuple[tuple[str, tuple[str, Any]], ...]:
+    """All the walk reads of each variable's value (_Walk._page_size), as (kind, value): ("int", n) and
+    ("bool", b) as they are; ("null", None) for null (the default page); ("other", None) for anything
+    else (a string, a float, a list: any of them sizes a page alike, the largest). Null and the others
+    are kinds apart, so a cost kept for one is never given for the other."""
+    return tuple(sorted((name, _value_key(v)) for name, v in variables.items()))
+
+
+def _value_key(value: Any) -> tuple[str, Any]:
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int):
+        return ("int", int(value))
+    return ("null", None) if value is None else ("other", None)
+
+
+def _key_value(kind: str, value: Any) -> Any:
+    """The value the walk is given for a kept key (_variables_key): any other value as _OTHER."""
+    return _OTHER if kind == "other" else value
 
 
 @kept_by_identity(COSTS_KEPT)
 def _kept_cost(document: DocumentNode, schema: GraphQLSchema, operation_name: str | None, model: CostModel,
-               variables_key: tuple[tuple[str, Any], ...]) -> int | None:
-    variables = {name: value if kind != "null" else (None if value else _OTHER) for name, (kind, value) in variables_key}
+               variables_key: tuple[tuple[str, tuple[str, Any]], ...]) -> int | None:
+    variables = {name: _key_value(kind, value) for name, (kind, value) in variables_key}
     return _query_cost(schema, document, operation_name, variables, model)
 
 

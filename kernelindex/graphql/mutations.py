@@ -21,10 +21,8 @@ from kernelindex.graphql.enums import ReviewDecision, ReviewState, of_rules
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import decimal_id, from_global_id, to_global_id
 from kernelindex.ingest import snapshots
-from kernelindex.ingest.errors import IngestAborted
-from kernelindex.ingest.pipeline import Pipeline
+from kernelindex.ingest.pipeline import write_within
 from kernelindex.ingest.records import RECORD_FORMAT, RunRecord, check_record
-from kernelindex.ingest.summary import IngestSummary
 from kernelindex.services import judgements
 from kernelindex.services.tokens import SCOPE_RUNS_RETRACT, SCOPE_RUNS_REVIEW, SCOPE_RUNS_WRITE
 
@@ -157,12 +155,9 @@ class Mutation:
         # check_record passed every one: each is a JSON object.
         run_records = [RunRecord(cast(dict[str, Any], data), _SUBMIT_SOURCE, str(index)) for index, data in enumerate(records)]
         # The one ingest pipeline, strict, in the request's transaction: any record refused and nothing is written.
-        summary = IngestSummary()
-        try:
-            async with Pipeline.within(session, summary, now=ctx.now) as pipeline:
-                await pipeline.write(run_records)
-                await pipeline.finish()
-        except IngestAborted:
+        written = await write_within(session, run_records, now=ctx.now)
+        summary = written.summary
+        if written.aborted is not None:
             return _refused(
                 [RecordProblem(index=int(p.where), key=p.key, reason=p.reason) for p in summary.problems],
                 warnings=summary.warnings,

@@ -12,9 +12,10 @@ read, each part with its file and line (or entry):
     # the summary, checked to add up: pipeline.summary.check()
 
 A route that writes inside a transaction of its own caller (submitRuns in its request, the fleet
-worker's results in the job's transaction, `seed` in its one transaction) opens the pipeline with
-`Pipeline.within(session, summary)`: STRICT, its one transaction a savepoint of the caller's, so a
-problem anywhere leaves the caller's transaction as it was.
+worker's results in the job's transaction, `seed` in its one transaction) writes its records with
+`write_within(session, records)` (`Pipeline.within`, written and finished): STRICT, its one
+transaction a savepoint of the caller's, so a problem anywhere leaves the caller's transaction as it
+was, and the outcome says whether it was refused.
 
 The pipeline owns, once for every source:
 
@@ -22,6 +23,8 @@ The pipeline owns, once for every source:
   - DEFAULT: each batch is a transaction of its own and a bad record costs only itself; when the
     database refuses a batch it is halved, each half in a unit of its own, until the records it
     refuses are alone (`write_halving`). The catalogue step is a transaction of its own, first.
+    An input that lands whole or not at all (a source file: `open(..., whole=True)`, or `within`
+    in DEFAULT mode) has one transaction instead, each batch a savepoint in it, halved the same way.
   - STRICT: the catalogue step and every batch share one transaction; any problem anywhere (read,
     checked or refused by the database) means it is rolled back and nothing is written
     (IngestAborted, exit 3). Once a problem is found nothing more is written, but every batch is
@@ -45,6 +48,7 @@ import enum
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Self
 
@@ -146,7 +150,8 @@ class Pipeline:
         self.track_keys = track_keys
         self.defer_events = defer_events
         self.keep_run_ids = keep_run_ids
-        self.writer = RunWriter(now=now, defer_events=defer_events, track_keys=track_keys, fleet_worker=fleet_worker)
+        self.writer = RunWriter(now=now, dry_run=mode is Mode.DRY_RUN, defer_events=defer_events, track_keys=track_keys,
+                                fleet_worker=fleet_worker)
         # strict and dry run: the one session every unit of work is in
         self.session: AsyncSession | None = None
         # a dry run whose source lays its catalogue over the database in memory: what records resolve against
@@ -157,18 +162,20 @@ class Pipeline:
     async def open(
         cls, database_url: str, mode: Mode, summary: IngestSummary, *, now: datetime | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE, track_keys: bool = True, overlay: bool = False,
-        progress: tuple[str, int | None] | None = None,
+        progress: tuple[str, int | None] | None = None, whole: bool = False,
     ) -> AsyncIterator[Self]:
         """The pipeline of one ingest, on an engine of its own (one connection). overlay: in a dry
         run, the source lays its catalogue over the database in memory (`catalogue(..., overlay=)`),
         and records resolve against that. progress: (label, total) of the bar the pipeline draws
-        (advanced by `advance`), or None for none."""
+        (advanced by `advance`), or None for none. whole: the input lands whole or not at all (a source
+        file: kernelindex.ingest.source_import) — by default too its catalogue step and every batch share
+        one transaction, each batch a savepoint in it (a batch the database refuses is halved as ever)."""
         engine = make_engine(database_url, pool_size=1, max_overflow=0)
         bar = Progress(progress[0], total=progress[1]) if progress is not None else None
         try:
             pipeline = cls(make_sessionmaker(engine), mode, summary, now=now, batch_size=batch_size,
                            track_keys=track_keys, progress=bar)
-            async with pipeline._opened(overlay=overlay):
+            async with pipeline._opened(overlay=overlay, whole=whole):
                 yield pipeline
         finally:
             if bar is not None:
@@ -179,25 +186,33 @@ class Pipeline:
     @asynccontextmanager
     async def within(
         cls, session: AsyncSession, summary: IngestSummary, *, now: datetime | None = None,
-        fleet_worker: tuple[int, str] | None = None,
+        fleet_worker: tuple[int, str] | None = None, mode: Mode = Mode.STRICT,
     ) -> AsyncIterator[Self]:
-        """A STRICT pipeline in the caller's transaction (see the module): its one transaction is a
-        savepoint of the caller's, rolled back when anything raises (IngestAborted from `finish`
-        among them), released otherwise. Its records are written as one batch (a request's or a
-        job's: a few thousand at most), so their record events are made with it, as a deferred pass
-        would make them; the summary keeps the inserted runs' ids (the callers answer with them)."""
-        pipeline = cls(None, Mode.STRICT, summary, now=now, batch_size=sys.maxsize, track_keys=False,
-                       fleet_worker=fleet_worker, defer_events=False, keep_run_ids=True)
+        """A pipeline in the caller's transaction (see the module): its one transaction is a savepoint
+        of the caller's, rolled back when anything raises (IngestAborted from `finish` among them) or
+        in a dry run, released otherwise.
+
+        STRICT (submitRuns, the fleet worker, seed): its records are written as one batch (a
+        request's or a job's: a few thousand at most), so their record events are made with it, as a
+        deferred pass would make them; the summary keeps the inserted runs' ids (the callers answer
+        with them). DEFAULT or DRY_RUN (a source file in its caller's transaction:
+        source_import.import_source): as `open(..., whole=True)` would, in batches (each a savepoint),
+        the natural keys tracked across them, the record events made by `finish`."""
+        if mode is Mode.STRICT:
+            pipeline = cls(None, mode, summary, now=now, batch_size=sys.maxsize, track_keys=False,
+                           fleet_worker=fleet_worker, defer_events=False, keep_run_ids=True)
+        else:
+            pipeline = cls(None, mode, summary, now=now, fleet_worker=fleet_worker)
         pipeline.session = session
-        async with _savepoint(session):
+        async with _savepoint(session, keep=mode is not Mode.DRY_RUN):
             yield pipeline
 
     @asynccontextmanager
-    async def _opened(self, *, overlay: bool) -> AsyncIterator[None]:
+    async def _opened(self, *, overlay: bool, whole: bool) -> AsyncIterator[None]:
         sessionmaker = self.sessionmaker
         assert sessionmaker is not None  # `open` made one
         async with AsyncExitStack() as stack:
-            if self.mode is Mode.STRICT:
+            if self.mode is Mode.STRICT or (whole and self.mode is Mode.DEFAULT):
                 # All or nothing: one transaction, the index write lock first (the catalogue step and
                 # the writer take it before their first write).
                 self.session = await stack.enter_async_context(transaction(sessionmaker))
@@ -305,3 +320,29 @@ class Pipeline:
         async with self.unit() as session:
             await self.writer.record_events(session)
         return self.summary
+
+
+@dataclass(frozen=True)
+class WrittenWithin:
+    """What `write_within` did: the summary (the inserted runs' ids kept, the problems found), and the
+    abort when any record was refused (then nothing was written: the savepoint rolled back)."""
+
+    summary: IngestSummary
+    aborted: IngestAborted | None = None
+
+
+async def write_within(
+    session: AsyncSession, records: list[RunRecord], *, now: datetime | None = None,
+    fleet_worker: tuple[int, str] | None = None,
+) -> WrittenWithin:
+    """Run records through the one pipeline, strict, in the caller's transaction (`Pipeline.within`):
+    written and finished, or, when any is refused, nothing written and the refusal returned (the
+    caller's transaction is left as it was, to answer or to raise as it chooses)."""
+    summary = IngestSummary()
+    try:
+        async with Pipeline.within(session, summary, now=now, fleet_worker=fleet_worker) as pipeline:
+            await pipeline.write(records)
+            await pipeline.finish()
+    except IngestAborted as aborted:
+        return WrittenWithin(summary, aborted)
+    return WrittenWithin(summary)

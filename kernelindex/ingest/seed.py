@@ -20,7 +20,7 @@ from kernelindex.db.engine import in_own_transaction
 from kernelindex.db.models import Implementation, Workload
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.hardware import catalogue_problems, hardware_problem, upsert_hardware
-from kernelindex.ingest.pipeline import Pipeline
+from kernelindex.ingest.pipeline import write_within
 from kernelindex.ingest.records import RunRecord, read_run_records
 from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.workloads import WorkloadSpec, record_snapshot, upsert_workload
@@ -130,9 +130,10 @@ async def load_runs(session: AsyncSession, path: Path) -> IngestSummary:
     if problems:
         raise IngestAborted(problems)
     # The one ingest pipeline, strict, in the seed's one transaction: any problem aborts it (IngestAborted).
-    async with Pipeline.within(session, IngestSummary()) as pipeline:
-        await pipeline.write([i for i in items if isinstance(i, RunRecord)])
-        return await pipeline.finish()
+    written = await write_within(session, [i for i in items if isinstance(i, RunRecord)])
+    if written.aborted is not None:
+        raise written.aborted
+    return written.summary
 
 
 async def seed_database(database_url: str) -> SeedSummary:

@@ -1,7 +1,8 @@
-"""Importing what a source adapter read: its catalogue entries, then its runs through stage and merge.
+"""Importing what a source adapter read: its catalogue entries, then its runs through the pipeline's batches.
 
 An adapter (kernelindex.ingest.sources.<name>) reads a file into typed parts and decides nothing; this
-module writes them, in the caller's transaction, with the same machinery as run records:
+module writes them through the one ingest pipeline (kernelindex.ingest.pipeline), as one unit of work
+(`write_source`: the file lands whole or not at all, in the pipeline's mode):
 
     sources      → `sources` (key, licence, terms, attribution), newest snapshot's word kept
     the file     → one whole source snapshot per upstream source (its revision, date and route)
@@ -10,10 +11,16 @@ module writes them, in the caller's transaction, with the same machinery as run 
                    revision chosen by the snapshots' dates (revisions-v1)
     implementations, environments (hardware resolved against the catalogue), protocols (with metric,
                    statistic and unit) → their rows
-    runs         → StagedRun rows COPYed into the stage and merged (kernelindex.ingest.merge): unchanged,
-                   superseded or inserted by natural key and content digest
-    afterwards   → which whole snapshots are outdated (a newer one of the same source exists), and the
-                   records of every workload the file names refreshed.
+    before runs  → which whole snapshots are outdated (a newer one of the same source exists: a file's
+                   runs arrive in a snapshot already marked), and the records of every workload the steps
+                   above or those marks moved rebuilt from the runs stored
+    runs         → checked against the file's own parts and the hardware catalogue (a refusal: the
+                   pipeline's problems), then each a run record in the stated form (`stated_record`: the
+                   record /exports/catalog.jsonl writes of it) written by `Pipeline.write`: staged, merged
+                   (unchanged, superseded or inserted by natural key and content digest), their cohorts'
+                   records refreshed and counted in the pipeline's one summary, in its batches
+    afterwards   → the pipeline's finish: the record events of the runs written (history-v1, in observed
+                   order, as every way in makes them); a strict ingest with a problem aborts.
 
 Order never matters: a snapshot's runs keep their own source snapshot (route), an older file imported
 after a newer one marks itself outdated, and the canonical configuration of a stated workload is set
@@ -32,7 +39,7 @@ import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -45,10 +52,10 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.locks import hold_index_writes
 from kernelindex.db.models import Environment, Implementation, Source, SourceSnapshot
 from kernelindex.db.models import Protocol as ProtocolRow
-from kernelindex.ingest.digests import configuration_key_memo, environment_fingerprint_memo, stated_content_digest
+from kernelindex.ingest.digests import FIGURE_FIELDS, configuration_key_memo, environment_fingerprint_memo
 from kernelindex.ingest.errors import IngestAborted, InputProblem
-from kernelindex.ingest.merge import merge_stage
 from kernelindex.ingest.pipeline import Mode, Pipeline
+from kernelindex.ingest.records import RunRecord
 from kernelindex.ingest.resolve import HardwareRefusal, ensure_rows, load_hardware_index, table_of
 from kernelindex.ingest.snapshots import mark_outdated, workloads_with_runs
 from kernelindex.ingest.sources.parts import (
@@ -59,10 +66,10 @@ from kernelindex.ingest.sources.parts import (
     SourcePart,
     WorkloadPart,
 )
-from kernelindex.ingest.stage import Stage, StagedRun
 from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.workloads import WorkloadSpec, latest_complete_snapshot, record_snapshot
 from kernelindex.rules.identity import configuration_key
+from kernelindex.rules.instants import as_utc
 from kernelindex.rules.measurements import statistics_problems
 from kernelindex.services.records import refresh_workloads
 
@@ -89,20 +96,6 @@ class Snapshot:
     revision: str
     revision_date: date
     route: str
-
-
-@dataclass(frozen=True)
-class _Placed:
-    """A staged run's origin, as merge_stage names a repeated one."""
-
-    index: int
-    record: _Where
-
-
-@dataclass(frozen=True)
-class _Where:
-    file: str
-    where: str
 
 
 def workload_slug(suite: str, key: str) -> str:
@@ -236,14 +229,6 @@ def _implementation_row(part: ImplementationPart) -> dict[str, Any]:
     }
 
 
-def _content(run: RunPart) -> str:
-    """What a run measured, as its content digest: the same part read again is unchanged."""
-    figure = run.figure
-    # One digest with the same run read back from catalog.jsonl (a record in the stated form).
-    return stated_content_digest(run.status, run.failure_reason, run.observed_at, None if figure is None else dict(figure.__dict__),
-                                 run.correctness, run.source_speedup, run.upstream_id)
-
-
 def _latency_columns(run: RunPart) -> dict[str, Any]:
     """The ms columns of a latency run, each only where the source states that very statistic."""
     figure = run.figure
@@ -280,19 +265,69 @@ def _run_problem(run: RunPart) -> tuple[str | None, str] | None:
     return None
 
 
+@dataclass
+class _SourceRuns:
+    """What the catalogue step of a source file leaves for its runs: the run records (stated form) to
+    write through the pipeline, the problems of the runs it refused (file, line and field), the runs
+    kept by source, and the rows and workloads the end of the step (_refresh_moved) works on."""
+
+    records: list[RunRecord]
+    problems: list[InputProblem]
+    by_source: Counter[str]
+    source_ids: dict[str, int]
+    snapshot_ids: dict[str, int]
+    changed: set[int]  # workloads whose eligible runs the catalogue step may have changed: rebuilt before the runs
+
+
 async def import_source(
     session: AsyncSession, read: SourceRead, sources: Sequence[SourcePart], snapshot: Snapshot, *,
     now: datetime | None = None, dry_run: bool = False,
 ) -> IngestSummary:
-    """Write what an adapter read as one snapshot (see the module), in the caller's transaction. A dry run
-    reads, resolves and counts, and writes nothing (the caller rolls back)."""
-    now = now or datetime.now(UTC)
+    """Write what an adapter read as one snapshot (see the module), in the caller's transaction, through
+    the one pipeline (Pipeline.within, in the default mode: a run refused costs only itself). A dry run
+    reads, resolves and counts, and writes nothing (its savepoint is rolled back)."""
     summary = read_summary(read.summary)
-    summary.found += len(read.runs)
+    async with Pipeline.within(session, summary, now=now, mode=Mode.DRY_RUN if dry_run else Mode.DEFAULT) as pipeline:
+        await write_source(pipeline, read, sources, snapshot)
+    return summary.check()
+
+
+async def write_source(pipeline: Pipeline, read: SourceRead, sources: Sequence[SourcePart], snapshot: Snapshot) -> None:
+    """A source file through the pipeline, as one unit of work (the pipeline holds one transaction): its
+    catalogue step (sources, the snapshot, workloads and their canonical configurations, implementations,
+    environments, protocols; then which snapshots are outdated and the records of the workloads it moved),
+    the runs it refused as the pipeline's problems, the others as run records in the stated form written
+    by the pipeline's batches (staged, merged, superseded, their cohorts refreshed, counted in its
+    summary), then the pipeline's finish (their record events; a strict ingest with a problem aborts).
+    The pipeline's summary starts as the adapter's (read_summary)."""
+    steps: list[_SourceRuns] = []
+
+    async def catalogue(session: AsyncSession) -> None:
+        steps.append(await _write_catalogue(session, read, sources, snapshot, pipeline.summary))
+        await _refresh_moved(session, steps[-1], pipeline.summary, now=pipeline.writer.now, dry_run=pipeline.mode is Mode.DRY_RUN)
+
+    await pipeline.catalogue(catalogue)
+    if not steps:
+        return  # a strict ingest that failed already: nothing more is done
+    runs = steps[0]
+    pipeline.problems(runs.problems)
+    pipeline.summary.runs_by_source.update(runs.by_source)
+    await pipeline.write(runs.records)
+    await pipeline.finish()
+
+
+async def _write_catalogue(
+    session: AsyncSession, read: SourceRead, sources: Sequence[SourcePart], snapshot: Snapshot, summary: IngestSummary,
+) -> _SourceRuns:
+    """Everything of the file but its runs, in the session's transaction; its runs checked against it and
+    turned into run records in the stated form, each naming the rows written here."""
     file = snapshot.route
     await hold_index_writes(session)
     source_ids = await _upsert_sources(session, sources, snapshot)
     snapshot_ids = await _snapshot_ids(session, source_ids, snapshot)
+    # The records name a source by its stored name (a renamed source keeps the newest snapshot's name).
+    stored_names = dict((await session.execute(select(Source.id, Source.name).where(Source.id.in_(list(source_ids.values()))))).all())
+    source_names = {key: stored_names[source_id] for key, source_id in source_ids.items()}
 
     keys = configuration_keys(read.configurations)
     canonical_case = canonical_configurations(read.runs, keys)
@@ -339,15 +374,14 @@ async def import_source(
     impl_ids = await ensure_rows(session, table_of(Implementation), implementations, ["slug"])
     protocols: dict[tuple[str, str], dict[str, Any]] = {}
     environments: dict[str, dict[str, Any]] = {}
-    staged: list[StagedRun] = []
-    placed: list[_Placed] = []
-    pending: list[tuple[RunPart, str, int, str]] = []
-    for index, run in enumerate(read.runs):
+    problems: list[InputProblem] = []
+    records: list[RunRecord] = []
+    by_source: Counter[str] = Counter()
+    for run in read.runs:
         where = f"line {run.where.line}"
         problem = _run_problem(run)
-        stored = revision_of.get((run.suite, run.workload))
         matched = hardware.match({"product_name": run.hardware})
-        if problem is None and stored is None:
+        if problem is None and (run.suite, run.workload) not in revision_of:
             problem = ("workload", f"names workload {run.workload!r}, which the file does not define")
         if problem is None and run.implementation not in impl_ids:
             problem = ("implementation", f"names implementation {run.implementation!r}, which the file does not define")
@@ -356,8 +390,7 @@ async def import_source(
         if problem is None and isinstance(matched, HardwareRefusal):
             problem = ("hardware", matched.reason)
         if problem is not None:
-            summary.add_problems([InputProblem(file, where, problem[1], key=problem[0])])
-            summary.rejected += 1
+            problems.append(InputProblem(file, where, problem[1], key=problem[0]))
             continue
         assert isinstance(matched, tuple)
         hardware_id, sku = matched
@@ -374,59 +407,67 @@ async def import_source(
             "name": p.name, "version": p.version, "timer": p.timer, "statistic": p.statistic, "metric": p.metric,
             "unit": p.unit, "harness": p.harness, "comparator": p.comparator, "family": p.family, "notes": p.notes,
         })
-        pending.append((run, where, index, fingerprint))
-    env_ids = await ensure_rows(session, table_of(Environment), environments, ["fingerprint"])
-    protocol_ids = await ensure_rows(session, table_of(ProtocolRow), protocols, ["name", "version"])
-
-    for run, where, index, fingerprint in pending:
-        workload_id, revision_id = revision_of[(run.suite, run.workload)]
-        bindings = dict(run.bindings)
-        dtype = run.dtype or "unspecified"
         case_key = keys.get((run.suite, run.workload, run.configuration or ""))
-        cfg_key = case_key or configuration_key_memo(bindings, dtype)
-        figure = run.figure
-        columns = _latency_columns(run)
-        staged.append(StagedRun(
-            len(staged), where, workload_id, revision_id, msgspec.json.encode(bindings).decode(), dtype, cfg_key,
-            impl_ids[run.implementation], env_ids[fingerprint], protocol_ids[(run.protocol.name, run.protocol.version)],
-            snapshot_ids[run.source], run.status, run.failure_reason if run.status != "passed" else None,
-            columns.get("mean_ms"), columns.get("std_ms"), columns.get("min_ms"), columns.get("max_ms"),
-            columns.get("median_ms"), None, None, columns.get("num_trials"), None, None,
-            None if run.correctness is None else msgspec.json.encode(run.correctness).decode(), run.observed_at, "reported",
-            _content(run), None, None, None, None, figure.value if figure else None,
-            figure.low if figure else None, figure.high if figure else None,
-            figure.quantiles[0] if figure and figure.quantiles else None,
-            figure.quantiles[1] if figure and figure.quantiles else None,
-            run.source_speedup, run.upstream_id or "",
+        records.append(RunRecord(
+            stated_record(run, snapshot, source_names[run.source], fingerprint, case_key), file, where, line=run.where.line,
         ))
-        placed.append(_Placed(index, _Where(file, where)))
-        summary.runs_by_source[run.source] += 1
+        by_source[run.source] += 1
+    # The rows the records name, as the file states them (the writer finds them by their keys).
+    await ensure_rows(session, table_of(Environment), environments, ["fingerprint"])
+    await ensure_rows(session, table_of(ProtocolRow), protocols, ["name", "version"])
+    return _SourceRuns(records, problems, by_source, source_ids, snapshot_ids, changed)
 
-    if staged:
-        stage = Stage(track_keys=False)
-        await stage.runs(session, staged)
-        merged = await merge_stage(session, placed, now=now, fleet_worker=False, dry_run=dry_run)
-        summary.inserted += merged.inserted
-        summary.superseded += merged.superseded
-        summary.unchanged += merged.unchanged
-        summary.rejected += len(merged.refused)
-        summary.add_problems([r.problem for r in sorted(merged.refused, key=lambda r: r.index)])
-        # new or changed figures (a superseded run's replacement is inserted too)
-        changed |= await workloads_with_runs(session, "id", merged.inserted_run_ids)
-        summary.workloads |= {row.workload_id for row in staged}
-        summary.implementations |= {row.implementation_id for row in staged}
-        summary.environments |= {row.environment_id for row in staged}
 
-    changed |= await mark_outdated(session, list(source_ids.values()))
-    summary.outdated = bool(source_ids) and all((await session.scalars(
-        select(SourceSnapshot.outdated).where(SourceSnapshot.id.in_(list(snapshot_ids.values())))
+def stated_record(run: RunPart, snapshot: Snapshot, source_name: str, fingerprint: str, case_key: str | None) -> dict[str, Any]:
+    """A source adapter's run as a run record in the stated form (the record /exports/catalog.jsonl
+    writes of it: kernelindex.ingest.export): what the writer stages from it is what the run states, with
+    the content digest the same run read back from the export has (digests.stated_content_digest)."""
+    figure = run.figure
+    p = run.protocol
+    bindings = dict(run.bindings)
+    dtype = run.dtype or "unspecified"
+    record: dict[str, Any] = {
+        "format": "kernelindex.run/1",
+        "workload": {"suite": run.suite, "key": run.workload},
+        "configuration": {"bindings": bindings, "dtype": dtype, "key": case_key or configuration_key_memo(bindings, dtype)},
+        "implementation": {"slug": run.implementation},
+        "environment": {"hardware": {"product_name": run.hardware}, "fingerprint": fingerprint},
+        "protocol": {"name": p.name, "version": p.version, "metric": p.metric, "statistic": p.statistic, "unit": p.unit},
+        "status": run.status,
+        "failure_reason": run.failure_reason,
+        "figure": None if figure is None else {name: getattr(figure, name) for name in FIGURE_FIELDS},
+        "observed_at": as_utc(run.observed_at).isoformat(),
+        "evidence": "reported",
+        "source": {"name": source_name, "revision": snapshot.revision, "revision_date": snapshot.revision_date.isoformat(),
+                   "route": snapshot.route, "whole": True},
+    }
+    if run.source_speedup is not None:
+        record["source_speedup"] = run.source_speedup
+    if run.upstream_id:
+        record["upstream_id"] = run.upstream_id
+    if run.correctness is not None:
+        record["source_correctness"] = run.correctness
+    return record
+
+
+async def _refresh_moved(
+    session: AsyncSession, runs: _SourceRuns, summary: IngestSummary, *, now: datetime, dry_run: bool,
+) -> None:
+    """The end of the catalogue step, before any run of the file arrives: which whole snapshots of its
+    sources are outdated (this one, when a newer one is stored: its runs then arrive counting for
+    nothing; the older ones, when this one is newer), and the records of every workload the step or those
+    marks moved rebuilt from the runs stored. The file's runs then join them as the pipeline's batches
+    merge them, each batch refreshing the cohorts it joins, and the pipeline's finish makes their record
+    events in observed order, as for every other way in. Only what moved: an unchanged re-import
+    refreshes nothing (and writes nothing); a dry run refreshes nothing."""
+    runs.changed |= await mark_outdated(session, list(runs.source_ids.values()))
+    summary.outdated = bool(runs.source_ids) and all((await session.scalars(
+        select(SourceSnapshot.outdated).where(SourceSnapshot.id.in_(list(runs.snapshot_ids.values())))
     )).all())
     if summary.outdated:
         summary.notes.append("a newer snapshot of its sources is stored: its runs are kept and count for nothing")
     if not dry_run:
-        # Only what moved: an unchanged re-import refreshes nothing (and writes nothing).
-        await refresh_workloads(session, changed, now=now)
-    return summary.check()
+        await refresh_workloads(session, runs.changed, now=now)
 
 
 async def _set_canonical(
@@ -568,20 +609,18 @@ async def import_source_file(
     database_url: str, read: SourceRead, sources: Sequence[SourcePart], snapshot: Snapshot, *,
     strict: bool = False, dry_run: bool = False, sha256: str | None = None,
 ) -> IngestSummary:
-    """One file, one unit of work of the ingest pipeline (kernelindex.ingest.pipeline): it lands whole or
-    not at all, in the pipeline's mode. --strict: any line the adapter refused or any run this import
-    refuses aborts with nothing written (IngestAborted). --dry-run: everything is done and counted in the
-    pipeline's one transaction, then rolled back."""
+    """One file, one unit of work of the ingest pipeline (kernelindex.ingest.pipeline, opened whole: its
+    catalogue step and every batch of its runs in one transaction): it lands whole or not at all, in the
+    pipeline's mode. --strict: any line the adapter refused or any run this import refuses aborts with
+    nothing written (IngestAborted). --dry-run: everything is done and counted in the pipeline's one
+    transaction, then rolled back."""
     mode = Mode.of(strict=strict, dry_run=dry_run)
     if mode is Mode.STRICT and read.summary.refused:
         raise IngestAborted(read_problems(read), len(read.summary.refused))
-    # The file's own stage and merge (import_source) write its runs, not the pipeline's batches: a
-    # snapshot's runs, its workloads and their canonical configurations are decided together.
-    async with Pipeline.open(database_url, mode, IngestSummary(), track_keys=False) as pipeline:
-        async with pipeline.unit() as session:
-            summary = await import_source(session, read, sources, snapshot, dry_run=mode is Mode.DRY_RUN)
-            if mode is Mode.STRICT and summary.rejected:
-                raise IngestAborted(summary.problems, summary.problem_count)
-            if mode is not Mode.DRY_RUN and sha256 is not None:
+    summary = read_summary(read.summary)
+    async with Pipeline.open(database_url, mode, summary, whole=True) as pipeline:
+        await write_source(pipeline, read, sources, snapshot)
+        if mode is not Mode.DRY_RUN and sha256 is not None:
+            async with pipeline.unit() as session:
                 await _remember_file(session, sha256, snapshot, summary)
-    return summary
+    return summary.check()

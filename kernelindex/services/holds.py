@@ -14,10 +14,11 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from sqlalchemy import BigInteger, Select, any_, bindparam, func, literal_column, select
-from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by
+from sqlalchemy import Select, any_, func, literal_column, select
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kernelindex.db.arrays import id_array
 from kernelindex.db.models import Implementation, Run, RunFlag, RunReview, WorkloadRevision
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
@@ -54,7 +55,7 @@ class _Collecting:
 
 
 # The statements here are built once, their ids given at execution (no construction or cache key per call).
-_RUN_IDS = bindparam("run_ids", type_=ARRAY(BigInteger))
+_RUN_IDS = id_array("run_ids")
 _HOLDS = (
     select(RunFlag, RunReview, Implementation.role, Run.correctness["passed"])
     .join(Run, Run.id == RunFlag.run_id)
@@ -166,7 +167,7 @@ def _held_runs_statement() -> Select[Any]:
         select(Run.id)
         .join(WorkloadRevision, WorkloadRevision.id == Run.workload_revision_id)
         .where(
-            WorkloadRevision.id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))),
+            WorkloadRevision.id == any_(id_array("revision_ids")),
             Run.configuration_key == WorkloadRevision.canonical_configuration_key,
             Run.status == literal_column("'passed'"), Run.superseded_at.is_(None), Run.retracted_at.is_(None),
             select(RunFlag.id).where(RunFlag.run_id == Run.id).exists(),

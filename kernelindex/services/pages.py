@@ -42,7 +42,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
-from kernelindex.db.arrays import array_values, unnested
+from kernelindex.db.arrays import array_values, id_array, unnested
 from kernelindex.db.models import (
     CohortBest,
     Hardware,
@@ -72,7 +72,6 @@ from kernelindex.services.facts import (
     workload_facts,
 )
 from kernelindex.services.holds import held_of, hold_columns, with_holds
-from kernelindex.services.sql import id_array
 from kernelindex.services.workload_page import SOURCES_SHOWN, CohortSummary, WorkloadPage
 
 MEASURED_PER_IMPLEMENTATION_AND_SKU = 5
@@ -213,7 +212,7 @@ async def load_page_evidence(
 # The page's statements are built once (per scope's kind and metric), their values given at execution:
 # building and compiling each anew was a good part of a cold page's time (kernelindex.db.arrays).
 _REVISIONS = select(WorkloadRevision).where(
-    WorkloadRevision.id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))))
+    WorkloadRevision.id == any_(id_array("revision_ids")))
 
 
 # The runs' rows as plain columns (run_columns_statement, FactsBuilder.run_of_columns): no ORM entity
@@ -223,7 +222,7 @@ _RUN_WIDTH = len(run_columns_statement().selected_columns)
 
 @cache
 def _runs_by_id_statement() -> Select:
-    return run_columns_statement().where(RUN_ID_COLUMN == any_(bindparam("run_ids", type_=ARRAY(BigInteger))))
+    return run_columns_statement().where(RUN_ID_COLUMN == any_(id_array("run_ids")))
 
 
 @cache
@@ -232,7 +231,7 @@ def _bests_statement(canonical: bool, metric: str) -> Select:
     `configuration_key` (not canonical), for the metric (written into the text, as the metric of
     ix_runs' partial indexes is: see live_passed_clauses)."""
     current = (
-        (CohortBest.workload_revision_id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))))
+        (CohortBest.workload_revision_id == any_(id_array("revision_ids")))
         & (CohortBest.configuration_key == _configuration(canonical))
         & (Protocol.metric == literal_column(f"'{_metric_literal(metric)}'"))
     )
@@ -281,7 +280,7 @@ def _first_sources_statement(canonical: bool) -> Any:
         .join(top, true())
         .join(SourceSnapshot, SourceSnapshot.id == top.c.source_snapshot_id)
         .join(Source, Source.id == SourceSnapshot.source_id)
-        .where(WorkloadRevision.id == any_(bindparam("revision_ids", type_=ARRAY(BigInteger))))
+        .where(WorkloadRevision.id == any_(id_array("revision_ids")))
         .order_by(WorkloadRevision.workload_id, top.c.source_name, top.c.snapshot_revision, top.c.source_snapshot_id)
     )
 
@@ -554,7 +553,7 @@ async def load_record_scopes(session: AsyncSession, workload_ids: Sequence[int])
         .join(Workload, Workload.id == CohortBest.workload_id)
         .join(WorkloadRevision, WorkloadRevision.id == CohortBest.workload_revision_id)
         .join(Protocol, Protocol.id == CohortBest.protocol_id)
-        .where(CohortBest.workload_id == any_(id_array(workload_ids)),
+        .where(CohortBest.workload_id == any_(id_array("ids", workload_ids)),
                CohortBest.workload_revision_id == Workload.current_revision_id)
         .group_by(CohortBest.workload_id, CohortBest.configuration_key, Protocol.metric, canonical)
     )).all()
