@@ -125,6 +125,15 @@ class SerializedSession:
         async with self._lock:
             return await self._session.connection(*args, **kwargs)
 
+    async def driver_fetch(self, sql: str, parameters: tuple):
+        """The rows of one statement in the driver's own SQL (asyncpg's: $1 parameters), run by the driver on
+        the session's connection, as its records: no SQLAlchemy result processing (kernelindex.graphql.runs_page
+        reads only columns that have none)."""
+        async with self._lock:
+            connection = await self._session.connection()
+            raw = await connection.get_raw_connection()
+            return await raw.driver_connection.fetch(sql, *parameters)
+
     async def begin_nested(self):
         async with self._lock:
             return await self._session.begin_nested()
