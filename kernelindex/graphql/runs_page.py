@@ -88,6 +88,8 @@ _Row = namedtuple("_Row", [c.key for c in _COLUMNS])  # type: ignore[misc]  # th
 Get = Callable[[Any], Any]
 E = TypeVar("E", bound=Enum)
 _INF = float("inf")
+# Argument values kept between requests must not be shared mutable objects.
+_IMMUTABLE = (str, int, float, bool, type(None), Enum, datetime)
 
 
 def _member(enum: type[E]) -> Callable[[Any], E]:
@@ -168,16 +170,26 @@ def _check(row: Any) -> None:
     """Raises where the general path fails on this row whatever is selected: it makes a Run (with its
     Implementation and Protocol) of every run on the page, and with it every enum of their stored values
     and the run's instant in UTC. A page with such a run is left to it (and its error)."""
-    status, evidence, metric, unit, role, availability = _CHECKS
-    status(row.status)
-    evidence(row.evidence)
-    if row.claimed_evidence is not None:
-        evidence(row.claimed_evidence)
-    metric(row.protocol_metric)
-    unit(row.protocol_unit)
-    role(row.implementation_role)
-    availability(row.implementation_source_availability)
+    values = (row.status, row.evidence, row.claimed_evidence, row.protocol_metric, row.protocol_unit,
+              row.implementation_role, row.implementation_source_availability)
+    if values not in _CHECKED:
+        status, evidence, metric, unit, role, availability = _CHECKS
+        status(row.status)
+        evidence(row.evidence)
+        if row.claimed_evidence is not None:
+            evidence(row.claimed_evidence)
+        metric(row.protocol_metric)
+        unit(row.protocol_unit)
+        role(row.implementation_role)
+        availability(row.implementation_source_availability)
+        if len(_CHECKED) < _CHECKED_SIZE:
+            _CHECKED.add(values)
     as_utc(row.observed_at).date()
+
+
+# The stored enum values found good (a few combinations: each is checked once per process).
+_CHECKED: set[tuple[Any, ...]] = set()
+_CHECKED_SIZE = 4096
 
 
 class Stats:
@@ -248,16 +260,30 @@ def _object_writer(planner: Any, object_type: GraphQLObjectType, details: list[F
                                                   [d.node for d in field_details], object_type, message)
         steps.append((key, get, _leaf_completion(planner, field_def.type, complete)))
 
-    def write(row: Any, executor: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, get, complete in steps:
-            if complete is None:
-                out[key] = get  # __typename
-            elif get is None:
-                out[key] = complete(row, executor)  # an object under this one, from the same row
-            else:
-                out[key] = complete(get(row), executor)
-        return out
+    return _compiled_writer(steps)
+
+
+def _compiled_writer(steps: list[tuple[str, Any, Any]]) -> Writer:
+    """One function writing the object's dict in one display, its keys and values in the steps' order
+    (Python evaluates a dict display's keys and values left to right): for each step, a constant
+    (__typename), an object under this one written from the same row, or a leaf's value made and
+    completed. The names in the source are only indexes; every key and function is passed by value."""
+    namespace: dict[str, Any] = {}
+    parts = []
+    for index, (key, get, complete) in enumerate(steps):
+        namespace[f"k{index}"] = key
+        if complete is None:
+            namespace[f"t{index}"] = get
+            parts.append(f"k{index}: t{index}")
+        elif get is None:
+            namespace[f"w{index}"] = complete
+            parts.append(f"k{index}: w{index}(row, executor)")
+        else:
+            namespace[f"g{index}"], namespace[f"c{index}"] = get, complete
+            parts.append(f"k{index}: c{index}(g{index}(row), executor)")
+    source = "def write(row, executor):\n    return {" + ", ".join(parts) + "}\n"
+    exec(compile(source, "<kernelindex.graphql.runs_page writer>", "exec"), namespace)
+    write: Writer = namespace["write"]
     return write
 
 
@@ -317,16 +343,14 @@ def _edge_writer(planner: Any, edge_type: GraphQLObjectType, details: list[Field
         else:
             raise NotWritten(f"{edge_type.name}.{name}")
 
-    def write(row: Any, cursor: str, executor: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, what, value in steps:
-            if what == "node":
-                out[key] = value(row, executor)
-            elif what == "cursor":
-                out[key] = cursor
-            else:
-                out[key] = value
-        return out
+    namespace: dict[str, Any] = {}
+    parts = []
+    for index, (key, what, value) in enumerate(steps):  # as _compiled_writer, with the edge's cursor
+        namespace[f"k{index}"], namespace[f"v{index}"] = key, value
+        parts.append(f"k{index}: " + {"node": f"v{index}(row, executor)", "cursor": "cursor"}.get(what, f"v{index}"))
+    source = "def write(row, cursor, executor):\n    return {" + ", ".join(parts) + "}\n"
+    exec(compile(source, "<kernelindex.graphql.runs_page edge writer>", "exec"), namespace)
+    write: Callable[[Any, str, Any], dict[str, Any]] = namespace["write"]
     return write
 
 
@@ -388,19 +412,34 @@ def plan_runs(planner: Any, response_key: str, field_def: Any, details: list[Fie
     return_type = field_def.type
     scalar_registry, config = converter.scalar_registry, planner.strawberry_schema.config
 
+    # Arguments without variables are converted once (strawberry's conversion names and converts each
+    # argument anew per call): kept only where every converted value is immutable.
+    kept_kwargs: dict[str, Any] | None = None
+    if constant_args is not None:
+        try:
+            converted = convert_arguments(constant_args, definition.arguments, scalar_registry=scalar_registry,
+                                          config=config, info=None)
+        except Exception:  # converted (and failing) per request, as strawberry's resolver does
+            converted = None
+        if converted is not None and all(isinstance(v, _IMMUTABLE) for v in converted.values()):
+            kept_kwargs = converted
+
     async def write_page(executor: Any) -> dict[str, Any]:
         # The resolver's steps, in its order; an error it raises (a GraphQLError: the arguments, the
         # filters, an unknown name) is raised here as _FieldError, for the field as graphql-core reports it.
-        try:
-            args = constant_args if constant_args is not None else get_argument_values(
-                field_def, node, executor.variable_values)
-        except GraphQLError as error:
-            raise _FieldError(error) from error
-        try:
-            kwargs = convert_arguments(args, definition.arguments, scalar_registry=scalar_registry, config=config,
-                                       info=None)
-        except Exception as exc:  # strawberry's error inside its resolver: the general plan reports it
-            raise _Fallback() from exc
+        if kept_kwargs is not None:
+            kwargs = kept_kwargs
+        else:
+            try:
+                args = constant_args if constant_args is not None else get_argument_values(
+                    field_def, node, executor.variable_values)
+            except GraphQLError as error:
+                raise _FieldError(error) from error
+            try:
+                kwargs = convert_arguments(args, definition.arguments, scalar_registry=scalar_registry, config=config,
+                                           info=None)
+            except Exception as exc:  # strawberry's error inside its resolver: the general plan reports it
+                raise _Fallback() from exc
         context = executor.context_value
         try:
             filters, window = runs_arguments(context.settings.max_page_size, **kwargs)
