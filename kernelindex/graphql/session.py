@@ -60,6 +60,7 @@ class SessionConnection(SchemaExtension):
                 if context.state.read_only and _autocommit_reads_alike(session):
                     await session.connection(execution_options=READ_ONLY_EXECUTION)
                     autocommit = True
+                    context.state.reads_in_autocommit = True
                 else:
                     await session.connection()
             except Exception as exc:  # ErrorPolicy decides what the client sees
