@@ -76,6 +76,8 @@ from strawberry.types.arguments import convert_arguments
 from strawberry.types.base import StrawberryOptional
 from strawberry.types.graphql import OperationType as StrawberryOperationType
 
+from kernelindex.graphql.runs_page import NotWritten, plan_runs
+
 log = logging.getLogger("kernelindex.graphql.plan")
 
 PLAN_CACHE_SIZE = 512
@@ -264,8 +266,6 @@ class Planner:
         run = self._general_field(parent_type, key, details)
         if (parent_type is self.schema.query_type and details[0].node.name.value == "runs"
                 and self.strawberry_schema is not None):
-            from kernelindex.graphql.runs_page import NotWritten, plan_runs
-
             field_def = self.schema.get_field(parent_type, "runs")
             try:
                 return plan_runs(self, key, field_def, details, self._constant_args(field_def, details[0].node), run)

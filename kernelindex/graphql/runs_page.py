@@ -61,7 +61,6 @@ from kernelindex.graphql.pagination import Window, encode_cursor, narrow_page_st
 from kernelindex.graphql.queries.runs import KEYS, ORDERS, runs_arguments
 from kernelindex.rules.instants import as_utc
 from kernelindex.rules.measurements import MAX_COMPILE_TIME_MS, readable
-from kernelindex.rules.numbers import significant
 from kernelindex.services.facts import readable_std
 from kernelindex.services.run_filters import FilterError, RunFilters, check_names
 
@@ -289,17 +288,16 @@ def _compiled_writer(steps: list[tuple[str, Any, Any]]) -> Writer:
 
 def _leaf_completion(planner: Any, field_type: Any, complete: Any) -> Callable[[Any, Any], Any]:
     """The plan's completion of a leaf field (`complete`), with the values it returns without a call
-    taken first: a finite float of a Float, where the schema's execution rounds them (RoundedFloats:
-    graphql-core's Float coerces a finite float to itself, then numbers-v1 rounds it); a str of an ID
+    taken first: a finite float of a Float, where the schema's execution rounds them (RoundedFloats, whose
+    float_rounding it names: graphql-core's Float coerces a finite float to itself, then it is rounded); a str of an ID
     (graphql-core's ID coerces a str to itself); an enum member as its completion was the first time
     (an enum's coercion of a member is its name, the same every time)."""
-    from kernelindex.graphql.schema import RoundedFloats
-
     named = field_type.of_type if isinstance(field_type, GraphQLNonNull) else field_type
-    if named is GraphQLFloat and planner.executor_class.complete_leaf_value is RoundedFloats.complete_leaf_value:
+    rounding = getattr(planner.executor_class, "float_rounding", None)  # the schema's RoundedFloats
+    if named is GraphQLFloat and rounding is not None:
         def complete_float(value: Any, executor: Any) -> Any:
             if type(value) is float and -_INF < value < _INF:
-                return significant(value)
+                return rounding(value)
             return complete(value, None, executor)
         return complete_float
     if named is GraphQLID:
