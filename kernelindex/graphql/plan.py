@@ -76,6 +76,8 @@ from strawberry.types.arguments import convert_arguments
 from strawberry.types.base import StrawberryOptional
 from strawberry.types.graphql import OperationType as StrawberryOperationType
 
+from kernelindex.graphql.runs_page import NotWritten, plan_runs
+
 log = logging.getLogger("kernelindex.graphql.plan")
 
 PLAN_CACHE_SIZE = 512
@@ -245,6 +247,7 @@ class Planner:
         self.fragments = executor.fragments
         self.variable_values = executor.variable_values
         self.operation: OperationDefinitionNode = executor.operation
+        self.executor_class = type(executor)
 
     def root(self) -> Complete:
         root_type = self.schema.get_root_type(OperationType.QUERY)
@@ -258,6 +261,29 @@ class Planner:
         return _execute_fields([(key, self._field(parent_type, key, details)) for key, details in grouped.items()])
 
     def _field(self, parent_type: GraphQLObjectType, key: str, details: list[FieldDetails]) -> RunField:
+        """Executor.execute_field for one response key; `Query.runs` written from its rows where its
+        selection allows (kernelindex.graphql.runs_page), this field's general plan beside it."""
+        run = self._general_field(parent_type, key, details)
+        if (parent_type is self.schema.query_type and details[0].node.name.value == "runs"
+                and self.strawberry_schema is not None):
+            field_def = self.schema.get_field(parent_type, "runs")
+            try:
+                return plan_runs(self, key, field_def, details, self._constant_args(field_def, details[0].node), run)
+            except NotWritten as exc:
+                log.debug("runs not written from rows: %s", exc)
+        return run
+
+    def _constant_args(self, field_def: Any, node: FieldNode) -> dict[str, Any] | None:
+        """The field's argument values when the document gives them without variables (None otherwise,
+        or where they do not coerce: then at run time, where the general plan reports it)."""
+        if _uses_variables(node):
+            return None
+        try:
+            return get_argument_values(field_def, node, self.variable_values)
+        except GraphQLError:
+            return None
+
+    def _general_field(self, parent_type: GraphQLObjectType, key: str, details: list[FieldDetails]) -> RunField:
         """Executor.execute_field for one response key."""
         node = details[0].node
         name = node.name.value

@@ -61,6 +61,9 @@ class RequestState:
     # The request wrote nothing (a GraphQL query, or its cached answer): its transaction is rolled back
     # instead of committed (kernelindex.web.middleware).
     read_only: bool = False
+    # Its session's connection was taken in autocommit for a query (kernelindex.graphql.session): no
+    # transaction to roll back before the response (kernelindex.web.middleware closes the session after it).
+    reads_in_autocommit: bool = False
     # Its answer must not be stored by any cache (errors, a fleet job read): Cache-Control: no-store.
     no_store: bool = False
     # The media type its GraphQL response is sent in, and the status that response calls for

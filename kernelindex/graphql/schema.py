@@ -89,10 +89,13 @@ class RoundedFloats(StrawberryGraphQLCoreExecutionContext):
     place GraphQL's numbers are rounded, and with them the JSON twins' (they run the page query).
     Not a scalar override: graphql-core reserves the name Float, and the SDL keeps the standard one."""
 
+    # How a completed Float is rounded (kernelindex.graphql.runs_page rounds a finite float with it directly).
+    float_rounding = staticmethod(significant)
+
     @staticmethod
     def complete_leaf_value(return_type: GraphQLLeafType, result: Any) -> Any:
         coerced = StrawberryGraphQLCoreExecutionContext.complete_leaf_value(return_type, result)
-        return significant(coerced) if return_type is GraphQLFloat else coerced
+        return RoundedFloats.float_rounding(coerced) if return_type is GraphQLFloat else coerced
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:

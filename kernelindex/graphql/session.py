@@ -60,6 +60,7 @@ class SessionConnection(SchemaExtension):
                 if context.state.read_only and _autocommit_reads_alike(session):
                     await session.connection(execution_options=READ_ONLY_EXECUTION)
                     autocommit = True
+                    context.state.reads_in_autocommit = True
                 else:
                     await session.connection()
             except Exception as exc:  # ErrorPolicy decides what the client sees
@@ -124,6 +125,15 @@ class SerializedSession:
     async def connection(self, *args, **kwargs):
         async with self._lock:
             return await self._session.connection(*args, **kwargs)
+
+    async def driver_fetch(self, sql: str, parameters: tuple):
+        """The rows of one statement in the driver's own SQL (asyncpg's: $1 parameters), run by the driver on
+        the session's connection, as its records: no SQLAlchemy result processing (kernelindex.graphql.runs_page
+        reads only columns that have none)."""
+        async with self._lock:
+            connection = await self._session.connection()
+            raw = await connection.get_raw_connection()
+            return await raw.driver_connection.fetch(sql, *parameters)
 
     async def begin_nested(self):
         async with self._lock:

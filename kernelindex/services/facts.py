@@ -106,6 +106,17 @@ def passed_verdict(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
+def readable_std(std: float | None, min_ms: float | None, max_ms: float | None, mean_ms: float | None,
+                  num_trials: int | None) -> float | None:
+    """A stored std as the read side uses it (RunFacts.std_ms), from the run's stored columns: none where
+    it is NaN, negative or past what the other stated figures allow (rules.measurements.std_bound), else
+    held to the largest latency. Also the runs page's writer's (kernelindex.graphql.runs_page)."""
+    if std is None:
+        return None
+    bound = std_bound({"min": min_ms, "max": max_ms, "mean": mean_ms, "num_trials": num_trials})
+    return None if std != std or std < 0 or (bound is not None and std > bound) else min(std, MAX_LATENCY_MS)
+
+
 def run_facts(
     run: Any, impl: ImplementationFacts, env: EnvironmentFacts, protocol: ProtocolFacts, source: SourceFacts
 ) -> RunFacts:
@@ -115,10 +126,7 @@ def run_facts(
     samples = tuple(run.samples_ms) if run.samples_ms else None
     if samples and any(readable(v) != v for v in samples):
         samples = None  # samples no run can give say nothing about this one's spread
-    std = run.std_ms
-    if std is not None:
-        bound = std_bound({"min": run.min_ms, "max": run.max_ms, "mean": run.mean_ms, "num_trials": run.num_trials})
-        std = None if std != std or std < 0 or (bound is not None and std > bound) else min(std, MAX_LATENCY_MS)
+    std = readable_std(run.std_ms, run.min_ms, run.max_ms, run.mean_ms, run.num_trials)
     return RunFacts(
         id=run.id, workload_revision_id=run.workload_revision_id, bindings=run.bindings, dtype=run.dtype,
         configuration_key=run.configuration_key, implementation=impl, environment=env, protocol=protocol,

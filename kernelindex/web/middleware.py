@@ -58,7 +58,9 @@ class DatabaseSessionMiddleware:
                             await _rollback_quietly(session, request_id)
                             await _send_503(scope, send, request_id, exc)
                             raise _ResponseReplaced() from exc
-                    elif not await _rollback_quietly(session, request_id):
+                    elif not state.reads_in_autocommit and not await _rollback_quietly(session, request_id):
+                        # (A query that read in autocommit has no transaction to roll back: its session is
+                        # closed below, which hands the connection back through the pool's own reset.)
                         interrupted = True
                 await send(message)
 

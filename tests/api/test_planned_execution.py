@@ -402,3 +402,212 @@ def test_the_plan_cache_keeps_the_most_recently_used():
     assert len(cache) == 2
     assert cache.get(("query", 0)) is None
     assert cache.get(("query", 1)) is plan._MISSING
+
+
+# -- `runs` written from its rows (kernelindex.graphql.runs_page) -------------------------------------
+
+RUN_ORDERS = ("NEWEST", "FASTEST", "RECENTLY_OBSERVED")
+# Fields of the connection, edge and run the writer does not know: a document selecting one is left to
+# the general plan (compared all the same).
+UNWRITTEN = {"connection": ["totalCount", "nodes { id }"], "run": ["trustLevel", "workloadSlug", "latencyDisplay",
+                                                                   "protocol { name }", "configuration { display }"]}
+
+
+async def _hostile_runs(db_url: str) -> None:
+    """Stored values past every check on runs the pages show (the check constraints are gone: see
+    _hostile_database): NaN and whole-number figures, a negative std, a std one trial cannot have, an
+    instant at infinity, an empty upstream id, and (on superseded runs, so only includeSuperseded pages
+    meet them) a status and an evidence no enum has, which fail the page on both paths."""
+    live = "(SELECT id FROM runs WHERE superseded_at IS NULL AND retracted_at IS NULL ORDER BY id LIMIT 1 OFFSET {})"
+    gone = "(SELECT id FROM runs WHERE superseded_at IS NOT NULL ORDER BY id LIMIT 1 OFFSET {})"
+    await execute(
+        db_url,
+        f"UPDATE runs SET mean_ms = 'NaN', figure = 'NaN', std_ms = 'NaN' WHERE id = {live.format(0)}",
+        f"UPDATE runs SET mean_ms = 2.0, figure = 2.0, min_ms = 1.0, max_ms = 3.0, std_ms = 1.0 WHERE id = {live.format(1)}",
+        f"UPDATE runs SET std_ms = -1, upstream_id = '' WHERE id = {live.format(2)}",
+        f"UPDATE runs SET num_trials = 1, std_ms = 0.5, compile_time_ms = 1e12 WHERE id = {live.format(3)}",
+        f"UPDATE runs SET observed_at = 'infinity', p5_ms = 'Infinity', p95_ms = '-Infinity' WHERE id = {live.format(4)}",
+        f"UPDATE runs SET mean_ms = 123456789.123456789, figure = 1e-7, median_ms = 0.1 + 0.2 WHERE id = {live.format(5)}",
+        f"UPDATE runs SET status = 'weird' WHERE id = {gone.format(0)}",
+        f"UPDATE runs SET evidence = 'odd' WHERE id = {gone.format(1)}",
+        f"UPDATE environments SET label = NULL, provider = {_sql_text(HOSTILE_TEXT)} WHERE id = (SELECT min(id) FROM environments)",
+        f"UPDATE hardware SET family = {_sql_text(HOSTILE_TEXT)} WHERE id = (SELECT max(id) FROM hardware)",
+    )
+
+
+class RunsDocuments:
+    """Random `runs` documents within what the writer knows (and some beyond it): every run field it
+    writes, its objects, pageInfo, cursors, at aliases, in fragments and inline fragments, under
+    @include/@skip, with arguments as literals or variables, cursors of real pages or not ours."""
+
+    def __init__(self, rng: random.Random, values: dict[str, list], cursors: dict[str, list[str]]) -> None:
+        from kernelindex.graphql import runs_page
+
+        self.rng = rng
+        self.values = values
+        self.cursors = cursors
+        self.run_fields = list(runs_page.RUN_FIELDS)
+        self.objects = {"implementation": list(runs_page.IMPLEMENTATION_FIELDS),
+                        "environment": list(runs_page.ENVIRONMENT_FIELDS), "hardware": list(runs_page.HARDWARE_FIELDS)}
+
+    def document(self) -> tuple[str, dict]:
+        rng = self.rng
+        self.variables: dict[str, tuple[str, object]] = {}
+        self.fragments: list[str] = []
+        roots = [self._root(f"r{index}") for index in range(rng.choice([1, 1, 1, 2]))]
+        declared = "".join(f" ${n}: {t}" for n, (t, _v) in self.variables.items())
+        head = f"query Runs({declared})" if declared else "query Runs"
+        return head + " { " + " ".join(roots) + " }" + "".join(" " + f for f in self.fragments), \
+            {n: v for n, (_t, v) in self.variables.items()}
+
+    def _argument(self, name: str, type_: str, literal: str, value: object) -> str:
+        if self.rng.random() < 0.4:
+            variable = f"v{len(self.variables)}"
+            self.variables[variable] = (type_, value)
+            return f"{name}: ${variable}"
+        return f"{name}: {literal}"
+
+    def _string(self, name: str, value: str) -> str:
+        literal = '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+        return self._argument(name, "String", literal, value)
+
+    def _root(self, alias: str) -> str:
+        rng = self.rng
+        order = rng.choice(RUN_ORDERS)
+        size = rng.choice([1, 2, 3, 5, 20, 100] + ([0, 101] if rng.random() < 0.1 else []))
+        backward = rng.random() < 0.3
+        args = [self._argument("orderBy", "RunOrder", order, order),
+                self._argument("last" if backward else "first", "Int", str(size), size)]
+        if rng.random() < 0.5 and self.cursors[order]:
+            cursor = rng.choice(self.cursors[order]) if rng.random() < 0.9 else rng.choice(["bm9wZQ==", "", "W10="])
+            args.append(self._string("before" if backward else "after", cursor))
+        if rng.random() < 0.4:
+            args.append(self._string("workload", rng.choice(self.values["workload"] + ["no-such-workload"])))
+        if rng.random() < 0.2:
+            args.append(self._string("implementation", rng.choice(self.values["implementation"])))
+        if rng.random() < 0.15:
+            args.append(self._string("hardware", rng.choice(self.values["hardware"])))
+        for flag in ("eligibleOnly", "includeSuperseded"):
+            if rng.random() < 0.3:
+                value = rng.random() < 0.6
+                args.append(self._argument(flag, "Boolean", "true" if value else "false", value))
+        if rng.random() < 0.15:
+            status = rng.choice(["PASSED", "FAILED"])
+            args.append(self._argument("status", "RunStatus", status, status))
+        if rng.random() < 0.1:
+            evidence = rng.choice(["REPORTED", "MEASURED"])
+            args.append(self._argument("evidence", "Evidence", evidence, evidence))
+        if rng.random() < 0.05:  # on the clock: left to the general plan
+            args.append(self._argument("stale", "Boolean", "false", False))
+        parts = []
+        if rng.random() < 0.9:
+            parts.append(self._directed(f"{self._alias()}edges {{ {self._edge()} }}"))
+        if rng.random() < 0.6:
+            chosen = rng.sample(["hasNextPage", "hasPreviousPage", "startCursor", "endCursor", "__typename"], rng.randint(1, 4))
+            parts.append(f"{self._alias()}pageInfo {{ {' '.join(self._alias() + c for c in chosen)} }}")
+        if rng.random() < 0.15:
+            parts.append("__typename")
+        if rng.random() < 0.07:
+            parts.append(rng.choice(UNWRITTEN["connection"]))
+        if not parts:
+            parts.append("pageInfo { hasNextPage }")
+        return f"{alias}: runs({', '.join(args)}) {{ {' '.join(parts)} }}"
+
+    def _alias(self) -> str:
+        return f"x{self.rng.randint(0, 99)}: " if self.rng.random() < 0.15 else ""
+
+    def _directed(self, selection: str) -> str:
+        roll = self.rng.random()
+        if roll < 0.1:
+            variable = f"v{len(self.variables)}"
+            self.variables[variable] = ("Boolean!", self.rng.random() < 0.5)
+            return selection.replace(" {", f" @{self.rng.choice(['include', 'skip'])}(if: ${variable}) {{", 1)
+        if roll < 0.15:
+            return selection.replace(" {", f" @include(if: {self.rng.choice(['true', 'false'])}) {{", 1)
+        return selection
+
+    def _edge(self) -> str:
+        rng = self.rng
+        parts = []
+        if rng.random() < 0.7:
+            parts.append(self._alias() + "cursor")
+        if rng.random() < 0.9:
+            parts.append(f"{self._alias()}node {{ {self._run()} }}")
+        if rng.random() < 0.1:
+            parts.append("__typename")
+        return " ".join(parts) or "cursor"
+
+    def _run(self) -> str:
+        rng = self.rng
+        chosen = rng.sample(self.run_fields, rng.randint(1, 8))
+        parts = [self._alias() + name for name in chosen]
+        if rng.random() < 0.5:
+            parts.append(f"implementation {{ {self._object('implementation')} }}")
+        if rng.random() < 0.5:
+            hardware = f" hardware {{ {self._object('hardware')} }}" if rng.random() < 0.7 else ""
+            parts.append(f"environment {{ {self._object('environment')}{hardware} }}")
+        roll = rng.random()
+        if roll < 0.15:
+            name = f"R{len(self.fragments)}"
+            self.fragments.append(f"fragment {name} on Run {{ {' '.join(rng.sample(self.run_fields, 2))} }}")
+            parts.append(self._directed(f"...{name} {{").removesuffix(" {"))
+        elif roll < 0.3:
+            parts.append(self._directed(f"... on Run {{ {rng.choice(self.run_fields)} }}"))
+        elif roll < 0.35:
+            parts.append("__typename")
+        elif roll < 0.4:
+            parts.append(rng.choice(UNWRITTEN["run"]))
+        return " ".join(parts)
+
+    def _object(self, kind: str) -> str:
+        fields = self.rng.sample(self.objects[kind], self.rng.randint(1, len(self.objects[kind])))
+        if self.rng.random() < 0.1:
+            fields.append("__typename")
+        return " ".join(self._alias() + f for f in fields)
+
+
+async def test_runs_pages_written_from_rows_answer_alike(servers, db_url):
+    """Query.runs as the writer answers it (one statement, no object per run) and as graphql-core does:
+    the same bytes, errors included, over hostile stored values; most pages are written, and the
+    requests it leaves to the general plan (unknown fields, the clock, empty pages, failures) too."""
+    from kernelindex.graphql import runs_page
+
+    await _hostile_runs(db_url)
+    planned, plain = servers
+    compare = Comparison(planned, plain)
+    values = await _known_values(plain)
+    cursors: dict[str, list[str]] = {}
+    for order in RUN_ORDERS:
+        body = (await plain.post("/graphql", json={"query": f"{{ runs(first: 40, orderBy: {order}, includeSuperseded: true) "
+                                                            "{ edges { cursor } } }"})).json()
+        cursors[order] = [edge["cursor"] for edge in (body.get("data") or {"runs": {"edges": []}})["runs"]["edges"]]
+    assert any(cursors.values())
+    written, fallbacks = runs_page.STATS.written, runs_page.STATS.fallbacks
+    documents = RunsDocuments(random.Random(SEED), values, cursors)
+    count = max(GENERATED, 300)
+    for _ in range(count):
+        query, variables = documents.document()
+        await compare.same(query, variables)
+    written, fallbacks = runs_page.STATS.written - written, runs_page.STATS.fallbacks - fallbacks
+    print(f"\nruns written from rows: {compare.documents} documents, {compare.fields} fields compared, "
+          f"{compare.with_errors} with errors; pages written {written}, left to the general plan {fallbacks}")
+    assert compare.documents == count
+    assert written >= count // 2, (written, fallbacks)
+    assert fallbacks >= count // 20, (written, fallbacks)
+    assert compare.with_errors >= count // 50, compare.with_errors
+
+
+async def test_the_benchmark_pages_are_written_from_rows(servers):
+    """perf/postgraphile_compare.py's two questions are answered by the writer, as graphql-core answers them."""
+    from kernelindex.graphql import runs_page
+    from perf.runs_connection import graphql_query
+
+    planned, plain = servers
+    compare = Comparison(planned, plain)
+    slug = (await _known_values(plain))["workload"][0]
+    for first in (16, 100):
+        written = runs_page.STATS.written
+        query = graphql_query(first).replace('"kernelbench-l1-p100-synthetic-0"', f'"{slug}"')
+        body = await compare.same(query)
+        assert body["data"]["runs"]["edges"], body
+        assert runs_page.STATS.written == written + 1

@@ -89,19 +89,37 @@ class RunQueries:
         include_superseded: Annotated[bool, strawberry.argument(description="Also superseded runs (history).")] = False,
         order_by: Annotated[RunOrder, strawberry.argument(description="Sort order.")] = RunOrder.NEWEST,
     ) -> Connection[Run]:
-        check_datetime("observedSince", observed_since)
-        environment_id = None
-        if environment is not None:
-            type_name, environment_id = from_global_id(environment)
-            if type_name != "Environment":
-                raise UserInputError(f"environment expects an Environment ID, got a {type_name} ID")
-        filters = RunFilters(
-            workload=workload, implementation=implementation, hardware=hardware, level=level, environment_id=environment_id,
-            evidence=value_of(evidence), licence=licence, status=value_of(status),
-            stale=stale, observed_since=observed_since, eligible_only=eligible_only, include_superseded=include_superseded,
-        )
-        window = page_window(first, after, last, before, info.context.settings.max_page_size)
+        filters, window = runs_arguments(
+            info.context.settings.max_page_size, first=first, after=after, last=last, before=before, workload=workload,
+            implementation=implementation, hardware=hardware, level=level, environment=environment, evidence=evidence,
+            licence=licence, status=status, stale=stale, observed_since=observed_since, eligible_only=eligible_only,
+            include_superseded=include_superseded)
         return await run_connection(info, filters, window=window, order_by=order_by)
+
+
+def runs_arguments(
+    max_page_size: int, *, first: int | None = None, after: str | None = None, last: int | None = None,
+    before: str | None = None, workload: str | None = None, implementation: str | None = None,
+    hardware: str | None = None, level: int | None = None, environment: str | None = None,
+    evidence: Evidence | None = None, licence: str | None = None, status: RunStatus | None = None,
+    stale: bool | None = None, observed_since: datetime | None = None, eligible_only: bool = False,
+    include_superseded: bool = False, order_by: RunOrder = RunOrder.NEWEST,
+) -> tuple[RunFilters, Window]:
+    """`Query.runs`' arguments checked, as its filters and page (UserInputError where one cannot be
+    used): the resolver's, and the runs page's writer's (kernelindex.graphql.runs_page). `order_by` is
+    taken (and not checked) so that the resolver's keyword arguments can be passed as they are."""
+    check_datetime("observedSince", observed_since)
+    environment_id = None
+    if environment is not None:
+        type_name, environment_id = from_global_id(environment)
+        if type_name != "Environment":
+            raise UserInputError(f"environment expects an Environment ID, got a {type_name} ID")
+    filters = RunFilters(
+        workload=workload, implementation=implementation, hardware=hardware, level=level, environment_id=environment_id,
+        evidence=value_of(evidence), licence=licence, status=value_of(status),
+        stale=stale, observed_since=observed_since, eligible_only=eligible_only, include_superseded=include_superseded,
+    )
+    return filters, page_window(first, after, last, before, max_page_size)
 
 
 async def run_connection(
