@@ -39,6 +39,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.ingest.catalog import apply_catalog, check_catalogue_line, overlay_catalog
+from kernelindex.ingest.digests import content_digest
 from kernelindex.ingest.errors import IngestAborted as IngestAborted  # what --strict raises (from the pipeline)
 from kernelindex.ingest.errors import IngestFatal, InputProblem
 from kernelindex.ingest.pipeline import Mode, Pipeline
@@ -154,7 +155,7 @@ class PartReader:
             if isinstance(item, PendingLine):
                 part.pending.append(item)
                 if self.check_ahead:
-                    part.checked[item.number] = check_pending(item, self.label)
+                    part.checked[item.number] = _with_digest(check_pending(item, self.label))
             elif isinstance(item, CatalogueLine):
                 if part.records or part.pending:
                     self._held = (number, raw)
@@ -186,6 +187,14 @@ class PartReader:
             # Mostly new runs: the lines after them likely are too, so they are checked as they are
             # read (a line that turns out to be a live run costs its check, and counts the same).
             self.check_ahead = pending > 0
+
+
+def _with_digest(checked: RunRecord | list[InputProblem]) -> RunRecord | list[InputProblem]:
+    """A record checked ahead with its content digest made too, in the reader's thread (a measured
+    record's: one in the stated form has the digest of what it states, made by the writer)."""
+    if isinstance(checked, RunRecord) and "figure" not in checked.data:
+        return RunRecord(checked.data, checked.file, checked.where, checked.line, checked.line_sha, content_digest(checked.data))
+    return checked
 
 
 async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[None]]) -> None:
