@@ -580,9 +580,6 @@ class RunRecord:
     line: int | None = None
     # The digest of the line it was read from (line_digest), stored with its run.
     line_sha: bytes | None = None
-    # Its content digest (kernelindex.ingest.digests.content_digest of data), where its reader made it
-    # already (`ingest runs` checks ahead in its reader's thread); else the writer makes it.
-    content_sha256: str | None = None
 
     @property
     def observed_at(self) -> datetime:

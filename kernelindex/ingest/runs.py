@@ -39,7 +39,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.ingest.catalog import apply_catalog, check_catalogue_line, overlay_catalog
-from kernelindex.ingest.digests import content_digest
 from kernelindex.ingest.errors import IngestAborted as IngestAborted  # what --strict raises (from the pipeline)
 from kernelindex.ingest.errors import IngestFatal, InputProblem
 from kernelindex.ingest.pipeline import Mode, Pipeline
@@ -96,9 +95,6 @@ class Part:
     records: list[RunRecord] = field(default_factory=list)
     # Lines decoded but not checked yet: those whose very bytes are a live run are not checked at all.
     pending: list[PendingLine] = field(default_factory=list)
-    # What the reader thread made of pending lines already (check_pending, by line number), where the
-    # lines before were mostly new runs (PartReader.check_ahead): the check overlaps the database's work.
-    checked: dict[int, RunRecord | list[InputProblem]] = field(default_factory=dict)
     problems: list[InputProblem] = field(default_factory=list)
     bad_lines: int = 0
     catalogue_refused: int = 0
@@ -117,10 +113,6 @@ class PartReader:
         self.label = label
         self.batch_size = batch_size
         self.part_lines = batch_size  # the most lines the next part holds (settled grows it)
-        # Check the pending lines as they are read, in the reader's thread (settled turns it on where
-        # a part's lines were mostly new runs, which must be checked anyway; off at first, so a file
-        # of lines that are live runs already is never checked).
-        self.check_ahead = False
         self._held: tuple[int, Any] | None = None  # a catalogue line that ended the previous part
         self.saw_any = False  # a record or a catalogue line (a file of catalogue lines alone is not empty)
         self.lines_read = 0
@@ -154,8 +146,6 @@ class PartReader:
             self.saw_any = True
             if isinstance(item, PendingLine):
                 part.pending.append(item)
-                if self.check_ahead:
-                    part.checked[item.number] = _with_digest(check_pending(item, self.label))
             elif isinstance(item, CatalogueLine):
                 if part.records or part.pending:
                     self._held = (number, raw)
@@ -181,20 +171,8 @@ class PartReader:
         if pending and known >= pending * 0.9:
             fit = KNOWN_PART_BYTES * pending // max(size, 1)
             self.part_lines = max(self.batch_size, min(KNOWN_PART_LINES, fit))
-            self.check_ahead = False
         else:
             self.part_lines = self.batch_size
-            # Mostly new runs: the lines after them likely are too, so they are checked as they are
-            # read (a line that turns out to be a live run costs its check, and counts the same).
-            self.check_ahead = pending > 0
-
-
-def _with_digest(checked: RunRecord | list[InputProblem]) -> RunRecord | list[InputProblem]:
-    """A record checked ahead with its content digest made too, in the reader's thread (a measured
-    record's: one in the stated form has the digest of what it states, made by the writer)."""
-    if isinstance(checked, RunRecord) and "figure" not in checked.data:
-        return RunRecord(checked.data, checked.file, checked.where, checked.line, checked.line_sha, content_digest(checked.data))
-    return checked
 
 
 async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[None]]) -> None:
@@ -228,11 +206,8 @@ async def _settle_pending(session: AsyncSession, writer: RunWriter, part: Part, 
     reader.settled(len(part.pending), len(part.pending) - len(unknown), sum(len(line.raw) for line in part.pending))
     tally.add_part(known)
     bad = 0
-    ahead = part.checked
     for line in unknown:
-        checked = ahead.pop(line.number, None)
-        if checked is None:
-            checked = check_pending(line, label)
+        checked = check_pending(line, label)
         if isinstance(checked, RunRecord):
             part.records.append(checked)
         else:
@@ -241,7 +216,6 @@ async def _settle_pending(session: AsyncSession, writer: RunWriter, part: Part, 
     tally.found += bad
     tally.rejected += bad
     part.pending = []
-    part.checked = {}
     part.records.sort(key=lambda record: record.line or 0)
 
 
