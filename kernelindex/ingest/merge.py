@@ -89,10 +89,13 @@ _SUPERSEDE = text(
     f"AND r.content_sha256 <> s.content_sha256 RETURNING r.id, {', '.join(f'r.{c}' for c in KEY_COLUMNS)}"
 )
 # Superseded runs have left the live-key index by now, so "no live run" is new or changed content.
+# Decided by the live-key index itself (ON CONFLICT … DO NOTHING, as the floor inserts): each row
+# probes the index its insert maintains anyway, where a NOT EXISTS join hashed every live run of
+# the index for each batch (a cost that grew with the index, not the batch). Index writes are
+# serialized (hold_index_writes), so no other writer's row can be what a row conflicts with.
 _INSERT_NEW = text(
     f"INSERT INTO runs ({', '.join(RUN_NAMES)}) SELECT {', '.join(f's.{c}' for c in RUN_NAMES)} FROM ingest_stage s "
-    f"WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.superseded_at IS NULL AND {_SAME_KEY}) ORDER BY s.ord "
-    f"RETURNING id, {KEYS}"
+    f"ORDER BY s.ord ON CONFLICT ({KEYS}) WHERE superseded_at IS NULL DO NOTHING RETURNING id, {KEYS}"
 )
 _LINK_SUPERSEDED = text(
     "UPDATE runs SET superseded_by_id = v.new_id FROM unnest(CAST(:old AS bigint[]), CAST(:new AS bigint[])) "

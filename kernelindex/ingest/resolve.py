@@ -27,7 +27,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kernelindex.db.copy import copy_rows
+from kernelindex.db.copy import copy_rows, driver_connection
 from kernelindex.db.models import (
     Base,
     Environment,
@@ -536,7 +536,8 @@ async def ensure_rows(
     the row inserted when missing; an existing row is kept as it is. `known`: ids found before (a
     resolver's cache), filled in and returned. The stored rows are looked up first, so an unchanged
     re-import inserts nothing (an INSERT … ON CONFLICT of thousands of rows was a third of its time);
-    then the missing ones go in, one statement (staged when many), and are read back: a fixed
+    then the missing ones go in, one statement (staged when many: its RETURNING gives their ids; few
+    are read back): a fixed
     number of round trips however many rows. dry_run: nothing is written, and a missing key gets the
     next of `placeholders` (ids below zero)."""
     ids = known if known is not None else {}
@@ -548,13 +549,19 @@ async def ensure_rows(
     missing = [k for k in missing if k not in ids]
     if missing and not dry_run:
         if len(missing) > STAGE_DIMENSIONS_FROM:
-            await _insert_staged(session, table, [wanted[k] for k in missing], key_columns)
+            # The rows it inserted come back with their ids; only keys another writer inserted meanwhile
+            # (none, under the index write lock) are looked up again.
+            for row in await _insert_staged(session, table, [wanted[k] for k in missing], key_columns):
+                ids[row[1] if len(columns) == 1 else tuple(row[1:])] = row[0]
+            again = [k for k in missing if k not in ids]
+            if again:
+                await _look_up(session, table, columns, again, ids)
         else:
             # executemany of one cached statement (a multi-row VALUES would be compiled anew each time).
             await session.execute(
                 pg_insert(table).on_conflict_do_nothing(index_elements=list(key_columns)), [wanted[k] for k in missing]
             )
-        await _look_up(session, table, columns, missing, ids)
+            await _look_up(session, table, columns, missing, ids)
     for k in missing:
         if k not in ids:
             if not dry_run or placeholders is None:
@@ -584,23 +591,30 @@ def _keys_table(columns: Sequence[Any], keys: list[tuple[Any, ...]]) -> Any:
     return func.unnest(*arrays).table_valued(*(column.name for column in columns)).render_derived(name="wanted_keys")
 
 
-async def _insert_staged(session: AsyncSession, table: Table, rows: list[dict[str, Any]], key_columns: Sequence[str]) -> None:
+async def _insert_staged(
+    session: AsyncSession, table: Table, rows: list[dict[str, Any]], key_columns: Sequence[str],
+) -> list[Any]:
     """Many new dimension rows (a file of a thousand machines) in one statement: COPYed into a
     temporary table of the same shape, then INSERT … SELECT … ON CONFLICT DO NOTHING in the
-    order given. executemany would be a statement, and a firing of every trigger, per row."""
+    order given. executemany would be a statement, and a firing of every trigger, per row.
+    Returns (id, *key_columns) of each row inserted."""
     names = list(rows[0])
     stage = f"stage_{table.name}"
-    await session.execute(text(
-        f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} AS SELECT {', '.join(names)}, 0 AS ord FROM {table.name} WITH NO DATA"
-    ))
-    await session.execute(text(f"TRUNCATE {stage}"))
+    # Made (when missing) and emptied in one round trip, a script on the driver connection in the
+    # session's transaction (a stage made in a transaction that rolled back is gone with it).
+    connection = await driver_connection(session)
+    await connection.execute(
+        f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} AS SELECT {', '.join(names)}, 0 AS ord FROM {table.name} WITH NO DATA;\n"
+        f"TRUNCATE {stage}"
+    )
     as_json = {name for name in names if isinstance(table.c[name].type, JSONB)}
     values = [
         (*(json.dumps(row[n]) if n in as_json and row[n] is not None else row[n] for n in names), i)
         for i, row in enumerate(rows)
     ]
     await copy_rows(session, stage, [*names, "ord"], values)
-    await session.execute(text(
+    inserted = await session.execute(text(
         f"INSERT INTO {table.name} ({', '.join(names)}) SELECT {', '.join(names)} FROM {stage} ORDER BY ord "
-        f"ON CONFLICT ({', '.join(key_columns)}) DO NOTHING"
+        f"ON CONFLICT ({', '.join(key_columns)}) DO NOTHING RETURNING id, {', '.join(key_columns)}"
     ))
+    return list(inserted.all())
