@@ -172,3 +172,17 @@ def stated_content_digest(
         "figure": figure, "correctness": correctness, "source_speedup": source_speedup, "upstream_id": upstream_id,
     }
     return hashlib.sha256(msgspec.json.encode(content, order="sorted")).hexdigest()
+
+
+def add_stated_extras(record: dict[str, Any], source_speedup: float | None, upstream_id: str | None,
+                      correctness: dict[str, Any] | None) -> None:
+    """What a record in the stated form carries beside its figure, where the source stated it: its
+    speedup, its own id for the run and its correctness check (the three a stated digest reads besides
+    the figure). One writer for both ways the stated form is made: a source adapter's run
+    (source_import.stated_record) and a stored run exported (export._stated_form)."""
+    if source_speedup is not None:
+        record["source_speedup"] = source_speedup
+    if upstream_id:
+        record["upstream_id"] = upstream_id
+    if correctness is not None:
+        record["source_correctness"] = correctness

@@ -25,7 +25,7 @@ from kernelindex.db.models import (
     Workload,
     WorkloadRevision,
 )
-from kernelindex.ingest.digests import FIGURE_FIELDS, stated_content_digest
+from kernelindex.ingest.digests import FIGURE_FIELDS, add_stated_extras, stated_content_digest
 from kernelindex.ingest.records import HARDWARE_FORMAT, RECORD_FORMAT, WORKLOAD_FORMAT
 from kernelindex.rules.identity import configuration_key
 from kernelindex.rules.instants import as_utc
@@ -185,12 +185,7 @@ def _stated_form(record: dict[str, Any], run: Run, env: Environment, figure: dic
     for key in ("statistics", "samples_ms", "compile_time_ms", "correctness"):
         record.pop(key)
     record["figure"] = None if figure is None else {k: figure[k] for k in FIGURE_FIELDS if figure[k] is not None}
-    if run.source_speedup is not None:
-        record["source_speedup"] = run.source_speedup
-    if run.upstream_id:
-        record["upstream_id"] = run.upstream_id
-    if run.correctness is not None:
-        record["source_correctness"] = run.correctness
+    add_stated_extras(record, run.source_speedup, run.upstream_id, run.correctness)
     if run.configuration_key != configuration_key(run.bindings, run.dtype):
         record["configuration"]["key"] = run.configuration_key
     record["environment"]["fingerprint"] = env.fingerprint

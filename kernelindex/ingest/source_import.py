@@ -52,7 +52,7 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.locks import hold_index_writes
 from kernelindex.db.models import Environment, Implementation, Source, SourceSnapshot
 from kernelindex.db.models import Protocol as ProtocolRow
-from kernelindex.ingest.digests import FIGURE_FIELDS, configuration_key_memo, environment_fingerprint_memo
+from kernelindex.ingest.digests import FIGURE_FIELDS, add_stated_extras, configuration_key_memo, environment_fingerprint_memo
 from kernelindex.ingest.errors import IngestAborted, InputProblem
 from kernelindex.ingest.pipeline import Mode, Pipeline
 from kernelindex.ingest.records import RunRecord
@@ -441,12 +441,7 @@ def stated_record(run: RunPart, snapshot: Snapshot, source_name: str, fingerprin
         "source": {"name": source_name, "revision": snapshot.revision, "revision_date": snapshot.revision_date.isoformat(),
                    "route": snapshot.route, "whole": True},
     }
-    if run.source_speedup is not None:
-        record["source_speedup"] = run.source_speedup
-    if run.upstream_id:
-        record["upstream_id"] = run.upstream_id
-    if run.correctness is not None:
-        record["source_correctness"] = run.correctness
+    add_stated_extras(record, run.source_speedup, run.upstream_id, run.correctness)
     return record
 
 
