@@ -1490,6 +1490,26 @@ def _fresh_seed() -> int:
     return secrets.randbits(62) + 3_000_000
 
 
+def _is_duration(value: Any) -> bool:
+    """A finite, non-negative number of ms as JSON decodes one (a bool is not one, though Python says it is
+    an int)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+
+
+def _read_schedstat(fd: int | None) -> tuple[int, int, int] | None:
+    """A schedstat file's three fields, read again from an fd kept open: (CPU ns, run-queue wait ns,
+    timeslices); None where the file is not there or does not parse. The executor reads its own thread's,
+    the coordinator the executor's main thread's: the same format, so one reader (the two must agree for
+    the wait check to hold)."""
+    if fd is None:
+        return None
+    try:
+        run, wait, slices = os.pread(fd, 128, 0).split()[:3]
+        return int(run), int(wait), int(slices)
+    except (OSError, ValueError):
+        return None
+
+
 class _ThreadSchedstat:
     """The calling thread's run-queue wait as the kernel counts it (/proc/thread-self/schedstat's second field,
     ns), opened once before any candidate code runs; None where /proc does not give it."""
@@ -1501,12 +1521,8 @@ class _ThreadSchedstat:
             self.fd = None
 
     def wait_ns(self) -> int | None:
-        if self.fd is None:
-            return None
-        try:
-            return int(os.pread(self.fd, 128, 0).split()[1])
-        except (OSError, ValueError, IndexError):
-            return None
+        stat = _read_schedstat(self.fd)
+        return None if stat is None else stat[1]
 
 
 class _CpuAccount:
@@ -1531,13 +1547,8 @@ class _CpuAccount:
 
     def schedstat(self) -> tuple[float, float, int] | None:
         """The main thread's (CPU ms, run-queue wait ms, timeslices), or None."""
-        if self.fd is None:
-            return None
-        try:
-            run, wait, slices = os.pread(self.fd, 128, 0).split()[:3]
-            return int(run) / 1e6, int(wait) / 1e6, int(slices)
-        except (OSError, ValueError):
-            return None
+        stat = _read_schedstat(self.fd)
+        return None if stat is None else (stat[0] / 1e6, stat[1] / 1e6, stat[2])
 
     def process_ms(self) -> float | None:
         try:
@@ -1681,15 +1692,11 @@ class _Remote:
         if (not isinstance(samples, list) or not isinstance(tails, list) or not isinstance(waits, list)
                 or len(samples) != len(seeds) or len(tails) != len(seeds) or len(waits) != len(seeds)):
             raise ProtocolViolation(f"{len(samples) if isinstance(samples, list) else 'no'} samples for the {len(seeds)} trials of {phase}")
-        for sample in samples:
-            if isinstance(sample, bool) or not isinstance(sample, (int, float)) or not math.isfinite(sample) or sample < 0:
-                raise ProtocolViolation(f"a sample that is not a duration ({sample!r})")
-        for tail in tails:
-            if tail is not None and (isinstance(tail, bool) or not isinstance(tail, (int, float)) or not math.isfinite(tail) or tail < 0):
-                raise ProtocolViolation(f"a tail that is not a duration ({tail!r})")
-        for wait in waits:
-            if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or not math.isfinite(wait) or wait < 0):
-                raise ProtocolViolation(f"a run-queue wait that is not a duration ({wait!r})")
+        # Samples are required; a tail or a wait may be None (no pipeline tail; no /proc in the executor).
+        for what, values, optional in (("sample", samples, False), ("tail", tails, True), ("run-queue wait", waits, True)):
+            for value in values:
+                if not (optional and value is None) and not _is_duration(value):
+                    raise ProtocolViolation(f"a {what} that is not a duration ({value!r})")
         if sum(samples) > interval + CLOCK_SLACK_MS:
             raise ProtocolViolation(f"samples adding up to {sum(samples):.3f} ms for trials the harness's own clock saw "
                                     f"take {interval:.3f} ms ({phase})")

@@ -623,6 +623,35 @@ def test_claimed_waits_are_held_against_the_kernels_account_of_the_thread():
     assert verified([None, 4.0], before, after, "p") == [0.0, 0.0]
 
 
+def test_a_duration_is_a_finite_non_negative_number_and_not_a_bool():
+    for good in (0, 0.0, 1, 4.25, 1e9):
+        assert candidate._is_duration(good), good
+    for bad in (True, False, -0.001, float("nan"), float("inf"), "1.0", None, [1.0]):
+        assert not candidate._is_duration(bad), bad
+
+
+def test_schedstat_is_read_by_one_parser_for_both_sides(tmp_path):
+    # The executor's thread and the coordinator's view of the executor read the same three fields: the
+    # wait check compares the two, so they must parse alike.
+    path = tmp_path / "schedstat"
+    path.write_text("12000000 4500000 103\n")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert candidate._read_schedstat(fd) == (12_000_000, 4_500_000, 103)
+        path.write_text("garbage\n")
+        assert candidate._read_schedstat(fd) is None
+    finally:
+        os.close(fd)
+    assert candidate._read_schedstat(None) is None
+    if os.path.exists("/proc/thread-self/schedstat"):
+        thread = candidate._ThreadSchedstat()
+        assert isinstance(thread.wait_ns(), int)
+        account = candidate._CpuAccount(os.getpid())
+        run_ms, wait_ms, slices = account.schedstat()
+        assert run_ms > 0 and wait_ms >= 0 and slices > 0
+        account.close()
+
+
 def test_a_candidate_claiming_its_trials_waited_for_the_cpu_fails_as_forged():
     record = only_record(measure_job(payload("forge_waits")))
     assert record["status"] == "failed"
