@@ -13,18 +13,22 @@ from typing import Any, TypeVar
 import msgspec
 
 from kernelindex.ingest.records import parse_observed_at
-from kernelindex.rules.identity import canonical_json, configuration_key, digest
+from kernelindex.rules.identity import canonical_json, configuration_key
 from kernelindex.rules.instants import as_utc
 
 VOLATILE_ENVIRONMENT_DETAILS = ("clocks", "current_clocks", "fingerprint", "captured_at")
 
 
 def environment_fingerprint(sku: str, env: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON (rules.identity.digest) of what names a machine, written by the C
+    encoder where it writes the same bytes (canonical_json_bytes; a file of a thousand machines, or a
+    submitRuns call, computes a thousand)."""
     details = {k: v for k, v in (env.get("details") or {}).items() if k not in VOLATILE_ENVIRONMENT_DETAILS}
     software = {k: v for k, v in (env.get("software") or {}).items() if v is not None}
-    return digest(
-        {"sku": sku, "provider": env.get("provider"), "label": env.get("label"), "software": software, "details": details}
-    )
+    provider, label = env.get("provider"), env.get("label")
+    value = {"sku": sku, "provider": provider, "label": label, "software": software, "details": details}
+    # The Nones it holds at its top (a None in details makes a null more: the slow way, same bytes).
+    return hashlib.sha256(canonical_json_bytes(value, (provider is None) + (label is None))).hexdigest()
 
 
 # Most records share their environment and configuration with many others: the digests are memoised
@@ -76,6 +80,9 @@ CONTENT_KEYS = ("status", "failure_reason", "statistics", "samples_ms", "compile
 def _without_nulls(value: Any) -> Any:
     """An optional field stated as null is the same as one left out (an export writes every field)."""
     if isinstance(value, dict):
+        values = value.values()
+        if None not in values and not any(isinstance(v, dict) for v in values):
+            return value  # nothing to leave out (a checked record's statistics and correctness hold no object)
         return {k: _without_nulls(v) if isinstance(v, dict) else v for k, v in value.items() if v is not None}
     return value
 
@@ -151,7 +158,7 @@ def content_digest(data: dict[str, Any]) -> str:
         "observed_at": observed, "evidence": get("evidence"),
     }
     # The Nones it holds: its own (statistics and correctness hold none, any nested dict neither).
-    nulls = sum(value is None for value in content.values())
+    nulls = [*content.values()].count(None)
     return hashlib.sha256(canonical_json_bytes(content, nulls)).hexdigest()
 
 

@@ -40,11 +40,11 @@ Slug = Annotated[str, Meta(pattern="^[a-z0-9][a-z0-9_.@/-]*$")]
 Quantile = Annotated[int, Meta(ge=0, le=1)] | Annotated[float, Meta(ge=0, le=1)]
 
 
-class _Part(Struct, forbid_unknown_fields=True, kw_only=True):
+class _Part(Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
     """A part of a record: unknown keys refused, absent keys UNSET."""
 
 
-class Workload(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+class Workload(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True, gc=False):
     """A part (as _Part), frozen: hashable, so that the lines of a batch naming the same workload share
     one lookup (LineProbe)."""
 

@@ -493,46 +493,56 @@ def _sorted_shape(problems: list[Problem]) -> list[Problem]:
 
 # A record's parts repeat from run to run (one implementation, protocol, source and machine over
 # thousands of runs): each distinct part is judged once, remembered by its encoding (so 2 and 2.0
-# are told apart), if it is short: a remembered part is never large.
+# are told apart), if it is short: a remembered part is never large. Its verdict: the problems, and
+# the normal form where it differs from the part as written (None: the part as written is its normal
+# form, and the record's own plain values are kept, not a copy of the remembered form).
 _PART_ENCODER = msgspec.json.Encoder()
 _MAX_REMEMBERED_PART = 512
+PartVerdict = tuple[list[Ranked], dict[str, Any] | None]
 
 
 @lru_cache(maxsize=4096)
-def _remembered_part(name: str, encoded: bytes) -> tuple[list[Ranked], dict[str, Any]]:
+def _remembered_part(name: str, encoded: bytes) -> PartVerdict:
     return _judged_part(name, msgspec.json.decode(encoded))
 
 
-def _judged_part(name: str, values: dict[str, Any]) -> tuple[list[Ranked], dict[str, Any]]:
+def _judged_part(name: str, values: dict[str, Any]) -> PartVerdict:
     problems = part_problems(name, values)
-    return problems, values if problems or name == "hardware" else part_normal_form(name, values)
+    if problems or name == "hardware":
+        return problems, None
+    normal = part_normal_form(name, values)
+    # The same encoding is the same value, types and all (2 and 2.0 are told apart).
+    return problems, None if _PART_ENCODER.encode(normal) == _PART_ENCODER.encode(values) else normal
 
 
-def _part_verdict(name: str, part: msgspec.Struct) -> tuple[list[Ranked], dict[str, Any]]:
-    """A part's problems and its normal form (shared: copy it before handing it on)."""
+def _part_verdict(name: str, part: msgspec.Struct) -> PartVerdict:
+    """A part's problems and its normal form where that differs (shared: copy it before handing it on)."""
     encoded = _PART_ENCODER.encode(part)
     if len(encoded) > _MAX_REMEMBERED_PART:
         return _judged_part(name, msgspec.to_builtins(part))
     return _remembered_part(name, encoded)
 
 
-def _checked_run(run: Run, data: dict[str, Any] | None, now: datetime | None) -> dict[str, Any] | list[Problem]:
-    """Steps 2 and 3 for a run the structs accepted (`data`: its plain values, when made already)."""
+def _checked_run(run: Run, now: datetime | None) -> dict[str, Any] | list[Problem]:
+    """Steps 2 and 3 for a run the structs accepted."""
     shape = shape_problems(run)
     if shape:
         return _sorted_shape(shape)
-    data = as_data(run) if data is None else data
     found: list[Ranked] = []
-    normal: dict[str, dict[str, Any]] = {}
+    renamed: list[tuple[str, dict[str, Any]]] = []  # the parts whose normal form differs from what was written
     for name in PARTS:
-        problems, normal[name] = _part_verdict(name, run.environment.hardware if name == "hardware" else getattr(run, name))
-        found += problems
+        problems, normal = _part_verdict(name, run.environment.hardware if name == "hardware" else getattr(run, name))
+        if problems:
+            found += problems
+        elif normal is not None:
+            renamed.append((name, normal))
+    data = as_data(run)  # a new value, every part of it the record's own
     found += record_problems(data, now if now is not None else datetime.now(UTC))
     if found:
         return in_order(found)
     out = record_normal_form(data)
-    for name in ("workload", "implementation", "protocol", "source"):
-        out[name] = dict(normal[name])
+    for name, normal in renamed:
+        out[name] = dict(normal)
     return out
 
 
@@ -551,7 +561,7 @@ def check_run(data: Any, now: datetime | None = None, *, values_checked: bool = 
         run = convert_run(data)
     except msgspec.ValidationError as exc:
         return _struct_problems(data, exc)
-    return _checked_run(run, None, now)
+    return _checked_run(run, now)
 
 
 def check_record(data: Any, now: datetime | None = None, *, values_checked: bool = False) -> list[Problem]:
@@ -583,7 +593,14 @@ class RunRecord:
 
     @property
     def observed_at(self) -> datetime:
-        return parse_observed_at(self.data["observed_at"])
+        text = self.data["observed_at"]
+        return _observed_instant(text) if len(text) <= 64 else parse_observed_at(text)
+
+
+@lru_cache(maxsize=4096)
+def _observed_instant(text: str) -> datetime:
+    """parse_observed_at, remembered: a file's (or a call's) records share a few times."""
+    return parse_observed_at(text)
 
 
 class _TooLong:
@@ -727,7 +744,7 @@ def read_item(
                 pass  # the strict reader below words it (or finds a catalogue line, or a blank one)
             else:
                 if _written_once(raw, run):
-                    return _record(_checked_run(run, None, None), number, file, where, line_sha)
+                    return _record(_checked_run(run, None), number, file, where, line_sha)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
+import msgspec
 from sqlalchemy import Table, and_, bindparam, func, or_, select, text, tuple_
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -591,6 +592,22 @@ def _keys_table(columns: Sequence[Any], keys: list[tuple[Any, ...]]) -> Any:
     return func.unnest(*arrays).table_valued(*(column.name for column in columns)).render_derived(name="wanted_keys")
 
 
+_JSON = msgspec.json.Encoder()
+
+
+def _json_text(value: Any) -> str:
+    """JSON text for a jsonb column (the database parses it: spacing and key order do not count),
+    written in C; json.dumps where msgspec has no spelling (an integer past 64 bits), or would write
+    null for what is not one (a NaN: json.dumps writes it, and the database refuses it, as ever)."""
+    try:
+        encoded = _JSON.encode(value)
+    except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
+        return json.dumps(value)
+    if b"null" in encoded:
+        return json.dumps(value)
+    return encoded.decode("utf-8")
+
+
 async def _insert_staged(
     session: AsyncSession, table: Table, rows: list[dict[str, Any]], key_columns: Sequence[str],
 ) -> list[Any]:
@@ -609,7 +626,7 @@ async def _insert_staged(
     )
     as_json = {name for name in names if isinstance(table.c[name].type, JSONB)}
     values = [
-        (*(json.dumps(row[n]) if n in as_json and row[n] is not None else row[n] for n in names), i)
+        (*(_json_text(row[n]) if n in as_json and row[n] is not None else row[n] for n in names), i)
         for i, row in enumerate(rows)
     ]
     await copy_rows(session, stage, [*names, "ord"], values)

@@ -82,34 +82,33 @@ def std_bound(stats: Mapping[str, object]) -> float | None:
     return None
 
 
-def _plain_latency(value: object) -> bool:
-    # NaN fails both comparisons; ±Infinity fails one; bool is not a number here.
-    return (type(value) is float or type(value) is int) and MIN_LATENCY_MS <= value <= MAX_LATENCY_MS
-
-
 def statistics_plainly_valid(stats: Mapping[str, object]) -> bool:
     """True only where statistics_problems(stats) (without samples) finds nothing: the common case,
     decided in one sweep without rounding slack. False means "ask statistics_problems", which words
-    what is wrong (or, within its rounding slack, finds nothing after all)."""
-    previous: float | None = None
-    for key in ORDERED_KEYS:
-        value = stats.get(key)
+    what is wrong (or, within its rounding slack, finds nothing after all). (Every record comes this
+    way: written out, without a call per figure.)"""
+    get = stats.get
+    low, high = get("min"), get("max")
+    previous: float | int | None = None
+    for value in (low, get("p5"), get("median"), get("p95"), high):
         if value is None:
             continue
-        if not _plain_latency(value):
+        kind = type(value)
+        # NaN fails both comparisons; ±Infinity fails one; bool is not a number here. An int and a
+        # float compare exactly, as the floats they stand for (a latency's int is far below 2**53).
+        if not ((kind is float or kind is int) and MIN_LATENCY_MS <= value <= MAX_LATENCY_MS):  # type: ignore[operator]
             return False
-        number = float(value)  # type: ignore[arg-type]
-        if previous is not None and number < previous:
+        if previous is not None and value < previous:  # type: ignore[operator]
             return False
-        previous = number
-    mean = stats.get("mean")
+        previous = value  # type: ignore[assignment]
+    mean = get("mean")
     if mean is not None:
-        if not _plain_latency(mean):
+        kind = type(mean)
+        if not ((kind is float or kind is int) and MIN_LATENCY_MS <= mean <= MAX_LATENCY_MS):  # type: ignore[operator]
             return False
-        low, high = stats.get("min"), stats.get("max")
         if (low is not None and mean < low) or (high is not None and high < mean):  # type: ignore[operator]
             return False
-    std = stats.get("std")
+    std = get("std")
     if std is not None:
         if not (type(std) is float or type(std) is int) or not 0 <= std < math.inf:
             return False

@@ -16,9 +16,16 @@ from typing import Any
 
 import pytest
 
-from kernelindex.ingest.digests import CONTENT_KEYS, canonical_json_bytes, content_digest
+from kernelindex.ingest import digests
+from kernelindex.ingest.digests import (
+    CONTENT_KEYS,
+    VOLATILE_ENVIRONMENT_DETAILS,
+    canonical_json_bytes,
+    content_digest,
+    environment_fingerprint,
+)
 from kernelindex.ingest.records import RunRecord, read_item
-from kernelindex.rules.identity import canonical_json
+from kernelindex.rules.identity import canonical_json, digest
 from kernelindex.rules.run_record import parse_observed_at
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -163,3 +170,39 @@ def test_content_digest_golden_value() -> None:
     assert content_digest(data) == hashlib.sha256(text.encode()).hexdigest() == reference_content_digest(data)
     data["compile_time_ms"] = 3.5  # and the fast way's own bytes
     assert content_digest(data) == hashlib.sha256(text.replace("1e-05", "3.5").encode()).hexdigest()
+
+
+def reference_environment_fingerprint(sku: str, env: dict[str, Any]) -> str:
+    """environment_fingerprint as it was written before the C encoder (rules.identity.digest of the
+    same value): the spelling stored fingerprints have."""
+    details = {k: v for k, v in (env.get("details") or {}).items() if k not in VOLATILE_ENVIRONMENT_DETAILS}
+    software = {k: v for k, v in (env.get("software") or {}).items() if v is not None}
+    return digest({"sku": sku, "provider": env.get("provider"), "label": env.get("label"), "software": software, "details": details})
+
+
+def test_environment_fingerprint_is_the_stored_spelling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Written by msgspec where it writes json.dumps's bytes, by json.dumps elsewhere: the same
+    fingerprint (nulls in details, "null" in a text, exponents, escapes, NaN refused alike)."""
+    rng = random.Random(27)
+    details_values: list[Any] = [*AWKWARD_FLOATS, *AWKWARD_INTS, *AWKWARD_TEXT, None, True, [], {}, {"b": 1, "a": [None, 1.0]}]
+    for _ in range(5000):
+        env: dict[str, Any] = {}
+        for key in ("provider", "label"):
+            if rng.random() < 0.8:
+                env[key] = rng.choice([None, "BenchCloud 1", "null", *AWKWARD_TEXT])
+        if rng.random() < 0.8:
+            env["software"] = {k: rng.choice([None, "2.13.0", "null", 1.5]) for k in rng.sample(["torch", "cuda", "driver", "python"], 3)}
+        if rng.random() < 0.9:
+            env["details"] = {rng.choice(["node", "clocks", "cpu", "é", "Z", "fingerprint"]): rng.choice(details_values)
+                              for _ in range(rng.randint(0, 4))}
+        sku = rng.choice(["NVIDIA H100 SXM5 80GB", "é漢字"])
+        assert environment_fingerprint(sku, env) == reference_environment_fingerprint(sku, env), env
+    for bad in (math.nan, math.inf):
+        with pytest.raises(ValueError):
+            environment_fingerprint("H100", {"details": {"x": bad}})
+    # An ordinary machine is written by the C encoder alone (json.dumps is not called).
+    plain = {"provider": "BenchCloud 1", "label": None, "software": {"torch": "2.13.0", "cuda": None},
+             "details": {"sm_count": 132, "cpu": "bench cpu", "clocks": 1}}
+    expected = reference_environment_fingerprint("NVIDIA H100 SXM5 80GB", plain)
+    monkeypatch.setattr(digests, "canonical_json", None)
+    assert environment_fingerprint("NVIDIA H100 SXM5 80GB", plain) == expected
