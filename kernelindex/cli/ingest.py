@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kernelindex.cli.common import EXIT_FATAL, EXIT_OK, EXIT_SOME_REJECTED, CommandError, database_url, say
 from kernelindex.db.errors import describe_failure, shortage
+from kernelindex.gc_tuning import tune_gc
 from kernelindex.ingest.errors import IngestAborted, IngestFatal
 from kernelindex.ingest.formats import sniff
 from kernelindex.ingest.progress import print_table
@@ -128,6 +129,7 @@ def cmd_ingest_runs(args: argparse.Namespace) -> int:
             if foreign is not None:
                 raise IngestFatal(foreign.message(label))
             url = database_url()
+            tune_gc()  # decoded records are garbage by the thousand: see kernelindex.gc_tuning
             summary = asyncio.run(
                 ingest_runs_file(url, path, label, strict=args.strict, dry_run=args.dry_run, batch_size=args.batch_size)
             )
@@ -159,6 +161,7 @@ def cmd_ingest_kernelbench(args: argparse.Namespace) -> int:
     from kernelindex.ingest.kernelbench import import_kernelbench
 
     url = database_url()
+    tune_gc()
     summary = import_kernelbench(
         url, Path(args.path), revision=args.revision, observed=args.observed, levels=levels,
         strict=args.strict, dry_run=args.dry_run, batch_size=args.batch_size, timeout_s=args.timeout,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from kernelindex.cli.common import CommandError, database_url
 from kernelindex.cli.ingest import report
+from kernelindex.gc_tuning import tune_gc
 from kernelindex.ingest.errors import IngestFatal
 from kernelindex.ingest.source_import import (
     KnownFile,
@@ -82,6 +83,7 @@ def _unchanged(known: KnownFile, what: str) -> int:
 
 def _import(args: argparse.Namespace, read: SourceRead, sources: list[SourcePart], snapshot: Snapshot, what: str) -> int:
     sha256 = file_digest(Path(args.path))
+    tune_gc()  # decoded parts are garbage by the thousand: see kernelindex.gc_tuning
     summary = asyncio.run(import_source_file(database_url(), read, sources, snapshot, strict=args.strict, dry_run=args.dry_run,
                                              sha256=sha256))
     summary.imported = what

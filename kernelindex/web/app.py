@@ -4,7 +4,6 @@ HTTP), /healthz, JSON twins, exports, the policy."""
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -37,6 +36,7 @@ from kernelindex.db.changes import DataVersionReader, Dependencies
 from kernelindex.db.embedded import resolve_database_url
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.notifications import Notifications
+from kernelindex.gc_tuning import tune_gc
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import HTTP_CODES, code_of, reported, response_status
 from kernelindex.graphql.request_state import request_state
@@ -468,31 +468,6 @@ def request_statement_limit_s(settings: Settings) -> float | None:
     """statement_timeout and idle_in_transaction_session_timeout for the request pool (none without a
     request timeout)."""
     return settings.request_timeout_s + STATEMENT_TIMEOUT_MARGIN_S if settings.request_timeout_s > 0 else None
-
-
-_gc_tuned = False
-
-# Garbage collection of the youngest generation once this many more container objects are alive
-# than at the last one (CPython's default: 700). A request's garbage is freed by reference counting
-# as it finishes; what is alive at any moment is mostly requests in flight, so under load the default
-# ran a collection every ~20 requests and a full one (4–7 ms with the event loop waiting) once or twice
-# a second. At 10,000 a collection is rare (measured: 3 in a 60 s soak) and memory stays bounded by
-# the threshold; perf/soak.py checks the server's memory does not grow.
-GC_YOUNG_THRESHOLD = 10_000
-
-
-def tune_gc() -> None:
-    """Once per process: move the objects alive at startup (modules, the schema, whatever the process
-    imported: ~160,000 of them) out of every later collection, and collect young objects less often.
-    A full collection walks every object it still tracks while the event loop waits; with torch
-    imported (the CLI used to pull it in) that was ~150 ms every ~15 s under load."""
-    global _gc_tuned
-    if not _gc_tuned:
-        _gc_tuned = True
-        gc.collect()
-        gc.freeze()
-        _, middle, old = gc.get_threshold()
-        gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
 
 
 def create_app(

@@ -249,7 +249,7 @@ async def test_introspection_off_in_production(db_url):
 async def test_startup_freezes_the_heap_and_collects_young_objects_rarely(app):
     import gc
 
-    from kernelindex.web.app import GC_YOUNG_THRESHOLD
+    from kernelindex.gc_tuning import GC_YOUNG_THRESHOLD
 
     assert gc.get_threshold()[0] == GC_YOUNG_THRESHOLD
     assert gc.get_freeze_count() > 10_000  # the modules, the schema and the settings at least
