@@ -27,7 +27,15 @@ from kernelindex.rules import eligibility, plausibility, ranking
 from kernelindex.rules import headroom_v1 as headroom
 from kernelindex.rules.facts import HardwareFacts, RunFacts, WorkloadFacts
 from kernelindex.rules.headroom_v2 import roofline_floor
-from kernelindex.rules.history import HISTORY_VERSION, REVISION_CHANGED, EventDraft, events_for
+from kernelindex.rules.history import (
+    HISTORY_VERSION,
+    NEW_RECORD,
+    RESTORED,
+    REVISION_CHANGED,
+    EventDraft,
+    events_for,
+    improvement_percent,
+)
 from kernelindex.services.facts import (
     COHORT_COLUMNS,
     CohortKey,
@@ -784,6 +792,125 @@ class _SqlDelta:
                                   "rule_version": plausibility.PLAUSIBILITY_VERSION})
                 flagged.append(run.id)
         return new_flags, flagged
+
+
+# -- an import's record history, in SQL -----------------------------------------------------------------
+#
+# What refresh_cohorts(history_only=True) makes of the headline cohorts an import touched, once its
+# batches have refreshed their flags and bests (each batch's refresh is the full judgement's, so that
+# pass found nothing else to write): history-v1's events (rules.history.events_for), from the standing
+# holder, the cohort's eligible new runs in observed order and its top (the fastest of its bests). The
+# replay is a running minimum: an arrival takes the record when it is faster than the holder and than
+# every arrival before it (events_for's holder mean is always the lowest figure seen so far).
+
+# A run that counts in its (headline) cohort: passed, live, in its source's newest snapshot, of its
+# workload's current revision, and not held for review (services.eligibility.not_held_clause).
+_COUNTS_NOW = (
+    f"{_LIVE_PASSED} "
+    "AND NOT EXISTS (SELECT 1 FROM source_snapshots ss WHERE ss.id = r.source_snapshot_id AND ss.outdated) "
+    "AND EXISTS (SELECT 1 FROM workload_revisions wr JOIN workloads w ON w.id = wr.workload_id "
+    "WHERE wr.id = r.workload_revision_id AND w.current_revision_id = r.workload_revision_id) "
+    "AND (NOT (NOT EXISTS (SELECT 1 FROM implementations i WHERE i.id = r.implementation_id AND i.role = 'baseline') "
+    "AND EXISTS (SELECT 1 FROM run_flags f WHERE f.run_id = r.id AND (f.code <> '" + plausibility.BELOW_FLOOR + "' OR "
+    "((r.correctness -> 'passed') IS DISTINCT FROM 'true'::jsonb"
+    + "".join(f" AND f.rule_version <> '{v}'" for v in sorted(plausibility.STALE_FLOOR_VERSIONS)) + "))))"
+    " OR coalesce((SELECT v.decision FROM run_reviews v WHERE v.run_id = r.id "
+    f"ORDER BY v.created_at DESC NULLS LAST, v.id DESC LIMIT 1) = '{plausibility.APPROVED}', false))"
+)
+_HISTORY = text(f"""
+WITH k AS (
+    SELECT * FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:protos AS int[]), CAST(:envs AS int[]))
+        AS k(rev, cfg, proto, env)
+),
+holder AS (
+    SELECT k.rev, k.cfg, k.proto, k.env, e.run_id AS holder_id, r.figure AS holder_mean FROM k
+      LEFT JOIN LATERAL (
+          SELECT e.run_id FROM record_events e WHERE e.workload_revision_id = k.rev AND e.configuration_key = k.cfg
+             AND e.protocol_id = k.proto AND e.environment_id = k.env AND e.kind <> '{REVISION_CHANGED}'
+           ORDER BY e.id DESC LIMIT 1
+      ) e ON true
+      LEFT JOIN runs r ON r.id = e.run_id
+),
+arrivals AS (
+    SELECT r.workload_revision_id AS rev, r.configuration_key AS cfg, r.protocol_id AS proto, r.environment_id AS env,
+           r.id, {_READABLE_FIGURE} AS figure, r.observed_at FROM runs r
+     WHERE r.id = ANY(CAST(:arrived AS bigint[])) AND {_COUNTS_NOW}
+),
+replay AS (
+    SELECT a.*, min(a.figure) OVER w AS lowest_before, row_number() OVER w AS seq FROM arrivals a
+      JOIN k ON k.rev = a.rev AND k.cfg = a.cfg AND k.proto = a.proto AND k.env = a.env
+     WHERE a.figure IS NOT NULL
+    WINDOW w AS (PARTITION BY a.rev, a.cfg, a.proto, a.env ORDER BY a.observed_at, a.figure, a.id
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+),
+taken AS (
+    SELECT p.rev, p.cfg, p.proto, p.env, p.seq, p.id, p.figure,
+           coalesce(lag(p.id) OVER w, h.holder_id) AS previous_id,
+           CASE WHEN lag(p.id) OVER w IS NULL THEN h.holder_mean ELSE lag(p.figure) OVER w END AS previous_mean,
+           row_number() OVER (PARTITION BY p.rev, p.cfg, p.proto, p.env ORDER BY p.seq DESC) = 1 AS last
+      FROM replay p JOIN holder h ON h.rev = p.rev AND h.cfg = p.cfg AND h.proto = p.proto AND h.env = p.env
+     WHERE CASE WHEN h.holder_id IS NULL THEN p.lowest_before IS NULL OR p.figure < p.lowest_before
+                WHEN h.holder_mean IS NULL THEN false
+                ELSE p.figure < least(h.holder_mean, p.lowest_before) END
+    WINDOW w AS (PARTITION BY p.rev, p.cfg, p.proto, p.env ORDER BY p.seq)
+),
+state AS (
+    SELECT h.rev, h.cfg, h.proto, h.env,
+           CASE WHEN t.id IS NULL THEN h.holder_id ELSE t.id END AS holder_id,
+           CASE WHEN t.id IS NULL THEN h.holder_mean ELSE t.figure END AS holder_mean,
+           t.id IS NOT NULL OR EXISTS (SELECT 1 FROM runs r WHERE r.id = h.holder_id AND r.figure <> 'NaN'::float8
+                                          AND r.workload_revision_id = h.rev AND r.configuration_key = h.cfg
+                                          AND r.protocol_id = h.proto AND r.environment_id = h.env AND {_COUNTS_NOW}) AS present,
+           top.run_id AS top_id, top.figure AS top_figure
+      FROM holder h
+      LEFT JOIN taken t ON t.rev = h.rev AND t.cfg = h.cfg AND t.proto = h.proto AND t.env = h.env AND t.last
+      LEFT JOIN LATERAL (
+          SELECT b.run_id, b.figure FROM cohort_bests b WHERE b.workload_revision_id = h.rev AND b.configuration_key = h.cfg
+             AND b.protocol_id = h.proto AND b.environment_id = h.env AND b.figure IS NOT NULL
+           ORDER BY b.figure, b.observed_at, b.run_id LIMIT 1
+      ) top ON true
+)
+SELECT * FROM (
+SELECT rev, cfg, proto, env, 0 AS part, seq, '{NEW_RECORD}' AS kind, id AS run_id, previous_id, previous_mean, figure
+  FROM taken
+UNION ALL
+SELECT rev, cfg, proto, env, 1, 0,
+       CASE WHEN holder_id IS NULL THEN '{NEW_RECORD}'
+            WHEN top_id IS NULL THEN '{RESTORED}'
+            WHEN holder_mean IS NOT NULL AND top_figure < holder_mean THEN '{NEW_RECORD}'
+            ELSE '{RESTORED}' END,
+       top_id, holder_id, holder_mean, top_figure
+  FROM state
+ WHERE NOT (holder_id IS NULL AND top_id IS NULL) AND top_id IS DISTINCT FROM holder_id
+   AND NOT (holder_id IS NOT NULL AND top_id IS NOT NULL AND NOT (holder_mean IS NOT NULL AND top_figure < holder_mean) AND present)
+) events ORDER BY rev, cfg COLLATE "C", proto, env, part, seq
+""")
+
+
+async def record_history(
+    session: AsyncSession, cohorts: Iterable[CohortKey], *, arrived: Collection[int], now: datetime | None = None,
+) -> RefreshSummary:
+    """The record events of an import's cohorts once its batches are written (`arrived`: the runs it
+    added): those refresh_cohorts(history_only=True) writes, found by one statement (_HISTORY)."""
+    now = now or datetime.now(UTC)
+    keys = sorted(set(cohorts))
+    if not keys:
+        return RefreshSummary()
+    context = await _RefreshContext.load(session, keys)
+    keys = [k for k in keys if context.is_headline(k)]
+    summary = RefreshSummary(cohorts=len(keys))
+    if not keys:
+        return summary
+    rows = (await session.execute(_HISTORY, {**cohort_columns(keys), "arrived": sorted(arrived)})).all()
+    drafts = [{
+        "workload_id": context.revisions[rev].workload_id, "workload_revision_id": rev, "configuration_key": cfg,
+        "protocol_id": proto, "environment_id": env, "kind": kind, "run_id": run_id, "previous_run_id": previous_id,
+        "improvement_percent": improvement_percent(previous_mean, figure) if previous_id is not None else None,
+        "rule_version": HISTORY_VERSION, "created_at": now,
+    } for rev, cfg, proto, env, _, _, kind, run_id, previous_id, previous_mean, figure in rows]
+    await _write_events(session, drafts)
+    summary.events = len(drafts)
+    return summary
 
 
 def _stored_top(bests: dict[int, dict[str, Any]]) -> int | None:

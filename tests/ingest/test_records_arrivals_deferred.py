@@ -1,5 +1,7 @@
 """The delta refresh of batches whose events are deferred (an import's: services.records._SqlDelta, the
-flags and bests in SQL over the new runs) makes the records a full judgement makes, row for row.
+flags and bests in SQL over the new runs) and the history found after them (services.records.record_history,
+in SQL) make the records and events a full judgement makes (refresh_cohorts, history_only for the events),
+row for row.
 
 The random writes of test_records_arrivals (new runs, runs that supersede, a first baseline after its
 candidates, implausibly fast and below-floor runs, an outdated snapshot, retractions and reviews between
@@ -32,8 +34,13 @@ async def _deferred_writes(db_url: str, seed: int, *, full: bool, monkeypatch: p
         async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True):
             return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)
         monkeypatch.setattr(merge, "refresh_after_arrivals", every_cohort_in_full)
+
+        async def history_in_full(session, cohorts, *, arrived, now=None):
+            return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, history_only=True)
+        monkeypatch.setattr(merge, "record_history", history_in_full)
     else:
         monkeypatch.setattr(merge, "refresh_after_arrivals", records_service.refresh_after_arrivals)
+        monkeypatch.setattr(merge, "record_history", records_service.record_history)
         real = records_service._SqlDelta.refresh
 
         async def counted(self):
@@ -84,6 +91,8 @@ def test_deferred_delta_equals_a_full_refresh(db_url, twin_db_url, seed, monkeyp
     asyncio.run(_deferred_writes(twin_db_url, seed, full=True, monkeypatch=monkeypatch, seen=[]))
     delta, full = asyncio.run(_tables(db_url)), asyncio.run(_tables(twin_db_url))
     assert seen, "the SQL delta judged the batches"
+    kinds = {row[5] for row in delta["record_events"]}
+    assert {"new_record", "restored"} <= kinds, kinds
     assert delta["cohort_bests"], "the writes made records"
     assert any(row[1] == "implausible_speedup" for row in delta["run_flags"]), "some run was judged against a baseline"
     for name in ("cohort_bests", "run_flags", "workload_sources", "record_events", "outdated"):
