@@ -148,7 +148,8 @@ async def refresh_cohorts(
     `arrived`: the runs the write being refreshed added (history-v1 replays them in observed order).
     events=False leaves the record history alone: an import cut into batches derives its events
     once, at its end, over every cohort it touched (kernelindex.ingest.writer.RunWriter.record_events).
-    history_only: that pass. Only the headline cohorts have a history, and every batch refreshed the
+    history_only: that pass, as its definition (an import writes it with record_history, the same events
+    found in SQL: tests/ingest/test_records_arrivals_deferred.py). Only the headline cohorts have a history, and every batch refreshed the
     flags and bests of the cohorts it touched in its own transaction, so the others are left as they
     are, unread (off the canonical configuration, or of another metric: most cohorts of an import).
     """
@@ -330,7 +331,9 @@ async def refresh_after_arrivals(
     - a below-floor flag judged under older rules is stored anywhere (refresh_cohorts judges it again).
     `arrived` maps each new run's id to the run as its writer holds it (NewRun): their facts are made
     from those values instead of being read back (kernelindex.services.facts.NewRun).
-    Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py, on random writes."""
+    With events=False (an import's batches) the delta is computed in SQL over the stored new runs (_SqlDelta).
+    Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py and, for the SQL delta,
+    test_records_arrivals_deferred.py, on random writes."""
     now = now or datetime.now(UTC)
     keys = sorted(set(cohorts))
     summary = RefreshSummary(cohorts=len(keys))
