@@ -28,7 +28,7 @@ from kernelindex.ingest.resolve import chunks
 from kernelindex.ingest.stage import KEY_COLUMNS, KEYS, RUN_NAMES
 from kernelindex.ingest.summary import Refused
 from kernelindex.services.facts import NewRun, cohort_columns
-from kernelindex.services.records import CohortKey, RefreshSummary, refresh_after_arrivals, refresh_cohorts
+from kernelindex.services.records import CohortKey, RefreshSummary, record_history, refresh_after_arrivals
 
 # Cohorts refreshed per statement set: as many as services.records refreshes per call (COHORTS_PER_CALL), so a
 # submitRuns call of 1,000 records on 1,000 new machines is one set of statements, not two (its CPU 178 -> 164 ms).
@@ -303,7 +303,7 @@ class CohortRefresh:
             self._arrived.clear()
             pending = _listed_chunks(cohorts, arrived)
         async for chunk, arrived in pending:
-            part = await refresh_cohorts(session, chunk, now=self.now, arrived=arrived, history_only=True)
+            part = await record_history(session, chunk, now=self.now, arrived=arrived)
             summary.cohorts += part.cohorts
             summary.events += part.events
             summary.flagged_runs += part.flagged_runs

@@ -27,7 +27,15 @@ from kernelindex.rules import eligibility, plausibility, ranking
 from kernelindex.rules import headroom_v1 as headroom
 from kernelindex.rules.facts import HardwareFacts, RunFacts, WorkloadFacts
 from kernelindex.rules.headroom_v2 import roofline_floor
-from kernelindex.rules.history import HISTORY_VERSION, REVISION_CHANGED, EventDraft, events_for
+from kernelindex.rules.history import (
+    HISTORY_VERSION,
+    NEW_RECORD,
+    RESTORED,
+    REVISION_CHANGED,
+    EventDraft,
+    events_for,
+    improvement_percent,
+)
 from kernelindex.services.facts import (
     COHORT_COLUMNS,
     CohortKey,
@@ -140,7 +148,8 @@ async def refresh_cohorts(
     `arrived`: the runs the write being refreshed added (history-v1 replays them in observed order).
     events=False leaves the record history alone: an import cut into batches derives its events
     once, at its end, over every cohort it touched (kernelindex.ingest.writer.RunWriter.record_events).
-    history_only: that pass. Only the headline cohorts have a history, and every batch refreshed the
+    history_only: that pass, as its definition (an import writes it with record_history, the same events
+    found in SQL: tests/ingest/test_records_arrivals_deferred.py). Only the headline cohorts have a history, and every batch refreshed the
     flags and bests of the cohorts it touched in its own transaction, so the others are left as they
     are, unread (off the canonical configuration, or of another metric: most cohorts of an import).
     """
@@ -322,7 +331,9 @@ async def refresh_after_arrivals(
     - a below-floor flag judged under older rules is stored anywhere (refresh_cohorts judges it again).
     `arrived` maps each new run's id to the run as its writer holds it (NewRun): their facts are made
     from those values instead of being read back (kernelindex.services.facts.NewRun).
-    Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py, on random writes."""
+    With events=False (an import's batches) the delta is computed in SQL over the stored new runs (_SqlDelta).
+    Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py and, for the SQL delta,
+    test_records_arrivals_deferred.py, on random writes."""
     now = now or datetime.now(UTC)
     keys = sorted(set(cohorts))
     summary = RefreshSummary(cohorts=len(keys))
@@ -336,7 +347,13 @@ async def refresh_after_arrivals(
     # One context for every cohort, whichever path judges it (a cohort the delta sends to the full path
     # is read once).
     context = await _RefreshContext.load(session, keys)
-    if delta:
+    if delta and not events:
+        # An import's batches (their history deferred to its end): flags and bests in SQL, over the
+        # new runs where they are stored (_SqlDelta).
+        more_full, flagged = await _SqlDelta(session, context, delta, arrived).refresh()
+        full |= more_full
+        summary.flagged_runs += flagged
+    elif delta:
         arrivals = await _Arrivals.load(session, context, delta, arrived)
         full |= arrivals.need_full
         delta = [k for k in delta if k not in arrivals.need_full]
@@ -542,6 +559,363 @@ async def _refresh_delta(
     return summary, drafts
 
 
+# -- the delta refresh of an import's batch, in SQL ----------------------------------------------------
+#
+# What _Arrivals.load and _refresh_delta do for cohorts whose events are deferred, as statements over the
+# new runs where the merge stored them: no facts are built for the runs that raise no flag. The new runs
+# that compete (passed) are gathered into a temporary table with what judging them reads; each cohort's
+# baseline (its best baseline run among the new ones and the stored one: the fastest baseline best, or an
+# outdated snapshot's best baseline run) and whether it must be judged in full (a first baseline beside a
+# stored run it could make implausible) are set by one statement; the runs that could earn a flag are
+# judged by plausibility.flags_for itself (few: implausible runs); the bests grow by the others in one upsert.
+# Floors are computed in Python once per (revision, hardware, configuration, bindings) the runs name.
+
+_DELTA_TABLES = (
+    "CREATE TEMPORARY TABLE IF NOT EXISTS delta_runs (id bigint PRIMARY KEY, rev int, cfg text, proto int, env int, "
+    "impl int, workload_id int, hardware_id int, snapshot_id bigint, figure float8, observed_at timestamptz, evidence text, "
+    "base bool, latency bool, checked bool, counts bool, bindings jsonb, bkey text, floor float8)",
+    "CREATE TEMPORARY TABLE IF NOT EXISTS delta_cohorts (rev int, cfg text, proto int, env int, base_id bigint, "
+    "base_figure float8, full_refresh bool, PRIMARY KEY (rev, cfg, proto, env))",
+    "TRUNCATE delta_runs, delta_cohorts",
+)
+# readable(): NaN and None are none, anything else held to measurements-v1's bounds.
+_READABLE_FIGURE = (
+    "CASE WHEN r.figure IS NULL OR r.figure = 'NaN'::float8 THEN NULL "
+    "ELSE least(greatest(r.figure, '1e-06'::float8), '86400000'::float8) END"
+)
+# The new runs of these cohorts that compete for a record (passed: they are live, being new).
+_DELTA_RUNS = text(
+    "INSERT INTO delta_runs SELECT r.id, r.workload_revision_id, r.configuration_key, r.protocol_id, r.environment_id, "
+    f"r.implementation_id, wr.workload_id, e.hardware_id, r.source_snapshot_id, {_READABLE_FIGURE}, r.observed_at, "
+    "r.evidence, i.role = 'baseline', p.metric = 'latency', "
+    "coalesce(jsonb_typeof(r.correctness) = 'object' AND r.correctness -> 'passed' = 'true'::jsonb, false), "
+    "NOT ss.outdated AND r.workload_revision_id = w.current_revision_id, r.bindings, r.bindings::text, NULL "
+    "FROM runs r JOIN unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:protos AS int[]), CAST(:envs AS int[])) "
+    "AS k(rev, cfg, proto, env) ON r.workload_revision_id = k.rev AND r.configuration_key = k.cfg "
+    "AND r.protocol_id = k.proto AND r.environment_id = k.env "
+    "JOIN implementations i ON i.id = r.implementation_id JOIN protocols p ON p.id = r.protocol_id "
+    "JOIN environments e ON e.id = r.environment_id JOIN source_snapshots ss ON ss.id = r.source_snapshot_id "
+    "JOIN workload_revisions wr ON wr.id = r.workload_revision_id JOIN workloads w ON w.id = wr.workload_id "
+    # The ids as an array the index is probed with (a join on them scanned the runs' key from its start).
+    "WHERE r.id = ANY(CAST(:ids AS bigint[])) AND r.status = 'passed'"
+)
+# The runs a floor can flag (flags_for: a latency figure of a run that is not a baseline and whose
+# correctness check did not pass), one row per floor they are judged against.
+_FLOOR_KEYS = text(
+    "SELECT DISTINCT ON (rev, hardware_id, cfg, bkey) rev, hardware_id, cfg, bkey, bindings FROM delta_runs "
+    "WHERE latency AND NOT base AND NOT checked AND figure IS NOT NULL"
+)
+_SET_FLOORS = text(
+    "UPDATE delta_runs d SET floor = v.floor FROM unnest(CAST(:revs AS int[]), CAST(:hws AS int[]), CAST(:cfgs AS text[]), "
+    "CAST(:bkeys AS text[]), CAST(:floors AS float8[])) AS v(rev, hw, cfg, bkey, floor) "
+    "WHERE d.rev = v.rev AND d.hardware_id = v.hw AND d.cfg = v.cfg AND d.bkey = v.bkey "
+    "AND d.latency AND NOT d.base AND NOT d.checked AND d.figure IS NOT NULL"
+)
+# Each cohort's baseline and whether it is judged in full (_Arrivals.load, in one statement). The stored
+# baseline: the fastest of the cohort's baseline bests and of its outdated snapshots' baseline runs (by
+# their stored order key), read back as a live run; the cohort's baseline: the faster of it and the
+# best new baseline run. A cohort without a stored baseline given one is judged in full when a stored
+# run could be implausibly fast beside it (_FAST_BESIDE_FIRST_BASELINE).
+_DELTA_COHORTS = text(f"""
+WITH k AS (SELECT DISTINCT rev, cfg, proto, env FROM delta_runs),
+stored AS (
+    SELECT k.rev, k.cfg, k.proto, k.env, s.run_id FROM k CROSS JOIN LATERAL (
+        SELECT b.run_id, b.figure, b.observed_at FROM cohort_bests b
+          JOIN implementations i ON i.id = b.implementation_id AND i.role = 'baseline'
+         WHERE b.workload_revision_id = k.rev AND b.configuration_key = k.cfg AND b.protocol_id = k.proto
+           AND b.environment_id = k.env
+        UNION ALL
+        SELECT r.id, r.figure, r.observed_at FROM runs r
+          JOIN implementations i ON i.id = r.implementation_id AND i.role = 'baseline'
+         WHERE EXISTS (SELECT 1 FROM source_snapshots WHERE outdated)
+           AND r.workload_revision_id = k.rev AND r.configuration_key = k.cfg AND r.protocol_id = k.proto
+           AND r.environment_id = k.env AND {_LIVE_PASSED} AND r.id <> ALL(CAST(:arrived AS bigint[]))
+           AND r.source_snapshot_id IN (SELECT id FROM source_snapshots WHERE outdated)
+        ORDER BY 2, 3, 1 LIMIT 1
+    ) s
+),
+stored_run AS (
+    SELECT s.rev, s.cfg, s.proto, s.env, r.id, {_READABLE_FIGURE} AS figure, r.observed_at FROM stored s
+      JOIN runs r ON r.id = s.run_id WHERE {_LIVE_PASSED}
+),
+fresh AS (
+    SELECT DISTINCT ON (rev, cfg, proto, env) rev, cfg, proto, env, id, figure, observed_at FROM delta_runs
+     WHERE base ORDER BY rev, cfg, proto, env, figure, observed_at, id
+),
+baseline AS (
+    SELECT DISTINCT ON (rev, cfg, proto, env) rev, cfg, proto, env, id, figure FROM (
+        SELECT * FROM fresh UNION ALL SELECT * FROM stored_run
+    ) u ORDER BY rev, cfg, proto, env, figure, observed_at, id
+),
+first AS (
+    SELECT f.rev, f.cfg, f.proto, f.env, f.figure / :half_ratio AS bound FROM fresh f
+     WHERE f.figure IS NOT NULL AND NOT EXISTS (SELECT 1 FROM stored s WHERE s.rev = f.rev AND s.cfg = f.cfg
+                                                AND s.proto = f.proto AND s.env = f.env)
+)
+INSERT INTO delta_cohorts
+SELECT k.rev, k.cfg, k.proto, k.env, b.id, b.figure,
+       f.bound IS NOT NULL AND (f.bound <= :least_figure OR EXISTS (
+           SELECT 1 FROM runs r WHERE r.workload_revision_id = k.rev AND r.configuration_key = k.cfg
+              AND r.protocol_id = k.proto AND r.environment_id = k.env AND {_LIVE_PASSED}
+              AND least(greatest(r.figure, '1e-06'::double precision), '86400000'::double precision) < f.bound
+              AND r.implementation_id NOT IN (SELECT id FROM implementations WHERE role = 'baseline')
+              AND r.id <> ALL(CAST(:arrived AS bigint[]))))
+  FROM k LEFT JOIN baseline b ON b.rev = k.rev AND b.cfg = k.cfg AND b.proto = k.proto AND b.env = k.env
+  LEFT JOIN first f ON f.rev = k.rev AND f.cfg = k.cfg AND f.proto = k.proto AND f.env = k.env
+RETURNING rev, cfg, proto, env, full_refresh
+""")
+# The new runs plausibility.flags_for could flag (its conditions, as SQL), with their cohort's baseline
+# and floor: judged by flags_for itself.
+_FLAG_CANDIDATES = text(
+    "SELECT d.id, c.base_id, d.floor FROM delta_runs d JOIN delta_cohorts c ON c.rev = d.rev AND c.cfg = d.cfg "
+    "AND c.proto = d.proto AND c.env = d.env WHERE NOT c.full_refresh AND NOT d.base AND d.figure IS NOT NULL AND ("
+    "(d.latency AND d.floor > 0 AND d.figure * '1e6'::float8 < d.floor AND NOT d.checked) "
+    "OR (c.base_id IS NOT NULL AND c.base_id <> d.id AND c.base_figure IS NOT NULL AND d.figure > 0 "
+    "AND c.base_figure / d.figure > :max_ratio)) "
+    "ORDER BY d.rev, d.cfg COLLATE \"C\", d.proto, d.env, d.id"
+)
+# The bests grown by the new runs that count (_append_bests of them, _merged_best with the stored best),
+# and the sources they name (_ADD_SOURCES): one statement.
+_GROW_BESTS = text("""
+WITH counted AS (
+    SELECT d.* FROM delta_runs d JOIN delta_cohorts c ON c.rev = d.rev AND c.cfg = d.cfg AND c.proto = d.proto
+       AND c.env = d.env
+     WHERE NOT c.full_refresh AND d.counts AND d.id <> ALL(CAST(:held AS bigint[]))
+),
+fresh AS (
+    SELECT rev, cfg, proto, env, impl,
+           (array_agg(workload_id ORDER BY figure, observed_at, id))[1] AS workload_id,
+           (array_agg(hardware_id ORDER BY figure, observed_at, id))[1] AS hardware_id,
+           (array_agg(id ORDER BY figure, observed_at, id))[1] AS run_id,
+           (array_agg(figure ORDER BY figure, observed_at, id))[1] AS figure,
+           (array_agg(observed_at ORDER BY figure, observed_at, id))[1] AS observed_at,
+           count(*)::int AS run_count, max(observed_at) AS last_observed_at,
+           array_agg(DISTINCT evidence COLLATE "C" ORDER BY evidence COLLATE "C") AS evidence_kinds,
+           array_agg(DISTINCT snapshot_id ORDER BY snapshot_id) AS source_snapshot_ids
+      FROM counted GROUP BY rev, cfg, proto, env, impl
+),
+grown AS (
+    INSERT INTO cohort_bests AS b (workload_revision_id, configuration_key, protocol_id, environment_id, implementation_id,
+                                   workload_id, hardware_id, run_id, figure, observed_at, run_count, last_observed_at,
+                                   evidence_kinds, source_snapshot_ids)
+    SELECT rev, cfg, proto, env, impl, workload_id, hardware_id, run_id, figure, observed_at, run_count, last_observed_at,
+           evidence_kinds, source_snapshot_ids FROM fresh
+    ON CONFLICT (workload_revision_id, configuration_key, protocol_id, environment_id, implementation_id) DO UPDATE SET
+        workload_id = CASE WHEN (excluded.figure, excluded.observed_at, excluded.run_id) < (b.figure, b.observed_at, b.run_id)
+                           THEN excluded.workload_id ELSE b.workload_id END,
+        hardware_id = CASE WHEN (excluded.figure, excluded.observed_at, excluded.run_id) < (b.figure, b.observed_at, b.run_id)
+                           THEN excluded.hardware_id ELSE b.hardware_id END,
+        run_id = CASE WHEN (excluded.figure, excluded.observed_at, excluded.run_id) < (b.figure, b.observed_at, b.run_id)
+                      THEN excluded.run_id ELSE b.run_id END,
+        figure = CASE WHEN (excluded.figure, excluded.observed_at, excluded.run_id) < (b.figure, b.observed_at, b.run_id)
+                      THEN excluded.figure ELSE b.figure END,
+        observed_at = CASE WHEN (excluded.figure, excluded.observed_at, excluded.run_id) < (b.figure, b.observed_at, b.run_id)
+                           THEN excluded.observed_at ELSE b.observed_at END,
+        run_count = b.run_count + excluded.run_count,
+        last_observed_at = greatest(b.last_observed_at, excluded.last_observed_at),
+        evidence_kinds = ARRAY(SELECT DISTINCT u.x COLLATE "C" FROM unnest(b.evidence_kinds || excluded.evidence_kinds) AS u(x)
+                               ORDER BY 1),
+        source_snapshot_ids = ARRAY(SELECT DISTINCT u.x FROM unnest(b.source_snapshot_ids || excluded.source_snapshot_ids)
+                                    AS u(x) ORDER BY 1)
+    RETURNING b.workload_revision_id, b.configuration_key, b.workload_id, b.source_snapshot_ids
+)
+INSERT INTO workload_sources (workload_revision_id, configuration_key, source_snapshot_id, workload_id, source_name,
+                              snapshot_revision)
+SELECT DISTINCT g.workload_revision_id, g.configuration_key, u.sid, g.workload_id, s.name, ss.revision
+  FROM grown g CROSS JOIN LATERAL unnest(g.source_snapshot_ids) AS u(sid)
+  JOIN source_snapshots ss ON ss.id = u.sid JOIN sources s ON s.id = ss.source_id
+ON CONFLICT DO NOTHING
+""")
+
+
+class _FloorRun:
+    """What _Floors.floor_for reads of a run: its configuration, bindings and hardware."""
+
+    __slots__ = ("configuration_key", "bindings", "environment", "hardware")
+
+    def __init__(self, configuration_key: str, bindings: Any, hardware: HardwareFacts):
+        self.configuration_key = configuration_key
+        self.bindings = bindings
+        self.hardware = hardware
+        self.environment = self
+
+
+class _SqlDelta:
+    """refresh_after_arrivals' delta for cohorts whose events are deferred (see _DELTA_RUNS above)."""
+
+    def __init__(self, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Mapping[int, NewRun]):
+        self.session, self.context, self.keys, self.arrived = session, context, keys, arrived
+
+    async def refresh(self) -> tuple[set[CohortKey], list[int]]:
+        """Flags and bests of the cohorts that need no full judgement: those that do, and the runs flagged."""
+        session = self.session
+        for statement in _DELTA_TABLES:
+            await session.execute(text(statement))
+        ids = sorted(self.arrived)
+        await session.execute(_DELTA_RUNS, {"ids": ids, **cohort_columns(self.keys)})
+        await self._floors()
+        verdicts = (await session.execute(_DELTA_COHORTS, {
+            "arrived": ids, "half_ratio": plausibility.MAX_PLAUSIBLE_SPEEDUP / 2, "least_figure": _LEAST_FIGURE,
+        })).all()
+        full = {(r[0], r[1], r[2], r[3]) for r in verdicts if r[4]}
+        new_flags, flagged = await self._flags()
+        if new_flags:
+            await session.execute(pg_insert(RunFlag).on_conflict_do_nothing(index_elements=["run_id", "code"]), new_flags)
+        await session.execute(_GROW_BESTS, {"held": sorted(set(flagged))})
+        return full, flagged
+
+    async def _floors(self) -> None:
+        """Each floor the new runs can be judged against, once (_Floors), set on the runs it judges."""
+        rows = (await self.session.execute(_FLOOR_KEYS)).all()
+        if not rows:
+            return
+        hardware = self.context.floors.hardware()
+        revisions = self.context.revisions
+        floors = [self.context.floors.floor_for(_FloorRun(cfg, bindings, hardware[hw]), revisions[rev])  # type: ignore[arg-type]
+                  for rev, hw, cfg, _, bindings in rows]
+        await self.session.execute(_SET_FLOORS, {
+            "revs": [r[0] for r in rows], "hws": [r[1] for r in rows], "cfgs": [r[2] for r in rows],
+            "bkeys": [r[3] for r in rows], "floors": floors,
+        })
+
+    async def _flags(self) -> tuple[list[dict], list[int]]:
+        """The flags of the new runs that could earn one, from plausibility.flags_for on their facts, in
+        cohort order (as _refresh_delta raises them)."""
+        candidates = (await self.session.execute(_FLAG_CANDIDATES, {"max_ratio": plausibility.MAX_PLAUSIBLE_SPEEDUP})).all()
+        if not candidates:
+            return [], []
+        wanted = {row[0] for row in candidates} | {row[1] for row in candidates if row[1] is not None}
+        facts = {f.id: f for f in await _live_runs_by_id(self.session, self.context.builder, wanted)}
+        new_flags: list[dict] = []
+        flagged: list[int] = []
+        for run_id, baseline_id, floor_ns in candidates:
+            run = facts[run_id]
+            for flag in plausibility.flags_for(run, facts.get(baseline_id) if baseline_id is not None else None, floor_ns):
+                new_flags.append({"run_id": run.id, "code": flag.code, "reason": flag.detail,
+                                  "rule_version": plausibility.PLAUSIBILITY_VERSION})
+                flagged.append(run.id)
+        return new_flags, flagged
+
+
+# -- an import's record history, in SQL -----------------------------------------------------------------
+#
+# What refresh_cohorts(history_only=True) makes of the headline cohorts an import touched, once its
+# batches have refreshed their flags and bests (each batch's refresh is the full judgement's, so that
+# pass found nothing else to write): history-v1's events (rules.history.events_for), from the standing
+# holder, the cohort's eligible new runs in observed order and its top (the fastest of its bests). The
+# replay is a running minimum: an arrival takes the record when it is faster than the holder and than
+# every arrival before it (events_for's holder mean is always the lowest figure seen so far).
+
+# A run that counts in its (headline) cohort: passed, live, in its source's newest snapshot, of its
+# workload's current revision, and not held for review (services.eligibility.not_held_clause).
+_COUNTS_NOW = (
+    f"{_LIVE_PASSED} "
+    "AND NOT EXISTS (SELECT 1 FROM source_snapshots ss WHERE ss.id = r.source_snapshot_id AND ss.outdated) "
+    "AND EXISTS (SELECT 1 FROM workload_revisions wr JOIN workloads w ON w.id = wr.workload_id "
+    "WHERE wr.id = r.workload_revision_id AND w.current_revision_id = r.workload_revision_id) "
+    "AND (NOT (NOT EXISTS (SELECT 1 FROM implementations i WHERE i.id = r.implementation_id AND i.role = 'baseline') "
+    "AND EXISTS (SELECT 1 FROM run_flags f WHERE f.run_id = r.id AND (f.code <> '" + plausibility.BELOW_FLOOR + "' OR "
+    "((r.correctness -> 'passed') IS DISTINCT FROM 'true'::jsonb"
+    + "".join(f" AND f.rule_version <> '{v}'" for v in sorted(plausibility.STALE_FLOOR_VERSIONS)) + "))))"
+    " OR coalesce((SELECT v.decision FROM run_reviews v WHERE v.run_id = r.id "
+    f"ORDER BY v.created_at DESC NULLS LAST, v.id DESC LIMIT 1) = '{plausibility.APPROVED}', false))"
+)
+_HISTORY = text(f"""
+WITH k AS (
+    SELECT * FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:protos AS int[]), CAST(:envs AS int[]))
+        AS k(rev, cfg, proto, env)
+),
+holder AS (
+    SELECT k.rev, k.cfg, k.proto, k.env, e.run_id AS holder_id, r.figure AS holder_mean FROM k
+      LEFT JOIN LATERAL (
+          SELECT e.run_id FROM record_events e WHERE e.workload_revision_id = k.rev AND e.configuration_key = k.cfg
+             AND e.protocol_id = k.proto AND e.environment_id = k.env AND e.kind <> '{REVISION_CHANGED}'
+           ORDER BY e.id DESC LIMIT 1
+      ) e ON true
+      LEFT JOIN runs r ON r.id = e.run_id
+),
+arrivals AS (
+    SELECT r.workload_revision_id AS rev, r.configuration_key AS cfg, r.protocol_id AS proto, r.environment_id AS env,
+           r.id, {_READABLE_FIGURE} AS figure, r.observed_at FROM runs r
+     WHERE r.id = ANY(CAST(:arrived AS bigint[])) AND {_COUNTS_NOW}
+),
+replay AS (
+    SELECT a.*, min(a.figure) OVER w AS lowest_before, row_number() OVER w AS seq FROM arrivals a
+      JOIN k ON k.rev = a.rev AND k.cfg = a.cfg AND k.proto = a.proto AND k.env = a.env
+     WHERE a.figure IS NOT NULL
+    WINDOW w AS (PARTITION BY a.rev, a.cfg, a.proto, a.env ORDER BY a.observed_at, a.figure, a.id
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+),
+taken AS (
+    SELECT p.rev, p.cfg, p.proto, p.env, p.seq, p.id, p.figure,
+           coalesce(lag(p.id) OVER w, h.holder_id) AS previous_id,
+           CASE WHEN lag(p.id) OVER w IS NULL THEN h.holder_mean ELSE lag(p.figure) OVER w END AS previous_mean,
+           row_number() OVER (PARTITION BY p.rev, p.cfg, p.proto, p.env ORDER BY p.seq DESC) = 1 AS last
+      FROM replay p JOIN holder h ON h.rev = p.rev AND h.cfg = p.cfg AND h.proto = p.proto AND h.env = p.env
+     WHERE CASE WHEN h.holder_id IS NULL THEN p.lowest_before IS NULL OR p.figure < p.lowest_before
+                WHEN h.holder_mean IS NULL THEN false
+                ELSE p.figure < least(h.holder_mean, p.lowest_before) END
+    WINDOW w AS (PARTITION BY p.rev, p.cfg, p.proto, p.env ORDER BY p.seq)
+),
+state AS (
+    SELECT h.rev, h.cfg, h.proto, h.env,
+           CASE WHEN t.id IS NULL THEN h.holder_id ELSE t.id END AS holder_id,
+           CASE WHEN t.id IS NULL THEN h.holder_mean ELSE t.figure END AS holder_mean,
+           t.id IS NOT NULL OR EXISTS (SELECT 1 FROM runs r WHERE r.id = h.holder_id AND r.figure <> 'NaN'::float8
+                                          AND r.workload_revision_id = h.rev AND r.configuration_key = h.cfg
+                                          AND r.protocol_id = h.proto AND r.environment_id = h.env AND {_COUNTS_NOW}) AS present,
+           top.run_id AS top_id, top.figure AS top_figure
+      FROM holder h
+      LEFT JOIN taken t ON t.rev = h.rev AND t.cfg = h.cfg AND t.proto = h.proto AND t.env = h.env AND t.last
+      LEFT JOIN LATERAL (
+          SELECT b.run_id, b.figure FROM cohort_bests b WHERE b.workload_revision_id = h.rev AND b.configuration_key = h.cfg
+             AND b.protocol_id = h.proto AND b.environment_id = h.env AND b.figure IS NOT NULL
+           ORDER BY b.figure, b.observed_at, b.run_id LIMIT 1
+      ) top ON true
+)
+SELECT * FROM (
+SELECT rev, cfg, proto, env, 0 AS part, seq, '{NEW_RECORD}' AS kind, id AS run_id, previous_id, previous_mean, figure
+  FROM taken
+UNION ALL
+SELECT rev, cfg, proto, env, 1, 0,
+       CASE WHEN holder_id IS NULL THEN '{NEW_RECORD}'
+            WHEN top_id IS NULL THEN '{RESTORED}'
+            WHEN holder_mean IS NOT NULL AND top_figure < holder_mean THEN '{NEW_RECORD}'
+            ELSE '{RESTORED}' END,
+       top_id, holder_id, holder_mean, top_figure
+  FROM state
+ WHERE NOT (holder_id IS NULL AND top_id IS NULL) AND top_id IS DISTINCT FROM holder_id
+   AND NOT (holder_id IS NOT NULL AND top_id IS NOT NULL AND NOT (holder_mean IS NOT NULL AND top_figure < holder_mean) AND present)
+) events ORDER BY rev, cfg COLLATE "C", proto, env, part, seq
+""")
+
+
+async def record_history(
+    session: AsyncSession, cohorts: Iterable[CohortKey], *, arrived: Collection[int], now: datetime | None = None,
+) -> RefreshSummary:
+    """The record events of an import's cohorts once its batches are written (`arrived`: the runs it
+    added): those refresh_cohorts(history_only=True) writes, found by one statement (_HISTORY)."""
+    now = now or datetime.now(UTC)
+    keys = sorted(set(cohorts))
+    if not keys:
+        return RefreshSummary()
+    context = await _RefreshContext.load(session, keys)
+    keys = [k for k in keys if context.is_headline(k)]
+    summary = RefreshSummary(cohorts=len(keys))
+    if not keys:
+        return summary
+    rows = (await session.execute(_HISTORY, {**cohort_columns(keys), "arrived": sorted(arrived)})).all()
+    drafts = [{
+        "workload_id": context.revisions[rev].workload_id, "workload_revision_id": rev, "configuration_key": cfg,
+        "protocol_id": proto, "environment_id": env, "kind": kind, "run_id": run_id, "previous_run_id": previous_id,
+        "improvement_percent": improvement_percent(previous_mean, figure) if previous_id is not None else None,
+        "rule_version": HISTORY_VERSION, "created_at": now,
+    } for rev, cfg, proto, env, _, _, kind, run_id, previous_id, previous_mean, figure in rows]
+    await _write_events(session, drafts)
+    summary.events = len(drafts)
+    return summary
+
+
 def _stored_top(bests: dict[int, dict[str, Any]]) -> int | None:
     """The run id of the fastest of these stored bests (ranking.order_key), if any."""
     ranked = [(b["figure"], b["observed_at"], b["run_id"]) for b in bests.values()]
@@ -692,6 +1066,10 @@ class _Floors:
     def __init__(self, catalogue: list[HardwareFacts]):
         self._catalogue = catalogue
         self._known: dict[tuple, float | None] = {}
+
+    def hardware(self) -> dict[int, HardwareFacts]:
+        """The catalogue's hardware, by id."""
+        return {h.id: h for h in self._catalogue}
 
     def floor_for(self, run: RunFacts, revision: WorkloadRevision) -> float | None:
         canonical = run.configuration_key == revision.canonical_configuration_key

@@ -1,0 +1,115 @@
+"""The delta refresh of batches whose events are deferred (an import's: services.records._SqlDelta, the
+flags and bests in SQL over the new runs) and the history found after them (services.records.record_history,
+in SQL) make the records and events a full judgement makes (refresh_cohorts, history_only for the events),
+row for row.
+
+The random writes of test_records_arrivals (new runs, runs that supersede, a first baseline after its
+candidates, implausibly fast and below-floor runs, an outdated snapshot, retractions and reviews between
+writes), each batch written as an import writes it: events deferred to record_events at the batch's end.
+One copy refreshes as the writer does, the twin judges every touched cohort in full."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from datetime import timedelta
+
+import asyncpg
+import pytest
+
+from kernelindex.db.urls import to_libpq_url
+from tests.api.helpers import synthetic_records
+from tests.ingest.test_records_arrivals import NOW, _outdate_r0, _record, _tables, twin_db_url  # noqa: F401  (a fixture)
+
+
+async def _deferred_writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.MonkeyPatch, seen: list[int]) -> None:
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.ingest import merge
+    from kernelindex.ingest.records import RunRecord
+    from kernelindex.ingest.writer import RunWriter
+    from kernelindex.services import records as records_service
+    from kernelindex.services.judgements import retract_run, review_run
+
+    if full:
+        async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True):
+            return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)
+        monkeypatch.setattr(merge, "refresh_after_arrivals", every_cohort_in_full)
+
+        async def history_in_full(session, cohorts, *, arrived, now=None):
+            return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, history_only=True)
+        monkeypatch.setattr(merge, "record_history", history_in_full)
+    else:
+        monkeypatch.setattr(merge, "refresh_after_arrivals", records_service.refresh_after_arrivals)
+        monkeypatch.setattr(merge, "record_history", records_service.record_history)
+        real = records_service._SqlDelta.refresh
+
+        async def counted(self):
+            found = await real(self)
+            seen.append(len(found[1]))  # the runs it flagged
+            return found
+        monkeypatch.setattr(records_service._SqlDelta, "refresh", counted)
+    rng = random.Random(seed)
+    base = synthetic_records(1, start=7)[0]
+    written: list[dict] = []
+    for step in range(10):
+        batch = [_record(rng, base, written) for _ in range(rng.randrange(1, 12))]
+        written += batch
+
+        async def write(session, batch=batch, step=step):
+            writer = RunWriter(now=NOW + timedelta(minutes=step), defer_events=True)
+            summary = await writer.write(session, [RunRecord(r, "arrivals", f"line {i + 1}") for i, r in enumerate(batch)])
+            await writer.record_events(session)
+            return summary
+
+        summary = await in_own_transaction(db_url, write)
+        assert all("same natural key" in p.reason for p in summary.problems), summary.problems
+        if step == 4:
+            await in_own_transaction(db_url, _outdate_r0)
+        choice = rng.random()
+        conn = await asyncpg.connect(to_libpq_url(db_url))
+        try:
+            flagged = await conn.fetch("SELECT DISTINCT run_id FROM run_flags ORDER BY run_id")
+            live = await conn.fetch(
+                "SELECT r.id FROM runs r JOIN environments e ON e.id = r.environment_id "
+                "WHERE e.label LIKE 'arrivals-%' AND r.superseded_at IS NULL AND r.retracted_at IS NULL ORDER BY r.id")
+        finally:
+            await conn.close()
+        if choice < 0.15 and live:
+            run_id = rng.choice(live)["id"]
+            await in_own_transaction(db_url, lambda s, run_id=run_id: retract_run(s, run_id, "test", NOW))
+        elif choice < 0.3 and flagged:
+            run_id = rng.choice(flagged)["run_id"]
+            decision = rng.choice(("approved", "rejected"))
+            await in_own_transaction(db_url, lambda s, run_id=run_id, decision=decision: review_run(
+                s, run_id, decision, "tester", None, NOW))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_deferred_delta_equals_a_full_refresh(db_url, twin_db_url, seed, monkeypatch):  # noqa: F811
+    seen: list[int] = []
+    asyncio.run(_deferred_writes(db_url, seed, full=False, monkeypatch=monkeypatch, seen=seen))
+    asyncio.run(_deferred_writes(twin_db_url, seed, full=True, monkeypatch=monkeypatch, seen=[]))
+    delta, full = asyncio.run(_tables(db_url)), asyncio.run(_tables(twin_db_url))
+    assert seen, "the SQL delta judged the batches"
+    kinds = {row[5] for row in delta["record_events"]}
+    assert {"new_record", "restored"} <= kinds, kinds
+    assert delta["cohort_bests"], "the writes made records"
+    assert any(row[1] == "implausible_speedup" for row in delta["run_flags"]), "some run was judged against a baseline"
+    for name in ("cohort_bests", "run_flags", "workload_sources", "record_events", "outdated"):
+        assert delta[name] == full[name], name
+
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.services.records import refresh_all_records
+
+    asyncio.run(in_own_transaction(db_url, lambda s: refresh_all_records(s, now=NOW)))
+    assert asyncio.run(_tables(db_url)) == delta
+
+
+def test_the_deferred_delta_flags_runs(db_url, twin_db_url, monkeypatch):  # noqa: F811
+    """Over the seeds above, the SQL delta itself raised flags (not only the full judgements)."""
+    totals = []
+    for seed in (1, 2, 3):
+        seen: list[int] = []
+        asyncio.run(_deferred_writes(db_url, seed, full=False, monkeypatch=monkeypatch, seen=seen))
+        totals.append(sum(seen))
+    assert sum(totals) > 0, totals
