@@ -8,7 +8,11 @@ and runs of a retracted snapshot) and on the real KernelBench tree."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import and_, func, literal_column, or_, select
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement
 
 from kernelindex.db.models import Implementation, Protocol, Run, RunFlag, RunReview, SourceSnapshot, Workload, WorkloadRevision
@@ -61,7 +65,7 @@ def latency_clause() -> ColumnElement[bool]:
     )
 
 
-def not_held_clause() -> ColumnElement[bool]:
+def not_held_clause(run: Any = Run) -> ColumnElement[bool]:
     """True for a run not held for review: unflagged, or its deciding review approved it.
 
     plausibility.is_held_for_review in SQL, so an ordered LIMIT can skip held runs; the runs read are
@@ -69,29 +73,42 @@ def not_held_clause() -> ColumnElement[bool]:
     latest by time, reviews without one older than any with one, ties by id (latest_review, over
     reviews in id order as load_holds gives them). Only flags that still hold count
     (plausibility.flag_holds): none on a baseline implementation, no below_floor on a run whose
-    correctness check passed, none raised by a version judged against an older floor."""
+    correctness check passed, none raised by a version judged against an older floor. ``run``: the runs
+    table or an alias of it (services.records' history statement reads it as ``r``)."""
     # Constants written into the text, as everywhere in these clauses (see live_passed_clauses).
     holds_floor = and_(
-        Run.correctness["passed"].is_distinct_from(literal_column("'true'::jsonb")),
+        run.correctness["passed"].is_distinct_from(literal_column("'true'::jsonb")),
         *(RunFlag.rule_version != literal_column(f"'{v}'") for v in sorted(STALE_FLOOR_VERSIONS)),
     )
     not_baseline = ~select(Implementation.id).where(
-        Implementation.id == Run.implementation_id, Implementation.role == literal_column("'baseline'")
-    ).correlate(Run).exists()
+        Implementation.id == run.implementation_id, Implementation.role == literal_column("'baseline'")
+    ).correlate(run).exists()
     flagged = and_(
         not_baseline,
         select(RunFlag.id).where(
-            RunFlag.run_id == Run.id, or_(RunFlag.code != literal_column(f"'{BELOW_FLOOR}'"), holds_floor)
-        ).correlate(Run).exists(),
+            RunFlag.run_id == run.id, or_(RunFlag.code != literal_column(f"'{BELOW_FLOOR}'"), holds_floor)
+        ).correlate(run).exists(),
     )
     decision = (
-        select(RunReview.decision).where(RunReview.run_id == Run.id)
+        select(RunReview.decision).where(RunReview.run_id == run.id)
         .order_by(RunReview.created_at.desc().nulls_last(), RunReview.id.desc())
         .limit(1)
-        .correlate(Run)
+        .correlate(run)
         .scalar_subquery()
     )
     return or_(~flagged, func.coalesce(decision == APPROVED, False))
+
+
+def not_held_sql(alias: str) -> str:
+    """not_held_clause as SQL text over the runs table read as ``alias``, its constants written in: for
+    statements written as text (services.records' history statement), so the definition stays this one."""
+    run = aliased(Run, name=alias)
+    outer = f"SELECT {alias}.id \nFROM runs AS {alias} \nWHERE "
+    sql = str(select(run.id).where(not_held_clause(run)).compile(dialect=postgresql.dialect(),
+                                                                 compile_kwargs={"literal_binds": True}))
+    if not sql.startswith(outer):  # SQLAlchemy changed how it writes a select: fail here, not in a statement
+        raise RuntimeError(f"not_held_sql: unexpected compiled form {sql[:80]!r}")
+    return sql[len(outer):]
 
 
 def eligible_run_clause() -> ColumnElement[bool]:

@@ -36,6 +36,7 @@ from kernelindex.rules.history import (
     events_for,
     improvement_percent,
 )
+from kernelindex.services.eligibility import not_held_sql
 from kernelindex.services.facts import (
     COHORT_COLUMNS,
     CohortKey,
@@ -807,18 +808,13 @@ class _SqlDelta:
 # every arrival before it (events_for's holder mean is always the lowest figure seen so far).
 
 # A run that counts in its (headline) cohort: passed, live, in its source's newest snapshot, of its
-# workload's current revision, and not held for review (services.eligibility.not_held_clause).
+# workload's current revision, and not held for review (services.eligibility.not_held_clause, written in as text).
 _COUNTS_NOW = (
     f"{_LIVE_PASSED} "
     "AND NOT EXISTS (SELECT 1 FROM source_snapshots ss WHERE ss.id = r.source_snapshot_id AND ss.outdated) "
     "AND EXISTS (SELECT 1 FROM workload_revisions wr JOIN workloads w ON w.id = wr.workload_id "
     "WHERE wr.id = r.workload_revision_id AND w.current_revision_id = r.workload_revision_id) "
-    "AND (NOT (NOT EXISTS (SELECT 1 FROM implementations i WHERE i.id = r.implementation_id AND i.role = 'baseline') "
-    "AND EXISTS (SELECT 1 FROM run_flags f WHERE f.run_id = r.id AND (f.code <> '" + plausibility.BELOW_FLOOR + "' OR "
-    "((r.correctness -> 'passed') IS DISTINCT FROM 'true'::jsonb"
-    + "".join(f" AND f.rule_version <> '{v}'" for v in sorted(plausibility.STALE_FLOOR_VERSIONS)) + "))))"
-    " OR coalesce((SELECT v.decision FROM run_reviews v WHERE v.run_id = r.id "
-    f"ORDER BY v.created_at DESC NULLS LAST, v.id DESC LIMIT 1) = '{plausibility.APPROVED}', false))"
+    f"AND ({not_held_sql('r')})"
 )
 _HISTORY = text(f"""
 WITH k AS (
