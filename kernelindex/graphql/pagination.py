@@ -51,17 +51,21 @@ _MAX_BIGINT = 2**63 - 1
 
 def _constant(name: str) -> float:
     """json.loads's reading of NaN, Infinity and -Infinity, which JSON does not have: Infinity is what
-    a float key holds for "none" (a run without a mean sorts after every other), the others no key holds."""
+    a float key holds for "none" (a run without a mean sorts after every other); NaN is what a stored NaN
+    figure gives (only past the database's checks), which PostgreSQL sorts after Infinity and holds equal
+    to itself, so a keyset comparison with it pages past that run as with any other; -Infinity no key holds."""
     if name == "Infinity":
         return math.inf
+    if name == "NaN":
+        return math.nan
     raise ValueError(f"{name} is not JSON")
 
 
 def _key_value_fits(value: Any, want: type) -> bool:
     """Whether a cursor's key value is one a sort expression of Python type `want` gives: text for
     text; an integer in bigint's range for an integer column (not 1.5, not 1.0: this API writes
-    integers); a finite number or +Infinity (see _constant) for a float or numeric one; any of those for
-    an unknown type."""
+    integers); a finite number, +Infinity or NaN (see _constant) for a float or numeric one; any of those
+    for an unknown type."""
     if isinstance(value, bool):
         return False
     if isinstance(value, str):
@@ -69,7 +73,7 @@ def _key_value_fits(value: Any, want: type) -> bool:
     if isinstance(value, int):
         return want is not str and -_MAX_BIGINT <= value <= _MAX_BIGINT
     if isinstance(value, float):
-        return want in (float, object) and (math.isfinite(value) or value == math.inf)
+        return want in (float, object) and value != -math.inf
     return False
 
 

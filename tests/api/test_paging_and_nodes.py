@@ -136,7 +136,9 @@ async def test_a_job_id_of_the_documented_shape_that_names_nothing_is_null(graph
 @pytest.mark.parametrize(("query", "key"), [
     (JOBS_AFTER, "NaN"), (JOBS_AFTER, "Infinity"), (JOBS_AFTER, "-Infinity"), (JOBS_AFTER, "-1.5"), (JOBS_AFTER, "-1.0"),
     (JOBS_AFTER, "1e400"), (JOBS_AFTER, "9" * 5000),
-    (FASTEST_AFTER, "NaN, 1"), (FASTEST_AFTER, "-Infinity, 1"), (FASTEST_AFTER, "0.5, 1.5"), (FASTEST_AFTER, "0.5, NaN"),
+    # Not ("NaN, 1"): a run whose stored figure is NaN (past the database's checks) gives that key, and a
+    # client pages from it (test_planned_execution.test_a_run_whose_stored_figure_is_nan_is_paged_past).
+    (FASTEST_AFTER, "-Infinity, 1"), (FASTEST_AFTER, "0.5, 1.5"), (FASTEST_AFTER, "0.5, NaN"),
 ])
 async def test_a_cursor_key_no_page_of_the_list_gives_is_bad_user_input_not_an_empty_page(graphql, query, key):
     kind = "job" if query is JOBS_AFTER else "run:fastest"

@@ -14,6 +14,7 @@ every check, as tests/ingest/test_hostile_pages.py writes them.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import os
 import random
@@ -611,3 +612,24 @@ async def test_the_benchmark_pages_are_written_from_rows(servers):
         body = await compare.same(query)
         assert body["data"]["runs"]["edges"], body
         assert runs_page.STATS.written == written + 1
+
+
+async def test_a_run_whose_stored_figure_is_nan_is_paged_past(servers, db_url):
+    """A NaN figure (stored only by writing the database past its checks) sorts after every other figure
+    in PostgreSQL, Infinity included; its run's cursor holds NaN, and the API takes that cursor back, so
+    a client pages from it either way, on both paths."""
+    await _hostile_runs(db_url)
+    for client in servers:
+        every = (await client.post("/graphql", json={"query": "{ runs(first: 100, orderBy: FASTEST) { edges { cursor node { id figure } } } }"})).json()
+        assert "errors" not in every, every
+        edges = every["data"]["runs"]["edges"]
+        ids = [edge["node"]["id"] for edge in edges]
+        assert edges[-1]["node"]["figure"] is None  # the NaN run, written as null, last
+        assert b"NaN" in base64.urlsafe_b64decode(edges[-1]["cursor"])
+        for index, edge in enumerate(edges):
+            for direction, expected in (("after", ids[index + 1:][:3]), ("before", ids[:index][-3:])):
+                first = "first" if direction == "after" else "last"
+                body = (await client.post("/graphql", json={"query": f'{{ runs({first}: 3, orderBy: FASTEST, {direction}: '
+                                                                     f'"{edge["cursor"]}") {{ edges {{ node {{ id }} }} }} }}'})).json()
+                assert "errors" not in body, (direction, index, body)
+                assert [e["node"]["id"] for e in body["data"]["runs"]["edges"]] == expected
