@@ -226,18 +226,27 @@ class _Fallback(Exception):
 Writer = Callable[[Any, Any], dict[str, Any]]
 
 
+def _field_steps(planner: Any, object_type: GraphQLObjectType,
+                 details: list[FieldDetails]) -> list[tuple[str, str, list[FieldDetails]]]:
+    """The fields of an object's selection as this module writes them: (response key, field name, the
+    field's merged details), in the selection's order. NotWritten: a field with arguments."""
+    grouped, _defers, _forbidden = collect_subfields(
+        planner.schema, planner.fragments, planner.variable_values, planner.operation, object_type, details)
+    fields = []
+    for key, field_details in grouped.items():
+        node = field_details[0].node
+        if field_details[0].fragment_variable_values is not None or node.arguments:
+            raise NotWritten(f"{object_type.name}.{node.name.value} with arguments")
+        fields.append((key, node.name.value, field_details))
+    return fields
+
+
 def _object_writer(planner: Any, object_type: GraphQLObjectType, details: list[FieldDetails]) -> Writer:
     """How one object (a run, or an object under it) is written from a row: its fields in the
     selection's order, each value made and completed as the general plan completes that field."""
-    grouped, _defers, _forbidden = collect_subfields(
-        planner.schema, planner.fragments, planner.variable_values, planner.operation, object_type, details)
     leaves = _LEAVES[object_type.name]
     steps: list[tuple[str, Any, Any]] = []  # (key, get or a constant, complete or a writer or None)
-    for key, field_details in grouped.items():
-        node = field_details[0].node
-        name = node.name.value
-        if field_details[0].fragment_variable_values is not None or node.arguments:
-            raise NotWritten(f"{object_type.name}.{name} with arguments")
+    for key, name, field_details in _field_steps(planner, object_type, details):
         if name == "__typename":
             steps.append((key, object_type.name, None))
             continue
@@ -325,13 +334,8 @@ def _leaf_completion(planner: Any, field_type: Any, complete: Any) -> Callable[[
 
 def _edge_writer(planner: Any, edge_type: GraphQLObjectType, details: list[FieldDetails],
                  run_type: GraphQLObjectType) -> Callable[[Any, str, Any], dict[str, Any]]:
-    grouped, _defers, _forbidden = collect_subfields(
-        planner.schema, planner.fragments, planner.variable_values, planner.operation, edge_type, details)
     steps: list[tuple[str, str, Any]] = []
-    for key, field_details in grouped.items():
-        name = field_details[0].node.name.value
-        if field_details[0].fragment_variable_values is not None or field_details[0].node.arguments:
-            raise NotWritten("an edge's field with arguments")
+    for key, name, field_details in _field_steps(planner, edge_type, details):
         if name == "__typename":
             steps.append((key, "typename", edge_type.name))
         elif name == "cursor":
@@ -357,13 +361,8 @@ _PAGE_INFO = {"hasNextPage": 0, "hasPreviousPage": 1, "startCursor": 2, "endCurs
 
 def _page_info_writer(planner: Any, page_info_type: GraphQLObjectType,
                       details: list[FieldDetails]) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
-    grouped, _defers, _forbidden = collect_subfields(
-        planner.schema, planner.fragments, planner.variable_values, planner.operation, page_info_type, details)
     steps: list[tuple[str, int | str]] = []
-    for key, field_details in grouped.items():
-        name = field_details[0].node.name.value
-        if field_details[0].fragment_variable_values is not None or field_details[0].node.arguments:
-            raise NotWritten("a pageInfo field with arguments")
+    for key, name, _field_details in _field_steps(planner, page_info_type, details):
         if name == "__typename":
             steps.append((key, page_info_type.name))
         elif name in _PAGE_INFO:
@@ -388,13 +387,8 @@ def plan_runs(planner: Any, response_key: str, field_def: Any, details: list[Fie
     converter = getattr(planner.strawberry_schema, "schema_converter", None)
     if definition is None or definition.extensions or converter is None:
         raise NotWritten("runs is not strawberry's plain resolver")
-    grouped, _defers, _forbidden = collect_subfields(
-        planner.schema, planner.fragments, planner.variable_values, planner.operation, connection_type, details)
     steps: list[tuple[str, str, Any]] = []
-    for key, field_details in grouped.items():
-        name = field_details[0].node.name.value
-        if field_details[0].fragment_variable_values is not None or field_details[0].node.arguments:
-            raise NotWritten("a connection field with arguments")
+    for key, name, field_details in _field_steps(planner, connection_type, details):
         if name == "__typename":
             steps.append((key, "typename", connection_type.name))
         elif name == "edges":
