@@ -13,14 +13,10 @@ from kernelindex.graphql import plan
 from kernelindex.graphql.schema import build_schema
 from kernelindex.settings import Settings
 from perf.runs_connection import graphql_query
-from tests.api.test_planned_execution import (  # noqa: F401  (servers: the fixture)
-    _REQUEST_ID,
-    SEED,
-    Generator,
-    _known_values,
-    readme_queries,
-    servers,
-)
+from tests.api import test_planned_execution as differential
+from tests.api.test_planned_execution import _REQUEST_ID, SEED, Generator, _known_values, readme_queries
+
+servers = differential.servers  # the fixture: a planned server and a graphql-core one on one hostile database
 
 MEDIA = ({}, {"accept": "application/graphql-response+json"})
 _SAME_HEADERS = ("content-type", "content-length", "cache-control", "x-cache")
