@@ -57,7 +57,7 @@ from kernelindex.graphql.enums import (
 )
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import to_global_id
-from kernelindex.graphql.pagination import Window, encode_cursor, narrow_page_statement
+from kernelindex.graphql.pagination import Window, cursor_encoder, narrow_page_statement
 from kernelindex.graphql.queries.runs import KEYS, ORDERS, runs_arguments
 from kernelindex.rules.instants import as_utc
 from kernelindex.rules.measurements import MAX_COMPILE_TIME_MS, readable
@@ -488,9 +488,9 @@ def _page(steps: list[tuple[str, str, Any]], records: list[Any], order_by: RunOr
     shown = (rows[len(rows) - size:] if more else rows) if window.backward else rows[:size]
     for row in shown:  # the general path makes a Run of each run shown (not of the extra one)
         _check(row)
-    kind = f"run:{order_by.value}"
+    encode = cursor_encoder(f"run:{order_by.value}")
     key_of = KEYS[order_by]
-    cursors = [encode_cursor(kind, key_of(row)) for row in shown]
+    cursors = [encode(key_of(row)) for row in shown]
     page_info = (window.cursor is not None if window.backward else more,
                  more if window.backward else window.cursor is not None,
                  cursors[0] if cursors else None, cursors[-1] if cursors else None)
