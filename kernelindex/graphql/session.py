@@ -112,6 +112,8 @@ class SerializedSession:
     def __init__(self, session):
         self._session = session
         self._lock = asyncio.Lock()
+        # The connection connection() last returned, with the session's transaction it belongs to (driver_fetch).
+        self._taken = None
 
     @property
     def raw(self):
@@ -139,16 +141,35 @@ class SerializedSession:
 
     async def connection(self, *args, **kwargs):
         async with self._lock:
-            return await self._session.connection(*args, **kwargs)
+            connection = await self._session.connection(*args, **kwargs)
+            self._taken = (self._session.sync_session.get_transaction(), connection)
+            return connection
 
     async def driver_fetch(self, sql: str, parameters: tuple):
         """The rows of one statement in the driver's own SQL (asyncpg's: $1 parameters), run by the driver on
         the session's connection, as its records: no SQLAlchemy result processing (kernelindex.graphql.runs_page
         reads only columns that have none)."""
         async with self._lock:
-            connection = await self._session.connection()
-            raw = await connection.get_raw_connection()
-            return await raw.driver_connection.fetch(sql, *parameters)
+            driver = self._taken_driver_connection()
+            if driver is None:
+                connection = await self._session.connection()
+                driver = (await connection.get_raw_connection()).driver_connection
+            return await driver.fetch(sql, *parameters)
+
+    def _taken_driver_connection(self):
+        """The driver's connection of the connection taken for the session's current transaction (a query's,
+        SessionConnection), where it is that transaction's still, open and valid: what session.connection()
+        and get_raw_connection() would return, without their two trips through SQLAlchemy's greenlet (a tenth
+        of a small page's request). None otherwise."""
+        if self._taken is None:
+            return None
+        transaction, connection = self._taken
+        if transaction is None or self._session.sync_session.get_transaction() is not transaction:
+            return None
+        sync = connection.sync_connection
+        if sync is None or sync.closed or sync.invalidated:
+            return None
+        return sync.connection.driver_connection  # a valid connection's pooled connection: no I/O
 
     async def begin_nested(self):
         async with self._lock:
