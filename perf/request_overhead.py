@@ -1,6 +1,7 @@
 """CPU per cached request through the whole ASGI stack, by route (not a test).
 
     python -m perf.request_overhead [--requests 3000] [--profile]
+    python -m perf.request_overhead --runs-connection [--requests 1000] [--profile]
 
 A cached answer does no SQL beyond the data-version read, so what it costs is the framework: the
 middleware, Strawberry's request parsing, the context, the response. That cost sets how far below
@@ -11,6 +12,11 @@ request after another, against an embedded PostgreSQL with the seed data.
 Reported per route, in microseconds per request: with the data-version read (one round trip to
 PostgreSQL each, as an unloaded request pays it) and with the version held fixed (the CPU the
 application itself spends). --profile prints where the fixed-version time goes (cProfile).
+
+--runs-connection measures instead the two uncached questions of perf/postgraphile_compare.py
+(`runs(first: 16|100)` of its synthetic workload, on its dataset, the response cache off: each request
+executes and reads its page from PostgreSQL): per request, the wall time and this process's CPU time
+(time.process_time: the application's share, without PostgreSQL's, which runs in its own process).
 """
 
 from __future__ import annotations
@@ -72,6 +78,38 @@ async def per_request_us(one, count: int) -> float:
     return (time.perf_counter() - started) / count * 1e6
 
 
+async def per_request_wall_cpu_us(one, count: int) -> tuple[float, float]:
+    for _ in range(20):  # warm: plans built, statements prepared
+        await one()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(count):
+        await one()
+    return (time.perf_counter() - wall) / count * 1e6, (time.process_time() - cpu) / count * 1e6
+
+
+async def measure_runs(url: str, count: int, profile: bool) -> None:
+    from kernelindex.settings import Settings
+    from kernelindex.web.app import create_app
+    from perf.runs_connection import SIZES, graphql_query
+
+    app = create_app(Settings(response_cache_entries=0, environment="production"), database_url=url)
+    async with app.router.lifespan_context(app):
+        requests = {f"runs(first: {first}) (POST)": make_request(app, "POST", "/graphql", {"query": graphql_query(first)})
+                    for first in SIZES}
+        print(f"{'route':24} {'µs/request':>12} {'CPU µs/request':>15}")
+        for name, one in requests.items():
+            wall, cpu = await per_request_wall_cpu_us(one, count)
+            print(f"{name:24} {wall:12.0f} {cpu:15.0f}")
+        if profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for one in requests.values():
+                for _ in range(count):
+                    await one()
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(45)
+
+
 async def measure(url: str, count: int, profile: bool) -> None:
     from kernelindex.web.app import create_app
 
@@ -105,6 +143,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m perf.request_overhead", description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=3000, help="requests per route and mode")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--runs-connection", action="store_true",
+                        help="the uncached runs(first: 16|100) of perf/postgraphile_compare.py instead")
     args = parser.parse_args()
     from kernelindex.db.embedded import temporary_embedded
     from kernelindex.db.migrate import upgrade
@@ -113,6 +153,16 @@ def main() -> None:
 
     with temporary_embedded("kernelindex-overhead-") as pg:
         upgrade(pg.url)
+        if args.runs_connection:
+            from perf.dataset import build_dataset
+            from perf.postgraphile_compare import _approve_flagged, _workload
+            from perf.runs_connection import _grow
+
+            asyncio.run(build_dataset(pg.url, 1, 4000))
+            asyncio.run(_grow(pg.url, 4000))
+            asyncio.run(_approve_flagged(pg.url, asyncio.run(_workload(pg.url))["id"]))
+            run(measure_runs(pg.url, args.requests, args.profile))
+            return
         asyncio.run(seed_database(pg.url))
         run(measure(pg.url, args.requests, args.profile))  # on the loop `kernelindex serve` uses: uvloop
 

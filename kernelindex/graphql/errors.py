@@ -174,13 +174,17 @@ def reported_all(errors: Sequence[GraphQLError], *, production: bool, request_id
 class ErrorPolicy(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         yield
-        result = self.execution_context.result
-        if result is None or not result.errors:
-            return
-        context = self.execution_context.context
-        result.errors = reported_all(
-            result.errors,
-            production=context.settings.is_production if context is not None else True,
-            request_id=getattr(context, "request_id", ""),
-            response=getattr(context, "response", None),
-        )
+        report_errors(self.execution_context.result, self.execution_context.context)
+
+
+def report_errors(result: Any, context: Any) -> None:
+    """An operation's errors as the client sees them (reported), in its result: ErrorPolicy's, at the end
+    of every operation strawberry runs, and kernelindex.graphql.plan's execute_ready's."""
+    if result is None or not result.errors:
+        return
+    result.errors = reported_all(
+        result.errors,
+        production=context.settings.is_production if context is not None else True,
+        request_id=getattr(context, "request_id", ""),
+        response=getattr(context, "response", None),
+    )

@@ -20,6 +20,7 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Annotated, Any, Generic, TypeVar
 
 import strawberry
@@ -44,6 +45,30 @@ _CURSOR_JSON = json.JSONEncoder(separators=(",", ":"))
 
 def encode_cursor(kind: str, key: Sequence[Any]) -> str:
     return base64.urlsafe_b64encode(_CURSOR_JSON.encode([kind, list(key)]).encode()).decode()
+
+
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+@lru_cache(maxsize=64)
+def cursor_encoder(kind: str) -> Callable[[Sequence[Any]], str]:
+    """encode_cursor(kind, ·), the same text, written by hand for a key of ints and finite floats (a
+    page writes one cursor per edge; the JSON encoder and base64's wrappers were ~2 µs of each): the
+    JSON encoder writes an int and a finite float by their repr, as here; any other key is encode_cursor's."""
+    prefix = "[" + _CURSOR_JSON.encode(kind) + ",["
+
+    def encode(key: Sequence[Any]) -> str:
+        parts = []
+        for value in key:
+            if type(value) is int:
+                parts.append(int.__repr__(value))
+            elif type(value) is float and value - value == 0.0:  # finite (not ±inf, not NaN)
+                parts.append(float.__repr__(value))
+            else:
+                return encode_cursor(kind, key)
+        text = prefix + ",".join(parts) + "]]"
+        return binascii.b2a_base64(text.encode(), newline=False).translate(_URLSAFE).decode()
+    return encode
 
 
 _MAX_BIGINT = 2**63 - 1

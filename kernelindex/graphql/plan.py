@@ -72,11 +72,16 @@ from graphql.language import DirectiveNode, VariableNode, Visitor, visit
 from graphql.pyutils import Path, gather_with_cancel, is_iterable
 from strawberry.execution.is_awaitable import optimized_is_awaitable
 from strawberry.extensions import SchemaExtension
+from strawberry.schema.schema import _coerce_error
+from strawberry.types import ExecutionResult as StrawberryExecutionResult
 from strawberry.types.arguments import convert_arguments
 from strawberry.types.base import StrawberryOptional
+from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType as StrawberryOperationType
 
+from kernelindex.graphql.errors import report_errors
 from kernelindex.graphql.runs_page import NotWritten, plan_runs
+from kernelindex.graphql.session import release_connection, take_connection
 
 log = logging.getLogger("kernelindex.graphql.plan")
 
@@ -108,6 +113,7 @@ class Stats:
         self.planned = 0       # requests answered by a plan
         self.unplanned = 0     # requests graphql-core answered (no plan for the document, or variables that do not coerce)
         self.plans_built = 0
+        self.ready = 0         # requests of a document kept ready, answered without strawberry's execution (execute_ready)
 
 
 STATS = Stats()
@@ -670,21 +676,32 @@ async def planned_result(schema: Any, ctx: Any, cache: PlanCache) -> ExecutionRe
     query = ctx.query
     if document is None or query is None or ctx.operation_type is not StrawberryOperationType.QUERY:
         return None
+    prepared = prepared_plan(schema, document, query, ctx.operation_name, ctx.variables, ctx.root_value, ctx.context,
+                             ctx.operation_extensions, cache)
+    if prepared is None:
+        STATS.unplanned += 1
+        return None
+    return await run_plan(*prepared, ctx.root_value)
+
+
+def prepared_plan(schema: Any, document: DocumentNode, query: str, operation_name: str | None, variables: Any,
+                  root_value: Any, context: Any, operation_extensions: Any,
+                  cache: PlanCache) -> tuple[Callable[[Any, Any, Any], Any], Any] | None:
+    """The plan of a query's operation (built once and kept) and graphql-core's executor for this request,
+    or None: graphql-core is to execute it."""
     variable_names, problem = cache.facts(query, document)
     if problem is not None:
-        STATS.unplanned += 1
         return None
     # graphql-core's executor for this request, built as graphql-core's execute builds it (strawberry passes
     # these arguments): the resolve infos, leaf completion and error collection are its own.
     executor = schema.execution_context_class.build(
-        schema._schema, document, ctx.root_value, ctx.context, ctx.variables, ctx.operation_name,
-        is_awaitable=optimized_is_awaitable, operation_extensions=ctx.operation_extensions,
+        schema._schema, document, root_value, context, variables, operation_name,
+        is_awaitable=optimized_is_awaitable, operation_extensions=operation_extensions,
     )
     if isinstance(executor, list):  # no such operation, or variables that do not coerce: graphql-core says so
-        STATS.unplanned += 1
         return None
     coerced = executor.variable_values.coerced
-    key = (query, ctx.operation_name, tuple(coerced.get(name) for name in variable_names))
+    key = (query, operation_name, tuple(coerced.get(name) for name in variable_names))
     plan = cache.get(key)
     if plan is _MISSING:
         try:
@@ -697,18 +714,52 @@ async def planned_result(schema: Any, ctx: Any, cache: PlanCache) -> ExecutionRe
             plan = None
         cache.put(key, plan)
     if plan is None:
-        STATS.unplanned += 1
         return None
+    return plan, executor
+
+
+async def run_plan(plan: Callable[[Any, Any, Any], Any], executor: Any, root_value: Any) -> ExecutionResult:
+    """A prepared plan run: Executor.execute_operation, where an error that reaches the root nulls the data."""
     STATS.planned += 1
-    # Executor.execute_operation: an error that reaches the root nulls the data.
     try:
-        data = plan(ctx.root_value, None, executor)
+        data = plan(root_value, None, executor)
         if _awaitable(data):
             data = await data
     except GraphQLError as error:
         executor.collected_errors.add(error, None)
         data = None
     return executor.build_response(data)
+
+
+async def execute_ready(schema: Any, document: DocumentNode, query: str, operation_name: str | None, variables: Any,
+                        context: Any, extensions: dict[str, Any] | None) -> StrawberryExecutionResult | None:
+    """A query the view keeps ready (kernelindex.web.app: the same document, operation and no variables
+    were answered by their plan before, so every check before execution passed and will pass again)
+    answered as strawberry's execution answers it, without its extension hooks: the operation's
+    connection taken and given back as SessionConnection takes it (kernelindex.graphql.session), the plan
+    run as PlannedExecution runs it, the errors reported as ErrorPolicy reports them, the result's
+    `extensions` those of the earlier answer (QueryCost's: the cost of this document without variables).
+    None, before anything ran: no plan now (graphql-core is to execute it, through strawberry)."""
+    prepared = prepared_plan(schema, document, query, operation_name, variables, None, context, None,
+                             plan_cache(schema._schema))
+    if prepared is None:
+        return None
+    STATS.ready += 1
+    context.state.read_only = True
+    refusal, autocommit = await take_connection(context)
+    result: Any = refusal
+    failed = True
+    try:
+        if result is None:
+            try:
+                result = await run_plan(*prepared, None)
+            except Exception as exc:  # as strawberry's execute reports what escaped execution, unreported
+                return PreExecutionError(data=None, errors=[_coerce_error(exc)], extensions=extensions)
+        failed = bool(result.errors)
+    finally:
+        await release_connection(context.session, autocommit=autocommit, failed=failed)
+    report_errors(result, context)
+    return StrawberryExecutionResult(data=result.data, errors=result.errors, extensions=extensions)
 
 
 # One cache per schema: a plan holds the field definitions (and so the resolvers) of the schema it was built for.
@@ -733,4 +784,5 @@ class PlannedExecution(SchemaExtension):
             result = await planned_result(ctx.schema, ctx, plan_cache(ctx.schema._schema))
             if result is not None:
                 ctx.result = result
+                ctx.context.state.planned = ctx.graphql_document  # (kernelindex.web.app keeps it ready)
         yield

@@ -74,6 +74,9 @@ class RequestState:
     # stores (kernelindex.web.app.KernelIndexGraphQL.decode_json: strict JSON, no escapes, no
     # integer past 64 bits); None: not known. submitRuns skips walking the records found in it.
     plain_variables: dict[str, Any] | None = None
+    # The document its operation was answered by a plan (kernelindex.graphql.plan.PlannedExecution); None:
+    # not planned. The GraphQL view keeps such a document ready for its next request (kernelindex.web.app).
+    planned: Any = None
     _version_source: Callable[[], Awaitable[int | None]] | None = None
     _version_read: asyncio.Future[int | None] | None = None
 

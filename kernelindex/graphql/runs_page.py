@@ -36,7 +36,7 @@ from graphql import GraphQLEnumType, GraphQLError, GraphQLFloat, GraphQLID, Grap
 from graphql.execution.collect_fields import FieldDetails, collect_subfields
 from graphql.execution.values import get_argument_values
 from graphql.pyutils import Path
-from sqlalchemy import Select, select
+from sqlalchemy import Select, null, select
 from strawberry.execution.is_awaitable import optimized_is_awaitable
 from strawberry.types.arguments import convert_arguments
 
@@ -57,7 +57,7 @@ from kernelindex.graphql.enums import (
 )
 from kernelindex.graphql.errors import UserInputError
 from kernelindex.graphql.node import to_global_id
-from kernelindex.graphql.pagination import Window, encode_cursor, narrow_page_statement
+from kernelindex.graphql.pagination import Window, cursor_encoder, narrow_page_statement
 from kernelindex.graphql.queries.runs import KEYS, ORDERS, runs_arguments
 from kernelindex.rules.instants import as_utc
 from kernelindex.rules.measurements import MAX_COMPILE_TIME_MS, readable
@@ -155,6 +155,20 @@ HARDWARE_FIELDS: dict[str, Get] = {
     "shortName": lambda r: r.hardware_short_name,
     "family": lambda r: r.hardware_family,
 }
+
+
+def _reads(get: Get) -> set[str]:
+    """The row's columns a field's function reads: the attribute names its code uses that are columns
+    (each function above reads the row's attributes itself, `r.<column>`)."""
+    return set(get.__code__.co_names) & set(_Row._fields)
+
+
+# Read for every page whatever it shows: the order's keys (queries.runs.KEYS) and what _check checks.
+_ALWAYS_READ = frozenset({"id", "figure", "observed_at", "status", "evidence", "claimed_evidence", "protocol_metric",
+                          "protocol_unit", "implementation_role", "implementation_source_availability"})
+assert all(_reads(get) for fields in (RUN_FIELDS, IMPLEMENTATION_FIELDS, ENVIRONMENT_FIELDS, HARDWARE_FIELDS)
+           for get in fields.values())
+assert _ALWAYS_READ <= set(_Row._fields)
 # The objects under a run this path writes, with their fields and theirs.
 _OBJECTS: dict[tuple[str, str], dict[str, Get]] = {
     ("Run", "implementation"): IMPLEMENTATION_FIELDS,
@@ -226,18 +240,28 @@ class _Fallback(Exception):
 Writer = Callable[[Any, Any], dict[str, Any]]
 
 
-def _object_writer(planner: Any, object_type: GraphQLObjectType, details: list[FieldDetails]) -> Writer:
-    """How one object (a run, or an object under it) is written from a row: its fields in the
-    selection's order, each value made and completed as the general plan completes that field."""
+def _field_steps(planner: Any, object_type: GraphQLObjectType,
+                 details: list[FieldDetails]) -> list[tuple[str, str, list[FieldDetails]]]:
+    """The fields of an object's selection as this module writes them: (response key, field name, the
+    field's merged details), in the selection's order. NotWritten: a field with arguments."""
     grouped, _defers, _forbidden = collect_subfields(
         planner.schema, planner.fragments, planner.variable_values, planner.operation, object_type, details)
-    leaves = _LEAVES[object_type.name]
-    steps: list[tuple[str, Any, Any]] = []  # (key, get or a constant, complete or a writer or None)
+    fields = []
     for key, field_details in grouped.items():
         node = field_details[0].node
-        name = node.name.value
         if field_details[0].fragment_variable_values is not None or node.arguments:
-            raise NotWritten(f"{object_type.name}.{name} with arguments")
+            raise NotWritten(f"{object_type.name}.{node.name.value} with arguments")
+        fields.append((key, node.name.value, field_details))
+    return fields
+
+
+def _object_writer(planner: Any, object_type: GraphQLObjectType, details: list[FieldDetails], reads: set[str]) -> Writer:
+    """How one object (a run, or an object under it) is written from a row: its fields in the
+    selection's order, each value made and completed as the general plan completes that field. The
+    columns its fields read are added to `reads`."""
+    leaves = _LEAVES[object_type.name]
+    steps: list[tuple[str, Any, Any]] = []  # (key, get or a constant, complete or a writer or None)
+    for key, name, field_details in _field_steps(planner, object_type, details):
         if name == "__typename":
             steps.append((key, object_type.name, None))
             continue
@@ -249,11 +273,12 @@ def _object_writer(planner: Any, object_type: GraphQLObjectType, details: list[F
             child_type = field_def.type.of_type if isinstance(field_def.type, GraphQLNonNull) else field_def.type
             if not isinstance(field_def.type, GraphQLNonNull) or not isinstance(child_type, GraphQLObjectType):
                 raise NotWritten(f"{object_type.name}.{name} is not a non-null object")
-            steps.append((key, None, _object_writer(planner, child_type, field_details)))
+            steps.append((key, None, _object_writer(planner, child_type, field_details, reads)))
             continue
         get = leaves.get(name)
         if get is None:
             raise NotWritten(f"{object_type.name}.{name} is not written here")
+        reads.update(_reads(get))
         message = f"Cannot return null for non-nullable field {object_type}.{name}."
         complete, _needs_path = planner._complete(field_def.type, field_details, field_def,
                                                   [d.node for d in field_details], object_type, message)
@@ -324,20 +349,15 @@ def _leaf_completion(planner: Any, field_type: Any, complete: Any) -> Callable[[
 
 
 def _edge_writer(planner: Any, edge_type: GraphQLObjectType, details: list[FieldDetails],
-                 run_type: GraphQLObjectType) -> Callable[[Any, str, Any], dict[str, Any]]:
-    grouped, _defers, _forbidden = collect_subfields(
-        planner.schema, planner.fragments, planner.variable_values, planner.operation, edge_type, details)
+                 run_type: GraphQLObjectType, reads: set[str]) -> Callable[[Any, str, Any], dict[str, Any]]:
     steps: list[tuple[str, str, Any]] = []
-    for key, field_details in grouped.items():
-        name = field_details[0].node.name.value
-        if field_details[0].fragment_variable_values is not None or field_details[0].node.arguments:
-            raise NotWritten("an edge's field with arguments")
+    for key, name, field_details in _field_steps(planner, edge_type, details):
         if name == "__typename":
             steps.append((key, "typename", edge_type.name))
         elif name == "cursor":
             steps.append((key, "cursor", None))
         elif name == "node":
-            steps.append((key, "node", _object_writer(planner, run_type, field_details)))
+            steps.append((key, "node", _object_writer(planner, run_type, field_details, reads)))
         else:
             raise NotWritten(f"{edge_type.name}.{name}")
 
@@ -357,13 +377,8 @@ _PAGE_INFO = {"hasNextPage": 0, "hasPreviousPage": 1, "startCursor": 2, "endCurs
 
 def _page_info_writer(planner: Any, page_info_type: GraphQLObjectType,
                       details: list[FieldDetails]) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
-    grouped, _defers, _forbidden = collect_subfields(
-        planner.schema, planner.fragments, planner.variable_values, planner.operation, page_info_type, details)
     steps: list[tuple[str, int | str]] = []
-    for key, field_details in grouped.items():
-        name = field_details[0].node.name.value
-        if field_details[0].fragment_variable_values is not None or field_details[0].node.arguments:
-            raise NotWritten("a pageInfo field with arguments")
+    for key, name, _field_details in _field_steps(planner, page_info_type, details):
         if name == "__typename":
             steps.append((key, page_info_type.name))
         elif name in _PAGE_INFO:
@@ -388,24 +403,21 @@ def plan_runs(planner: Any, response_key: str, field_def: Any, details: list[Fie
     converter = getattr(planner.strawberry_schema, "schema_converter", None)
     if definition is None or definition.extensions or converter is None:
         raise NotWritten("runs is not strawberry's plain resolver")
-    grouped, _defers, _forbidden = collect_subfields(
-        planner.schema, planner.fragments, planner.variable_values, planner.operation, connection_type, details)
+    reads = set(_ALWAYS_READ)
     steps: list[tuple[str, str, Any]] = []
-    for key, field_details in grouped.items():
-        name = field_details[0].node.name.value
-        if field_details[0].fragment_variable_values is not None or field_details[0].node.arguments:
-            raise NotWritten("a connection field with arguments")
+    for key, name, field_details in _field_steps(planner, connection_type, details):
         if name == "__typename":
             steps.append((key, "typename", connection_type.name))
         elif name == "edges":
             edge_type = get_named_type(connection_type.fields["edges"].type)
             run_type = get_named_type(edge_type.fields["node"].type)
-            steps.append((key, "edges", _edge_writer(planner, edge_type, field_details, run_type)))
+            steps.append((key, "edges", _edge_writer(planner, edge_type, field_details, run_type, reads)))
         elif name == "pageInfo":
             steps.append((key, "pageInfo", _page_info_writer(
                 planner, get_named_type(connection_type.fields["pageInfo"].type), field_details)))
         else:
             raise NotWritten(f"{connection_type.name}.{name}")
+    columns = frozenset(reads)
     node = details[0].node
     return_type = field_def.type
     scalar_registry, config = converter.scalar_registry, planner.strawberry_schema.config
@@ -449,7 +461,7 @@ def plan_runs(planner: Any, response_key: str, field_def: Any, details: list[Fie
             raise _Fallback()  # its statement depends on the clock
         order_by = kwargs.get("order_by", RunOrder.NEWEST)
         try:
-            sql, parameters = _page_sql(filters, order_by, window, context.session.bind.dialect)
+            sql, parameters = _page_sql(filters, order_by, window, context.session.bind.dialect, columns)
         except FilterError as exc:
             raise _FieldError(UserInputError(str(exc))) from exc
         except GraphQLError as error:  # a cursor that is not this list's
@@ -494,9 +506,9 @@ def _page(steps: list[tuple[str, str, Any]], records: list[Any], order_by: RunOr
     shown = (rows[len(rows) - size:] if more else rows) if window.backward else rows[:size]
     for row in shown:  # the general path makes a Run of each run shown (not of the extra one)
         _check(row)
-    kind = f"run:{order_by.value}"
+    encode = cursor_encoder(f"run:{order_by.value}")
     key_of = KEYS[order_by]
-    cursors = [encode_cursor(kind, key_of(row)) for row in shown]
+    cursors = [encode(key_of(row)) for row in shown]
     page_info = (window.cursor is not None if window.backward else more,
                  more if window.backward else window.cursor is not None,
                  cursors[0] if cursors else None, cursors[-1] if cursors else None)
@@ -512,13 +524,17 @@ def _page(steps: list[tuple[str, str, Any]], records: list[Any], order_by: RunOr
 
 
 @lru_cache(maxsize=256)
-def _page_sql(filters: RunFilters, order_by: RunOrder, window: Window, dialect: Any) -> tuple[str, tuple[Any, ...]]:
+def _page_sql(filters: RunFilters, order_by: RunOrder, window: Window, dialect: Any,
+              columns: frozenset[str]) -> tuple[str, tuple[Any, ...]]:
     """The page's statement for these arguments as the driver's SQL and parameters, kept: the resolver's
-    (queries.runs._statements: the same narrow list, order and keyset), selecting _COLUMNS."""
+    (queries.runs._statements: the same narrow list, order and keyset), selecting _COLUMNS, those not
+    in `columns` (read by no field of the selection) as NULL: PostgreSQL sends and the driver decodes
+    only what the page shows."""
     narrow = select(RunRow.id).where(*filters.conditions(_NO_CLOCK))
+    selected = [column if column.key in columns else null().label(column.key) for column in _COLUMNS]
     statement: Select = narrow_page_statement(
         narrow, lambda page: (
-            select(*_COLUMNS).select_from(RunRow)
+            select(*selected).select_from(RunRow)
             .join(page, page.c.page_id == RunRow.id)
             .join(ImplementationRow, RunRow.implementation_id == ImplementationRow.id)
             .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)

@@ -41,38 +41,53 @@ _PER_STATEMENT_SNAPSHOTS = "READ COMMITTED"
 class SessionConnection(SchemaExtension):
     async def on_execute(self) -> AsyncIterator[None]:
         ctx = self.execution_context
-        context = ctx.context
-        if ctx.graphql_document is not None and ctx.operation_type is OperationType.QUERY:
+        query = ctx.graphql_document is not None and ctx.operation_type is OperationType.QUERY
+        if query:
             # Queries write nothing: the request's state says so, and the request middleware rolls back
             # instead of committing. When a field error cancels sibling fields
             # mid-statement, graphql-core's cancellation leaves the connection closed; a commit would
             # then fail and turn a user error into a 503.
-            context.state.read_only = True
-        session = context.session
-        autocommit = False
+            ctx.context.state.read_only = True
         if ctx.operation_type is OperationType.SUBSCRIPTION:
             # A subscription reads when an event comes and gives its connection back between events
             # (kernelindex.graphql.subscriptions): it takes none for its whole life here.
             yield
             return
+        autocommit = False
         if ctx.result is None:
-            try:
-                if context.state.read_only and _autocommit_reads_alike(session):
-                    await session.connection(execution_options=READ_ONLY_EXECUTION)
-                    autocommit = True
-                    context.state.reads_in_autocommit = True
-                else:
-                    await session.connection()
-            except Exception as exc:  # ErrorPolicy decides what the client sees
-                ctx.result = ExecutionResult(data=None, errors=[GraphQLError(str(exc), original_error=exc)])
+            refusal, autocommit = await take_connection(ctx.context)
+            if refusal is not None:
+                ctx.result = refusal
         failed = True
         try:
             yield
             failed = ctx.result is None or bool(ctx.result.errors)
         finally:
-            if autocommit and failed:
-                # A failed field cancels its siblings, possibly mid-statement: the connection's state is unknown.
-                await discard_connections(getattr(session, "raw", session))
+            await release_connection(ctx.context.session, autocommit=autocommit, failed=failed)
+
+
+async def take_connection(context) -> tuple[ExecutionResult | None, bool]:
+    """The operation's connection, taken before it runs (SessionConnection, and kernelindex.graphql.plan's
+    execute_ready for a document the view keeps ready): in autocommit for a read-only request where
+    reads are alike there. (A result that says the database did not answer, or None; whether the
+    connection is in autocommit.)"""
+    session = context.session
+    try:
+        if context.state.read_only and _autocommit_reads_alike(session):
+            await session.connection(execution_options=READ_ONLY_EXECUTION)
+            context.state.reads_in_autocommit = True
+            return None, True
+        await session.connection()
+    except Exception as exc:  # ErrorPolicy decides what the client sees
+        return ExecutionResult(data=None, errors=[GraphQLError(str(exc), original_error=exc)]), False
+    return None, False
+
+
+async def release_connection(session, *, autocommit: bool, failed: bool) -> None:
+    """After the operation: an autocommit connection whose operation failed is discarded."""
+    if autocommit and failed:
+        # A failed field cancels its siblings, possibly mid-statement: the connection's state is unknown.
+        await discard_connections(getattr(session, "raw", session))
 
 
 def _autocommit_reads_alike(session) -> bool:
@@ -97,6 +112,8 @@ class SerializedSession:
     def __init__(self, session):
         self._session = session
         self._lock = asyncio.Lock()
+        # The connection connection() last returned, with the session's transaction it belongs to (driver_fetch).
+        self._taken = None
 
     @property
     def raw(self):
@@ -124,16 +141,35 @@ class SerializedSession:
 
     async def connection(self, *args, **kwargs):
         async with self._lock:
-            return await self._session.connection(*args, **kwargs)
+            connection = await self._session.connection(*args, **kwargs)
+            self._taken = (self._session.sync_session.get_transaction(), connection)
+            return connection
 
     async def driver_fetch(self, sql: str, parameters: tuple):
         """The rows of one statement in the driver's own SQL (asyncpg's: $1 parameters), run by the driver on
         the session's connection, as its records: no SQLAlchemy result processing (kernelindex.graphql.runs_page
         reads only columns that have none)."""
         async with self._lock:
-            connection = await self._session.connection()
-            raw = await connection.get_raw_connection()
-            return await raw.driver_connection.fetch(sql, *parameters)
+            driver = self._taken_driver_connection()
+            if driver is None:
+                connection = await self._session.connection()
+                driver = (await connection.get_raw_connection()).driver_connection
+            return await driver.fetch(sql, *parameters)
+
+    def _taken_driver_connection(self):
+        """The driver's connection of the connection taken for the session's current transaction (a query's,
+        SessionConnection), where it is that transaction's still, open and valid: what session.connection()
+        and get_raw_connection() would return, without their two trips through SQLAlchemy's greenlet (a tenth
+        of a small page's request). None otherwise."""
+        if self._taken is None:
+            return None
+        transaction, connection = self._taken
+        if transaction is None or self._session.sync_session.get_transaction() is not transaction:
+            return None
+        sync = connection.sync_connection
+        if sync is None or sync.closed or sync.invalidated:
+            return None
+        return sync.connection.driver_connection  # a valid connection's pooled connection: no I/O
 
     async def begin_nested(self):
         async with self._lock:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ from kernelindex.db.notifications import Notifications
 from kernelindex.gc_tuning import tune_gc
 from kernelindex.graphql.context import Context
 from kernelindex.graphql.errors import HTTP_CODES, code_of, reported, response_status
+from kernelindex.graphql.plan import PLAN_CACHE_SIZE, execute_ready
 from kernelindex.graphql.request_state import request_state
 from kernelindex.graphql.schema import build_schema
 from kernelindex.mcp.gateway import Gateway
@@ -158,6 +161,16 @@ def http_error_body(status: int, message: str, request_id: str, media: str = JSO
     return json.dumps({"errors": errors} if media == GRAPHQL_RESPONSE_JSON else {"data": None, "errors": errors}).encode()
 
 
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    """A document whose operation, sent without variables or extensions, the view answered by its plan
+    without errors: every check before execution (tokens, parse, one operation, validation, text inputs,
+    cost) passed, and decides the same again for the same text, operation name and no variables."""
+
+    document: Any              # its parsed DocumentNode
+    extensions: dict[str, Any] | None  # its result's `extensions` (the cost QueryCost measured)
+
+
 class KernelIndexGraphQL(GraphQL[Context, None]):
     """Strawberry's ASGI view, with the response cache in front of query execution, request bodies
     decoded defensively, refusals as JSON, and both media types of GraphQL over HTTP.
@@ -186,6 +199,8 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         self.persisted = persisted
         # The process's websockets and their limit; None: no limit.
         self.websockets = websockets
+        # Documents kept ready (see _ready_response), by (query, operation name); least recently used dropped.
+        self._ready: OrderedDict[tuple[str, str | None], _Ready] = OrderedDict()
 
     def should_render_graphql_ide(self, request: Any) -> bool:
         # A persisted query over GET names no `query`: it is a request, not a browser opening the IDE.
@@ -221,7 +236,9 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             media = JSON  # a browser's address bar: the page, or JSON it shows
         state.media_type = media
         try:
-            response = await self.run(request)
+            response = await self._ready_response(request) if self._ready and request.method == "POST" else None
+            if response is None:
+                response = await self.run(request)
         except HTTPException as exc:
             # Strawberry answers these in plain text; a client of a JSON API gets JSON.
             status, headers = exc.status_code, None
@@ -238,6 +255,66 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
             # Errors, and answers that read a fleet job, are kept by no cache (CacheableGetMiddleware).
             response.headers["cache-control"] = NO_STORE
         await response(scope, receive, send)
+
+    async def _ready_response(self, request: Request) -> Response | None:
+        """The response to a POST of a document kept ready (_keep_ready), or None: strawberry's view
+        answers it. Such a request goes through what every request goes through here (_single: persisted
+        queries, the response cache and its key, no-store), and is executed by
+        kernelindex.graphql.plan.execute_ready: the plan run with the session's connection and the error
+        policy as strawberry's execution runs them, without strawberry's request parsing and the eleven
+        extensions' hooks around parse, validation and execution (their checks passed for this very
+        document, operation name and no variables, and decide the same again). Anything else (another
+        content type, a stream's Accept, a body that is not plain JSON, variables, extensions, another
+        document) is strawberry's, as before."""
+        headers = request.headers
+        content_type, _ = parse_content_type(headers.get("content-type") or "")
+        if "application/json" not in content_type or self._get_stream_transport_from_headers(headers) is not None:
+            return None
+        try:
+            data = _BODY_DECODER.decode(await request.body())  # strawberry reads the same body again if need be
+        except (ValueError, RecursionError):
+            return None
+        if type(data) is not dict:
+            return None
+        query, operation_name, variables = data.get("query"), data.get("operationName"), data.get("variables")
+        if (type(query) is not str or (operation_name is not None and type(operation_name) is not str)
+                or (variables is not None and variables != {}) or data.get("extensions") is not None):
+            return None
+        key = (query, operation_name)
+        ready = self._ready.get(key)
+        if ready is None:
+            return None
+        self._ready.move_to_end(key)
+        sub_response = await self.get_sub_response(request)
+        context = await self.get_context(request, sub_response)
+
+        async def execute(data: GraphQLRequestData) -> ExecutionResult:
+            if data.query == query and data.operation_name == operation_name and not data.variables and not data.extensions:
+                result = await execute_ready(self.schema, ready.document, query, operation_name, data.variables, context,
+                                             ready.extensions)
+                if result is not None:
+                    return result
+            return await super(KernelIndexGraphQL, self).execute_single(
+                request, self.request_adapter_class(request), sub_response, context, None, data)
+
+        request_data = GraphQLRequestData(query=query, variables=variables, operation_name=operation_name, extensions=None)
+        result = await self._single(request, "POST", sub_response, context, request_data, execute)
+        # The end of strawberry's view (AsyncBaseHTTPView.run) for one result.
+        response_data = await self.process_result(request, result)
+        if result.errors:
+            self._handle_errors(result.errors, response_data)
+        return self.create_response(response_data=response_data, sub_response=sub_response)
+
+    def _keep_ready(self, request_data: GraphQLRequestData, document: Any, result: ExecutionResult) -> None:
+        """A document answered by its plan without errors, sent without variables or extensions: kept
+        ready for the next POST of the same text and operation name (bounded, as the plans are)."""
+        if request_data.query is None or not (request_data.operation_name is None or type(request_data.operation_name) is str):
+            return
+        key = (request_data.query, request_data.operation_name)
+        if key not in self._ready:
+            self._ready[key] = _Ready(document, getattr(result, "extensions", None))
+            if len(self._ready) > PLAN_CACHE_SIZE:
+                self._ready.popitem(last=False)
 
     async def parse_http_body(self, request: AsyncHTTPRequestAdapter) -> Any:
         if request.method == "POST" and graphql_media_type(request.headers.get("accept")) == GRAPHQL_RESPONSE_JSON:
@@ -285,6 +362,18 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         self, request: Request, request_adapter: AsyncHTTPRequestAdapter, sub_response: Response, context: Context,
         root_value: None, request_data: GraphQLRequestData,
     ) -> ExecutionResult:
+        async def execute(data: GraphQLRequestData) -> ExecutionResult:  # strawberry's execution
+            return await super(KernelIndexGraphQL, self).execute_single(
+                request, request_adapter, sub_response, context, root_value, data)
+        return await self._single(request, request_adapter.method, sub_response, context, request_data, execute)
+
+    async def _single(
+        self, request: Request, method: str, sub_response: Response, context: Context, request_data: GraphQLRequestData,
+        execute: Callable[[GraphQLRequestData], Awaitable[ExecutionResult]],
+    ) -> ExecutionResult:
+        """One operation of a request, with everything around its execution in one place for both ways it is
+        executed (strawberry's, and a document kept ready): the persisted queries, the response cache and
+        its key, what may not be stored."""
         resolved = None
         state = context.state
         plain = _PLAIN_BODY.get()
@@ -300,9 +389,11 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
                 state.read_only = True
                 return PersistedQueryRefusal(exc)
             request_data = resolved.request
-        result = await self._execute_or_cached(request, request_adapter, sub_response, context, root_value, request_data)
+        result = await self._execute_or_cached(request, method, sub_response, context, request_data, execute)
         if resolved is not None and self.persisted is not None:
             self.persisted.ran(resolved, result)  # a document sent with its hash is stored once it has run
+        if state.planned is not None and not result.errors and not request_data.variables and not request_data.extensions:
+            self._keep_ready(request_data, state.planned, result)
         if result.errors or state.reads.volatile:
             state.no_store = True
         # A query (or its cached answer) left `state.read_only` set (kernelindex.graphql.session, and
@@ -310,15 +401,15 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         return result
 
     async def _execute_or_cached(
-        self, request: Request, request_adapter: AsyncHTTPRequestAdapter, sub_response: Response, context: Context,
-        root_value: None, request_data: GraphQLRequestData,
+        self, request: Request, method: str, sub_response: Response, context: Context, request_data: GraphQLRequestData,
+        execute: Callable[[GraphQLRequestData], Awaitable[ExecutionResult]],
     ) -> ExecutionResult:
         server = server_state(request)
         cache = server.response_cache
         state = context.state
         key = None
         version = None
-        if cache.enabled and request_adapter.method in ("GET", "POST"):
+        if cache.enabled and method in ("GET", "POST"):
             key = cache_key(request_data.query, request_data.operation_name, request_data.variables)
         state.cache_key = key
         if key is not None:
@@ -333,11 +424,10 @@ class KernelIndexGraphQL(GraphQL[Context, None]):
         # compute is at this version or newer (None: read by the first loader that needs it, or never).
         state.data_version = version
         if key is None or version is None:
-            return await super().execute_single(request, request_adapter, sub_response, context, root_value, request_data)
+            return await execute(request_data)
 
         async def compute() -> tuple[EncodedResponse | None, Dependencies, ExecutionResult]:
-            result = await super(KernelIndexGraphQL, self).execute_single(
-                request, request_adapter, sub_response, context, root_value, request_data)
+            result = await execute(request_data)
             reads = state.reads
             deps = response_dependencies(root_fields(key.query, key.operation_name), reads.workloads, reads.unscoped)
             if result.errors or result.data is None or reads.volatile:
