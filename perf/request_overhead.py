@@ -27,6 +27,8 @@ import cProfile
 import json
 import pstats
 import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 PAGE = """{ workload(slug: "kernelbench-l3-p9-resnet18") { title eligibleRunCountDisplay
   headline { label latencyDisplay plusMinusDisplay speedupDisplay }
@@ -101,13 +103,18 @@ async def measure_runs(url: str, count: int, profile: bool) -> None:
             wall, cpu = await per_request_wall_cpu_us(one, count)
             print(f"{name:24} {wall:12.0f} {cpu:15.0f}")
         if profile:
-            profiler = cProfile.Profile()
-            profiler.enable()
-            for one in requests.values():
-                for _ in range(count):
-                    await one()
-            profiler.disable()
-            pstats.Stats(profiler).sort_stats("tottime").print_stats(45)
+            await print_profile(requests.values(), count, "tottime", 45)
+
+
+async def print_profile(requests: Iterable[Callable[[], Awaitable[Any]]], count: int, sort: str, lines: int) -> None:
+    """cProfile over `count` more of each request, its top `lines` by `sort`."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for one in requests:
+        for _ in range(count):
+            await one()
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats(sort).print_stats(lines)
 
 
 async def measure(url: str, count: int, profile: bool) -> None:
@@ -129,13 +136,7 @@ async def measure(url: str, count: int, profile: bool) -> None:
         for name, one in requests.items():
             print(f"{name:24} {with_read[name]:12.0f} {await per_request_us(one, count):14.0f}")
         if profile:
-            profiler = cProfile.Profile()
-            profiler.enable()
-            for one in requests.values():
-                for _ in range(count):
-                    await one()
-            profiler.disable()
-            pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+            await print_profile(requests.values(), count, "cumulative", 40)
         reader.current = real_current
 
 

@@ -65,6 +65,31 @@ def _record(rng: random.Random, base: dict, written: list[dict]) -> dict:
     return record
 
 
+async def judge_at_random(db_url: str, rng: random.Random) -> None:
+    """Between two writes, now and then a retraction of a live run or a review of a flagged one (the
+    writes that are not arrivals: their cohorts are judged again in full)."""
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.services.judgements import retract_run, review_run
+
+    choice = rng.random()
+    conn = await asyncpg.connect(to_libpq_url(db_url))
+    try:
+        flagged = await conn.fetch("SELECT DISTINCT run_id FROM run_flags ORDER BY run_id")
+        live = await conn.fetch(
+            "SELECT r.id FROM runs r JOIN environments e ON e.id = r.environment_id "
+            "WHERE e.label LIKE 'arrivals-%' AND r.superseded_at IS NULL AND r.retracted_at IS NULL ORDER BY r.id")
+    finally:
+        await conn.close()
+    if choice < 0.15 and live:
+        run_id = rng.choice(live)["id"]
+        await in_own_transaction(db_url, lambda s, run_id=run_id: retract_run(s, run_id, "test", NOW))
+    elif choice < 0.3 and flagged:
+        run_id = rng.choice(flagged)["run_id"]
+        decision = rng.choice(("approved", "rejected"))
+        await in_own_transaction(db_url, lambda s, run_id=run_id, decision=decision: review_run(
+            s, run_id, decision, "tester", None, NOW))
+
+
 async def _writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Seeded random writes, each batch in a transaction of its own (as submitRuns and the fleet
     write), with a retraction or a review now and then between them."""
@@ -73,7 +98,6 @@ async def _writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.Mon
     from kernelindex.ingest.records import RunRecord
     from kernelindex.ingest.writer import RunWriter
     from kernelindex.services import records as records_service
-    from kernelindex.services.judgements import retract_run, review_run
 
     if full:
         async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True):
@@ -99,23 +123,7 @@ async def _writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.Mon
             # One source revision's snapshot is outdated from here on: its runs count for nothing, and
             # its baseline runs are still their cohorts' baselines (refresh_cohorts reads them).
             await in_own_transaction(db_url, _outdate_r0)
-        choice = rng.random()
-        conn = await asyncpg.connect(to_libpq_url(db_url))
-        try:
-            flagged = await conn.fetch("SELECT DISTINCT run_id FROM run_flags ORDER BY run_id")
-            live = await conn.fetch(
-                "SELECT r.id FROM runs r JOIN environments e ON e.id = r.environment_id "
-                "WHERE e.label LIKE 'arrivals-%' AND r.superseded_at IS NULL AND r.retracted_at IS NULL ORDER BY r.id")
-        finally:
-            await conn.close()
-        if choice < 0.15 and live:
-            run_id = rng.choice(live)["id"]
-            await in_own_transaction(db_url, lambda s, run_id=run_id: retract_run(s, run_id, "test", NOW))
-        elif choice < 0.3 and flagged:
-            run_id = rng.choice(flagged)["run_id"]
-            decision = rng.choice(("approved", "rejected"))
-            await in_own_transaction(db_url, lambda s, run_id=run_id, decision=decision: review_run(
-                s, run_id, decision, "tester", None, NOW))
+        await judge_at_random(db_url, rng)
 
 
 async def _outdate_r0(session) -> None:

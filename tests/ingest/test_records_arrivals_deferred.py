@@ -14,12 +14,10 @@ import asyncio
 import random
 from datetime import timedelta
 
-import asyncpg
 import pytest
 
-from kernelindex.db.urls import to_libpq_url
 from tests.api.helpers import synthetic_records
-from tests.ingest.test_records_arrivals import NOW, _outdate_r0, _record, _tables, twin_db_url  # noqa: F401  (a fixture)
+from tests.ingest.test_records_arrivals import NOW, _outdate_r0, _record, _tables, judge_at_random, twin_db_url  # noqa: F401  (a fixture)
 
 
 async def _deferred_writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.MonkeyPatch, seen: list[int]) -> None:
@@ -28,7 +26,6 @@ async def _deferred_writes(db_url: str, seed: int, *, full: bool, monkeypatch: p
     from kernelindex.ingest.records import RunRecord
     from kernelindex.ingest.writer import RunWriter
     from kernelindex.services import records as records_service
-    from kernelindex.services.judgements import retract_run, review_run
 
     if full:
         async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True):
@@ -65,23 +62,7 @@ async def _deferred_writes(db_url: str, seed: int, *, full: bool, monkeypatch: p
         assert all("same natural key" in p.reason for p in summary.problems), summary.problems
         if step == 4:
             await in_own_transaction(db_url, _outdate_r0)
-        choice = rng.random()
-        conn = await asyncpg.connect(to_libpq_url(db_url))
-        try:
-            flagged = await conn.fetch("SELECT DISTINCT run_id FROM run_flags ORDER BY run_id")
-            live = await conn.fetch(
-                "SELECT r.id FROM runs r JOIN environments e ON e.id = r.environment_id "
-                "WHERE e.label LIKE 'arrivals-%' AND r.superseded_at IS NULL AND r.retracted_at IS NULL ORDER BY r.id")
-        finally:
-            await conn.close()
-        if choice < 0.15 and live:
-            run_id = rng.choice(live)["id"]
-            await in_own_transaction(db_url, lambda s, run_id=run_id: retract_run(s, run_id, "test", NOW))
-        elif choice < 0.3 and flagged:
-            run_id = rng.choice(flagged)["run_id"]
-            decision = rng.choice(("approved", "rejected"))
-            await in_own_transaction(db_url, lambda s, run_id=run_id, decision=decision: review_run(
-                s, run_id, decision, "tester", None, NOW))
+        await judge_at_random(db_url, rng)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
