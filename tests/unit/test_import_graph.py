@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 # but not each other (rules import nothing of ours but rules).
 RANKS = {
     "kernelindex.settings": 0,
+    "kernelindex.gc_tuning": 0,
     "kernelindex.rules": 0,
     "kernelindex.db": 1,
     "kernelindex.services": 2,
