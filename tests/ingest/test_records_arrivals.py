@@ -91,12 +91,8 @@ async def judge_at_random(db_url: str, rng: random.Random) -> None:
 
 
 async def _writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Seeded random writes, each batch in a transaction of its own (as submitRuns and the fleet
-    write), with a retraction or a review now and then between them."""
-    from kernelindex.db.engine import in_own_transaction
+    """write_at_random, refreshing after each batch by the delta (or every cohort in full)."""
     from kernelindex.ingest import merge
-    from kernelindex.ingest.records import RunRecord
-    from kernelindex.ingest.writer import RunWriter
     from kernelindex.services import records as records_service
 
     if full:
@@ -105,6 +101,19 @@ async def _writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.Mon
         monkeypatch.setattr(merge, "refresh_after_arrivals", every_cohort_in_full)
     else:
         monkeypatch.setattr(merge, "refresh_after_arrivals", records_service.refresh_after_arrivals)
+    await write_at_random(db_url, seed, defer_events=False)
+
+
+async def write_at_random(db_url: str, seed: int, *, defer_events: bool) -> None:
+    """Ten seeded random batches, each in a transaction of its own (as submitRuns and the fleet
+    write), with a retraction or a review now and then between them, and one source revision's
+    snapshot outdated after the fifth. `defer_events`: the writer defers its record events to the
+    batch's end (as an import does) rather than writing them as it goes. The same seed gives the
+    same sequence either way, so two databases written so can be compared row for row."""
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.ingest.records import RunRecord
+    from kernelindex.ingest.writer import RunWriter
+
     rng = random.Random(seed)
     base = synthetic_records(1, start=7)[0]
     written: list[dict] = []
@@ -113,8 +122,11 @@ async def _writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.Mon
         written += batch
 
         async def write(session, batch=batch, step=step):
-            writer = RunWriter(now=NOW + timedelta(minutes=step))
-            return await writer.write(session, [RunRecord(r, "arrivals", f"line {i + 1}") for i, r in enumerate(batch)])
+            writer = RunWriter(now=NOW + timedelta(minutes=step), defer_events=defer_events)
+            summary = await writer.write(session, [RunRecord(r, "arrivals", f"line {i + 1}") for i, r in enumerate(batch)])
+            if defer_events:
+                await writer.record_events(session)
+            return summary
 
         summary = await in_own_transaction(db_url, write)
         # Only a natural key stated twice in one batch is refused: every other record is written.

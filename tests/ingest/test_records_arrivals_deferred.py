@@ -11,20 +11,14 @@ One copy refreshes as the writer does, the twin judges every touched cohort in f
 from __future__ import annotations
 
 import asyncio
-import random
-from datetime import timedelta
 
 import pytest
 
-from tests.api.helpers import synthetic_records
-from tests.ingest.test_records_arrivals import NOW, _outdate_r0, _record, _tables, judge_at_random, twin_db_url  # noqa: F401  (a fixture)
+from tests.ingest.test_records_arrivals import NOW, _tables, twin_db_url, write_at_random  # noqa: F401  (a fixture)
 
 
 async def _deferred_writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.MonkeyPatch, seen: list[int]) -> None:
-    from kernelindex.db.engine import in_own_transaction
     from kernelindex.ingest import merge
-    from kernelindex.ingest.records import RunRecord
-    from kernelindex.ingest.writer import RunWriter
     from kernelindex.services import records as records_service
 
     if full:
@@ -45,24 +39,7 @@ async def _deferred_writes(db_url: str, seed: int, *, full: bool, monkeypatch: p
             seen.append(len(found[1]))  # the runs it flagged
             return found
         monkeypatch.setattr(records_service._SqlDelta, "refresh", counted)
-    rng = random.Random(seed)
-    base = synthetic_records(1, start=7)[0]
-    written: list[dict] = []
-    for step in range(10):
-        batch = [_record(rng, base, written) for _ in range(rng.randrange(1, 12))]
-        written += batch
-
-        async def write(session, batch=batch, step=step):
-            writer = RunWriter(now=NOW + timedelta(minutes=step), defer_events=True)
-            summary = await writer.write(session, [RunRecord(r, "arrivals", f"line {i + 1}") for i, r in enumerate(batch)])
-            await writer.record_events(session)
-            return summary
-
-        summary = await in_own_transaction(db_url, write)
-        assert all("same natural key" in p.reason for p in summary.problems), summary.problems
-        if step == 4:
-            await in_own_transaction(db_url, _outdate_r0)
-        await judge_at_random(db_url, rng)
+    await write_at_random(db_url, seed, defer_events=True)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
