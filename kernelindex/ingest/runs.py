@@ -10,7 +10,9 @@ or a socket is refused at once, never read), then reads it once, streaming:
 Each line is read once, in a worker thread that reads the next part while the database merges
 this one: a line whose very bytes made a live run already is found by its digest and the few keys
 that name its workload revision (RunWriter.skip_known), and every other line is decoded and checked
-once. Memory does not grow with the file: a batch of records at a time (two, with the one read
+once. While the parts are mostly new lines, the worker thread checks them too as it reads (a check
+depends on the line's bytes alone), so checking overlaps the merge; which lines are live runs is
+still asked in order, after the merge before, and the checks of those are dropped. Memory does not grow with the file: a batch of records at a time (two, with the one read
 ahead; where the lines are live runs already, a part of at most KNOWN_PART_LINES lines and about
 KNOWN_PART_BYTES), the first problems, and nothing per run (the natural keys already staged, to
 refuse a run stated twice however far apart, are kept by the database in a temporary table of the
@@ -95,6 +97,9 @@ class Part:
     records: list[RunRecord] = field(default_factory=list)
     # Lines decoded but not checked yet: those whose very bytes are a live run are not checked at all.
     pending: list[PendingLine] = field(default_factory=list)
+    # check_pending of each pending line, by line number, where the reader checked them ahead
+    # (PartReader.check_ahead); the lines that turn out live runs already drop theirs.
+    checked: dict[int, RunRecord | list[InputProblem]] = field(default_factory=dict)
     problems: list[InputProblem] = field(default_factory=list)
     bad_lines: int = 0
     catalogue_refused: int = 0
@@ -116,6 +121,9 @@ class PartReader:
         self._held: tuple[int, Any] | None = None  # a catalogue line that ended the previous part
         self.saw_any = False  # a record or a catalogue line (a file of catalogue lines alone is not empty)
         self.lines_read = 0
+        # Whether the reader thread checks a part's pending lines as it reads them: once a part was
+        # found mostly new lines (settled), not before (an unchanged file's lines are never checked).
+        self.check_ahead = False
 
     def next_part(self) -> Part | None:
         part = Part()
@@ -161,6 +169,11 @@ class PartReader:
                 part.bad_lines += 1
             else:
                 part.records.append(item)
+        if self.check_ahead:
+            # Checked here, in the reader's thread, while the database merges the part before (a
+            # check is a function of the line's bytes alone): which of them are live runs already
+            # is still decided in order, after that merge (_settle_pending), and theirs are dropped.
+            part.checked = {line.number: check_pending(line, self.label) for line in part.pending}
         return part if seen else None
 
     def settled(self, pending: int, known: int, size: int) -> None:
@@ -171,8 +184,10 @@ class PartReader:
         if pending and known >= pending * 0.9:
             fit = KNOWN_PART_BYTES * pending // max(size, 1)
             self.part_lines = max(self.batch_size, min(KNOWN_PART_LINES, fit))
+            self.check_ahead = False  # the next part's lines are likely live runs too: checked only if not
         else:
             self.part_lines = self.batch_size
+            self.check_ahead = True
 
 
 async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[None]]) -> None:
@@ -207,7 +222,9 @@ async def _settle_pending(session: AsyncSession, writer: RunWriter, part: Part, 
     tally.add_part(known)
     bad = 0
     for line in unknown:
-        checked = check_pending(line, label)
+        checked = part.checked.get(line.number)
+        if checked is None:
+            checked = check_pending(line, label)
         if isinstance(checked, RunRecord):
             part.records.append(checked)
         else:
@@ -216,6 +233,7 @@ async def _settle_pending(session: AsyncSession, writer: RunWriter, part: Part, 
     tally.found += bad
     tally.rejected += bad
     part.pending = []
+    part.checked = {}
     part.records.sort(key=lambda record: record.line or 0)
 
 

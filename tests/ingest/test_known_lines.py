@@ -171,3 +171,45 @@ def test_a_part_grows_only_where_its_lines_were_known_and_only_so_far():
     assert reader.part_lines == 10
     reader.settled(pending=10, known=5, size=10 * 1000)  # half new: back to a batch
     assert reader.part_lines == 10
+
+
+def test_new_lines_are_checked_once_each_ahead_of_their_part_and_known_ones_still_count_unchanged(db_url, tmp_path, checks, monkeypatch):
+    """Once a part was found mostly new lines, the reader's thread checks the next parts' lines as it
+    reads them (PartReader.check_ahead), while the part before is merged. Each line is still checked
+    once, its problems reported once, and which lines are live runs is still asked in order: a line
+    checked ahead that turns out a live run counts unchanged, not inserted."""
+    ahead: list[int] = []
+    real_next = runs_module.PartReader.next_part
+
+    def next_part(self):
+        part = real_next(self)
+        if part is not None:
+            ahead.append(len(part.checked))
+        return part
+
+    monkeypatch.setattr(runs_module.PartReader, "next_part", next_part)
+    records = synthetic_records(60)
+    known = tmp_path / "known.jsonl"
+    _write(known, records[40:])
+    assert _ingest(db_url, known).inserted == 20
+
+    bad = json.loads(json.dumps(records[35]))
+    bad["status"] = "bogus"
+    path = tmp_path / "runs.jsonl"
+    _write(path, records[:35] + [bad] + records[36:])  # 40 new lines (one bad), then 20 live runs
+    before = _live_runs(db_url)
+    checks["n"], ahead[:] = 0, []
+    summary = _ingest(db_url, path, batch_size=10)
+    assert (summary.found, summary.inserted, summary.unchanged, summary.rejected) == (60, 39, 20, 1)
+    assert [(p.where, p.key) for p in summary.problems] == [("line 36", "status")]
+    # The first part is checked as it is settled; from the third on (read after the first was found
+    # new) ahead, in the reader's thread, the known ones among them too (then dropped).
+    assert ahead[0] == 0 and ahead[2:] == [10, 10, 10, 10]
+    assert checks["n"] == 60
+    assert _live_runs(db_url) == before + 39
+
+    # The same file again: the first part is found known, and no part after it is checked ahead.
+    checks["n"], ahead[:] = 0, []
+    again = _ingest(db_url, path, batch_size=10)
+    assert (again.inserted, again.unchanged, again.rejected) == (0, 59, 1)
+    assert sum(ahead[2:]) == 0 and checks["n"] <= 1 + ahead[1]  # the bad line (never stored) is checked each time
