@@ -590,6 +590,9 @@ class RunRecord:
     line: int | None = None
     # The digest of the line it was read from (line_digest), stored with its run.
     line_sha: bytes | None = None
+    # content_digest(data), where the reader worked it out ahead in its thread (ingest runs); else
+    # the stage works it out.
+    content_sha: str | None = None
 
     @property
     def observed_at(self) -> datetime:

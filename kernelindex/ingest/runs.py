@@ -33,7 +33,7 @@ import asyncio
 import os
 import stat
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.ingest.catalog import apply_catalog, check_catalogue_line, overlay_catalog
+from kernelindex.ingest.digests import content_digest
 from kernelindex.ingest.errors import IngestAborted as IngestAborted  # what --strict raises (from the pipeline)
 from kernelindex.ingest.errors import IngestFatal, InputProblem
 from kernelindex.ingest.pipeline import Mode, Pipeline
@@ -173,7 +174,7 @@ class PartReader:
             # Checked here, in the reader's thread, while the database merges the part before (a
             # check is a function of the line's bytes alone): which of them are live runs already
             # is still decided in order, after that merge (_settle_pending), and theirs are dropped.
-            part.checked = {line.number: check_pending(line, self.label) for line in part.pending}
+            part.checked = {line.number: _checked_ahead(line, self.label) for line in part.pending}
         return part if seen else None
 
     def settled(self, pending: int, known: int, size: int) -> None:
@@ -188,6 +189,15 @@ class PartReader:
         else:
             self.part_lines = self.batch_size
             self.check_ahead = True
+
+
+def _checked_ahead(line: PendingLine, label: str) -> RunRecord | list[InputProblem]:
+    """check_pending, and the content digest of a run record the stage would work out (a function of
+    the record alone): in the reader's thread, so that the merge's thread need not."""
+    found = check_pending(line, label)
+    if isinstance(found, RunRecord) and "figure" not in found.data:
+        return replace(found, content_sha=content_digest(found.data))
+    return found
 
 
 async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[None]]) -> None:

@@ -158,7 +158,7 @@ def staged_run(ord_: int, item: ResolvedRecord, ids: DimensionIds, fleet_worker:
         None if median is None else float(median), None if p5 is None else float(p5), None if p95 is None else float(p95),
         stat("num_trials"), None if samples is None else [float(v) for v in samples],
         None if compile_time is None else float(compile_time), None if correctness is None else _jsonb(correctness),
-        rec.observed_at, evidence, content_digest(data), rec.line_sha, claim, worker_id, machine_id, mean,
+        rec.observed_at, evidence, rec.content_sha or content_digest(data), rec.line_sha, claim, worker_id, machine_id, mean,
     )
 
 

@@ -207,6 +207,10 @@ def test_new_lines_are_checked_once_each_ahead_of_their_part_and_known_ones_stil
     assert ahead[0] == 0 and ahead[2:] == [10, 10, 10, 10]
     assert checks["n"] == 60
     assert _live_runs(db_url) == before + 39
+    # A digest worked out ahead, in the reader's thread, is the stage's own.
+    from kernelindex.ingest.digests import content_digest
+    stored = {row["content_sha256"] for row in fetch(db_url, "SELECT content_sha256 FROM runs WHERE line_sha IS NOT NULL")}
+    assert stored == {content_digest(records_module.check_run(r)) for i, r in enumerate(records) if i != 35}
 
     # The same file again: the first part is found known, and no part after it is checked ahead.
     checks["n"], ahead[:] = 0, []
