@@ -1022,6 +1022,22 @@ _TIMED_LOOP_ORIGINALS = [(vars(owner).get(name), getattr(vars(owner).get(name), 
                          for owner, name, _ in _TIMED_LOOP_WATCH]
 
 
+# The same watch as the timed loop reads it after every trial (_timed_loop_intact): each owner's namespace (a
+# module's dict, a class's live mappingproxy) held, so a trial costs a dict lookup and an identity test per entry;
+# _timed_loop_violations then names what changed and puts it back.
+_TIMED_LOOP_FAST = tuple((vars(owner), name, original, code)
+                         for (owner, name, _), (original, code) in zip(_TIMED_LOOP_WATCH, _TIMED_LOOP_ORIGINALS))
+
+
+def _timed_loop_intact() -> bool:
+    """Whether every watched name still holds its original (and a function its original code)."""
+    for namespace, name, original, code in _TIMED_LOOP_FAST:
+        value = namespace.get(name)
+        if value is not original or (code is not None and value.__code__ is not code):
+            return False
+    return True
+
+
 def _timed_loop_violations() -> list[str]:
     found = []
     for (owner, name, label), (original, code) in zip(_TIMED_LOOP_WATCH, _TIMED_LOOP_ORIGINALS):
@@ -1083,6 +1099,15 @@ class _Executor:
         if device.type == "cpu" and 0 < _output_bytes(expected) <= COPIED_OUTPUT_BYTES:
             self.copies = [torch.zeros((MAX_BLOCK, *leaf.shape), dtype=leaf.dtype)
                            for leaf in expected if leaf.is_tensor and leaf.dtype is not None]
+        # What a block keeps of each copied output, made once here, not between two calls (a small allocation there
+        # fragments the heap the candidate's outputs reuse); the rows' views are made per block (_Executor.block).
+        self.copied = [(_Copied(index, [None] * len(expected)), None) for index in range(MAX_BLOCK)]
+        # The output a single dense CPU tensor (KernelBench's usual ModelNew): checked after each trial by _quick_copy.
+        single = expected[0] if len(expected) == 1 else None
+        self.quick: tuple[torch.dtype, torch.Size, int] | None = None
+        if self.copies and single is not None and single.is_tensor and single.dtype is not None and (
+                single.device is None or single.device.type == "cpu"):
+            self.quick = (single.dtype, torch.Size(single.shape), _output_bytes(expected))
 
     def serve(self) -> None:
         while True:
@@ -1198,6 +1223,9 @@ class _Executor:
             write = self.trial_inputs.writer(self.input_buffers, seeds[0])
         else:
             prepared = [self.trial_inputs.make(seed, None) for seed in seeds]
+        # The copies' rows as views, made now and not between two calls; only while the block runs (outside a timed
+        # block no output-shaped tensor but the decoy exists here, for a reader of this process's memory to find).
+        rows = [[copy[index] for index in range(len(seeds))] for copy in self.copies] if mode in ("time", "noop") else []
         _synchronize(self.device)
         self.channel.send({"ready": len(seeds)})
         go, _ = self.channel.receive()
@@ -1209,59 +1237,95 @@ class _Executor:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            self.timed_calls(offsets, write, prepared, call, samples, tails, waits, mode, phase)
+            self.timed_calls(offsets, write, prepared, call, samples, tails, waits, mode, phase, rows)
         finally:
+            del rows
             if collecting:
                 gc.enable()
         self.channel.send({"samples": samples, "tails": tails, "waits": waits})
 
     def timed_calls(self, offsets: list[int | None], write: Callable[[int | None], list[Any]] | None,
                     prepared: list[list[Any]], call: Callable[[Any], Any], samples: list[float],
-                    tails: list[float | None], waits: list[float | None], mode: str, phase: str) -> None:
+                    tails: list[float | None], waits: list[float | None], mode: str, phase: str,
+                    rows: list[list[torch.Tensor]]) -> None:
         copying = bool(self.copies) and mode in ("time", "noop") and len(offsets) <= MAX_BLOCK
         harness = [*self.decoy, *self.copies]
         # A do-nothing trial checks and copies an output of the reference's structure as a timed one does its
         # output, so the calibration counts that work as the harness's own (the candidate is not loaded then).
-        stand_in = [torch.zeros(leaf.shape, dtype=leaf.dtype) if leaf.is_tensor and leaf.dtype is not None else None
-                    for leaf in self.expected] if copying and mode == "noop" else None
+        stand_in: Any = [torch.zeros(leaf.shape, dtype=leaf.dtype) if leaf.is_tensor and leaf.dtype is not None else None
+                         for leaf in self.expected] if copying and mode == "noop" else None
+        if stand_in is not None and self.quick is not None:
+            stand_in = stand_in[0]  # a single tensor, as a ModelNew returns it
+        # Between two calls only what must be per trial runs: a microsecond candidate's next call pays for every line
+        # of Python here in its caches (the full check_output and an attribute walk of the watched clocks after each
+        # trial cost an honest 5 us call 10-25% of its mean). What does not change in a block is worked out now.
+        quick = self.quick_check() if copying and write is not None else None
+        trial_call = self.timer._trial  # bound once: a class attribute replaced mid-block is not called (and is caught)
+        copied_entries = self.copied
+        keeping = mode == "time"
+        kept = self.kept
         # Each trial's run-queue wait: from the end of the one before (the first: from "go") to the end of its
         # own, read after the call and its checks (a read just before the call would cost the call its caches).
-        waited = self.schedstat.wait_ns()
-        for index, offset in enumerate(offsets):
-            # Made just before the call (one multiplication, or a copy of a set made ahead), as every trial's
-            # inputs always were: fresh values, in memory warm in the cache (InputBuffers), outside the timed region.
-            if write is not None:
-                inputs = write(offset)
-            else:
-                inputs = self.input_buffers.fill(prepared[index])
-                prepared[index] = []
-            try:
-                with torch.no_grad():
-                    sample, tail, output = self.timer._trial(call, inputs)
-            except CandidateFailure:
-                raise
-            except (Exception, SystemExit) as exc:
-                raise CandidateFailure(describe_exception(f"ModelNew.forward while timed ({phase}, trial {index} of the block)",
-                                                          exc, self.target.filename)) from None
-            replaced = _timed_loop_violations()
-            if replaced:
-                raise CandidateFailure("; ".join(replaced))
-            samples.append(sample)
-            tails.append(tail)
-            if copying:
-                # Checked now (as a picked output is) and copied, so the candidate's own memory is freed for its next
-                # call, as before issue 28: keeping every small output for the picks made each call allocate fresh
-                # memory, 12% of an honest 5 us call. What is shipped if picked is the copy of what it returned then.
-                copied = self.copy_output(output if stand_in is None else stand_in, inputs, harness, index, phase)
-                if mode == "time":
-                    self.kept.append((copied, None))
-                del copied
-            elif mode == "time":
-                self.kept.append((output, inputs))
-            del output, inputs
-            now = self.schedstat.wait_ns()
-            waits.append(None if now is None or waited is None else (now - waited) / 1e6)
-            waited = now
+        wait_ns = self.schedstat.wait_ns
+        waited = wait_ns()
+        index = 0
+        with torch.no_grad():
+            for index, offset in enumerate(offsets):
+                # Made just before the call (one multiplication, or a copy of a set made ahead), as every trial's
+                # inputs always were: fresh values, in memory warm in the cache (InputBuffers), outside the timed region.
+                if write is not None:
+                    inputs = write(offset)
+                else:
+                    inputs = self.input_buffers.fill(prepared[index])
+                    prepared[index] = []
+                _set_grad_enabled(False)  # whatever the last call left (a context manager per trial costs 1.4 us)
+                try:
+                    sample, tail, output = trial_call(call, inputs)
+                except CandidateFailure:
+                    raise
+                except (Exception, SystemExit) as exc:
+                    raise CandidateFailure(describe_exception(f"ModelNew.forward while timed ({phase}, trial {index} of the block)",
+                                                              exc, self.target.filename)) from None
+                if not _timed_loop_intact():
+                    raise CandidateFailure("; ".join(_timed_loop_violations()) or "the candidate replaced the harness's clock "
+                                           "during the timed loop")
+                samples.append(sample)
+                tails.append(tail)
+                if copying:
+                    # Checked now (as a picked output is) and copied, so the candidate's own memory is freed for its next
+                    # call, as before issue 28: keeping every small output for the picks made each call allocate fresh
+                    # memory, 12% of an honest 5 us call. What is shipped if picked is the copy of what it returned then.
+                    checked = output if stand_in is None else stand_in
+                    if quick is not None and _quick_copy(checked, inputs, quick, rows, index):
+                        if keeping:
+                            kept.append(copied_entries[index])
+                    else:
+                        copied = self.copy_output(checked if stand_in is None or self.quick is None else [checked],
+                                                  inputs, harness, index, phase)
+                        if keeping:
+                            kept.append((copied, None))
+                        del copied
+                    del checked
+                elif keeping:
+                    kept.append((output, inputs))
+                del output, inputs
+                now = wait_ns()
+                waits.append(None if now is None or waited is None else (now - waited) / 1e6)
+                waited = now
+        if quick is not None:
+            changed = quick.changed()
+            if changed:
+                raise CandidateFailure(f"{changed} during the timed loop ({phase}, by trial {index} of the block)")
+
+    def quick_check(self) -> _QuickCheck | None:
+        """What _quick_copy needs for this block, or None where each trial takes copy_output's full check."""
+        if self.quick is None:
+            return None
+        inputs = [(position, buffer) for position, (buffer, _, _) in sorted(self.input_buffers.tensors.items())]
+        if any(isinstance(value, torch.Tensor) and value.numel() and position not in self.input_buffers.tensors
+               for position, value in enumerate(self.trial_inputs.base)):
+            return None  # an input made anew each trial (not in a buffer): its memory is not known ahead
+        return _QuickCheck(self.quick, inputs, [*self.decoy, *self.copies])
 
     def copy_output(self, output: Any, inputs: list[Any], harness: list[torch.Tensor], index: int, phase: str) -> _Copied:
         """A timed trial's output checked (check_output: its structure, no aliasing of the inputs or the harness's
@@ -1337,6 +1401,67 @@ class _Executor:
         if problem:
             raise CandidateFailure(f"{problem} ({phase})")
         return pack_output(output)
+
+
+_set_grad_enabled = torch._C._set_grad_enabled  # bound at import, before any candidate code runs
+
+
+class _QuickCheck:
+    """check_output for one block's single-tensor outputs in a few attribute reads: an exact torch.Tensor, dense,
+    contiguous, on the CPU, of the reference's dtype and shape, with storage for all it shows, whose bytes overlap
+    neither the trial's inputs nor the harness's tensors (the decoy, the copies). Their memory is taken before the
+    block's first call: each trial's inputs must still start where their buffers did (a call that resized an
+    input's storage moved it: that trial and the block's later ones take the full check), and the buffers' layout
+    and the harness tensors' memory and layout (reachable only by reading the harness's memory) are held against
+    the same after the block's last call (``changed``). Any output that does not pass goes through copy_output's
+    full check, which gives the reason."""
+
+    def __init__(self, quick: tuple[torch.dtype, torch.Size, int], inputs: list[tuple[int, torch.Tensor]],
+                 harness: list[torch.Tensor]):
+        self.dtype, self.shape, self.nbytes = quick
+        self.inputs = [(position, buffer.data_ptr()) for position, buffer in inputs if buffer.numel()]
+        self.buffers = [(buffer, _layout(buffer)) for _, buffer in inputs]
+        self.harness = [(tensor, _memory(tensor), _layout(tensor)) for tensor in harness]
+        spans = [_storage_span(tensor) for tensor in (*(buffer for _, buffer in inputs), *harness)]
+        self.spans = [span for span in spans if span[0] != span[1]]
+
+    def changed(self) -> str | None:
+        """What a call changed of what the block's checks rested on, or None."""
+        if any(_layout(buffer) != layout for buffer, layout in self.buffers):
+            return "the candidate changed the layout of the harness's input buffers (it read the harness's memory)"
+        if any(_memory(tensor) != memory or _layout(tensor) != layout for tensor, memory, layout in self.harness):
+            return "the candidate changed the harness's own tensors (it read the harness's memory)"
+        return None
+
+
+def _layout(tensor: torch.Tensor) -> tuple[Any, ...]:
+    return (int(tensor.storage_offset()), tuple(tensor.shape), tuple(tensor.stride()))
+
+
+def _memory(tensor: torch.Tensor) -> tuple[int, int]:
+    storage = tensor.untyped_storage()
+    return (storage.data_ptr(), storage.nbytes())
+
+
+def _quick_copy(output: Any, inputs: list[Any], check: _QuickCheck, rows: list[list[torch.Tensor]], index: int) -> bool:
+    """The output checked as check_output would pass it and copied into row ``index``; False (nothing copied)
+    for any output this cannot vouch for, which then takes the full check."""
+    if not (type(output) is torch.Tensor and output.layout is torch.strided and output.is_cpu
+            and output.dtype is check.dtype and output.shape == check.shape and output.is_contiguous()):
+        return False
+    nbytes = check.nbytes
+    if output.untyped_storage().nbytes() < nbytes:
+        return False
+    for position, start in check.inputs:
+        if inputs[position].data_ptr() != start:
+            return False
+    start = output.data_ptr()
+    end = start + nbytes
+    for low, high in check.spans:
+        if low < end and start < high:
+            return False
+    rows[0][index].copy_(output)
+    return True
 
 
 @dataclass(frozen=True)

@@ -464,6 +464,77 @@ def test_a_small_timed_output_is_checked_and_copied_when_returned_not_only_if_pi
     assert "aliases an input" in reason and "timed trials 0-" in reason and "trial 0 of the block" in reason, reason
 
 
+def test_a_contiguous_alias_of_an_input_is_caught_by_the_quick_check_after_each_trial():
+    # The check after each timed trial reads a few attributes where it can (one dense output, of the reference's dtype
+    # and shape) and leaves the rest to check_output: a contiguous view of an input's memory passes every attribute
+    # and must still be caught by its address, at the trial that returned it.
+    source = (
+        "import torch\nimport torch.nn as nn\n"
+        "class ModelNew(nn.Module):\n"
+        "    calls = 0\n"
+        "    def forward(self, A, B):\n"
+        "        self.calls += 1\n"
+        "        if self.calls <= 5 + 2:  # the correctness sets and the warm-up\n"
+        "            return torch.relu(A @ B)\n"
+        "        return A.reshape(-1)[: A.shape[0] * B.shape[1]].view(A.shape[0], B.shape[1])\n"
+    )
+    record = only_record(measure_job(payload(source=source)))
+    assert record["status"] == "failed"
+    reason = record["failure_reason"]
+    assert "aliases an input" in reason and "timed trials 0-" in reason and "trial 0 of the block" in reason, reason
+
+
+def _quick_setup():
+    expected = [candidate.Leaf(True, torch.float32, (4, 5), torch.device("cpu"))]
+    buffers = [torch.randn(4, 6), torch.randn(6, 5)]
+    copies = torch.zeros(8, 4, 5)
+    decoy = torch.randn(4, 5)
+    check = candidate._QuickCheck((torch.float32, torch.Size((4, 5)), 80), list(enumerate(buffers)), [decoy, copies])
+    return expected, buffers, copies, decoy, check
+
+
+def test_the_quick_check_passes_only_what_check_output_passes():
+    expected, buffers, copies, decoy, check = _quick_setup()
+    rows = [[copies[index] for index in range(8)]]
+    inputs = [buffer.detach() for buffer in buffers]
+    honest = torch.relu(inputs[0] @ inputs[1])
+    assert candidate.check_output(honest, expected, inputs, [decoy, copies]) is None
+    assert candidate._quick_copy(honest, inputs, check, rows, 3) and torch.equal(copies[3], honest)
+
+    class Sub(torch.Tensor):
+        pass
+
+    refused = {
+        "input alias": inputs[0].reshape(-1)[:20].view(4, 5),
+        "harness alias": copies[2],
+        "decoy": decoy.view(4, 5),
+        "dtype": honest.double(),
+        "shape": honest.t().contiguous(),
+        "transposed": honest.t().contiguous().t(),  # an honest non-contiguous output: the full check decides
+        "expanded": honest[:1].expand(4, 5),
+        "subclass": honest.as_subclass(Sub),
+        "tuple": (honest,),
+    }
+    for name, output in refused.items():
+        before = copies[5].clone()
+        assert not candidate._quick_copy(output, inputs, check, rows, 5), name
+        assert torch.equal(copies[5], before), name  # nothing copied: the full check (copy_output) takes it
+    assert candidate.check_output(refused["transposed"], expected, inputs, [decoy, copies]) is None
+    # an input no longer where its buffer was (a call resized its storage): the full check, from its real address
+    moved = [inputs[0].clone(), inputs[1]]
+    assert not candidate._quick_copy(honest, moved, check, rows, 4)
+    assert check.changed() is None
+
+
+def test_a_change_to_the_harness_tensors_a_block_rested_on_fails_the_block():
+    _, buffers, copies, decoy, check = _quick_setup()
+    decoy.set_(torch.zeros(4, 5))  # only a reader of the harness's memory reaches these
+    assert "harness's own tensors" in (check.changed() or "")
+    _, buffers, copies, decoy, check = _quick_setup()
+    buffers[0].as_strided_((4, 6), (1, 4))
+    assert "layout of the harness's input buffers" in (check.changed() or "")
+
+
 def test_one_disagreement_of_the_second_clock_is_timed_again_not_failed():
     # A loaded machine's hiccup can leave one timing loop unexplained (seen in CI: an honest 0.09 ms candidate
     # read 0.108 ms over against a 0.100 ms tolerance); only a second disagreement fails the job. The fixture
