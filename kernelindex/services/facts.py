@@ -99,6 +99,22 @@ def source_facts(snapshot: SourceSnapshot, source: Source) -> SourceFacts:
     )
 
 
+# The columns source_facts reads, in the order source_facts_of_columns takes them (a Core statement's rows).
+SOURCE_FACT_COLUMNS = (
+    SourceSnapshot.id, Source.name, Source.licence, Source.url, SourceSnapshot.revision, SourceSnapshot.revision_date,
+    SourceSnapshot.route, SourceSnapshot.outdated, Source.terms, Source.attribution,
+)
+
+
+def source_facts_of_columns(columns: Sequence[Any]) -> SourceFacts:
+    """source_facts of a snapshot and its source read as SOURCE_FACT_COLUMNS: equal to what it makes of the rows."""
+    snapshot_id, name, licence, url, revision, revision_date, route, outdated, terms, attribution = columns
+    return SourceFacts(
+        id=snapshot_id, name=name, licence=licence, url=url, revision=revision or None, revision_date=revision_date,
+        route=route, outdated=outdated, terms=terms, attribution=attribution,
+    )
+
+
 def passed_verdict(value: Any) -> bool | None:
     """A stored correctness check's verdict ("passed"): JSON true or false; anything else a row may hold
     (a string, a number, nothing) is unknown, read the same by the facts and by the holds
