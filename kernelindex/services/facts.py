@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Bundle
 from sqlalchemy.types import NullType, TypeDecorator
 
+from kernelindex.db.driver import fetch_rows
 from kernelindex.db.models import (
     Environment,
     Hardware,
@@ -164,6 +165,15 @@ async def load_catalogue(session: AsyncSession) -> list[Hardware]:
     return list((await session.scalars(select(Hardware).order_by(Hardware.id))).all())
 
 
+
+async def load_catalogue_facts(session: AsyncSession) -> list[HardwareFacts]:
+    """[hardware_facts(h) for h in load_catalogue(session)], read as columns (no ORM rows): a workload page's
+    catalogue, read by every cold page. Equal facts: the columns hardware_facts reads, as the run rows' hardware
+    (FactsBuilder.run_of_columns) are read."""
+    return [HardwareFacts(**dict(zip(_HARDWARE_READ, row, strict=True)) | {"driver_product_names": tuple(row.driver_product_names or ())})
+            for row in await fetch_rows(session, _CATALOGUE_FACTS)]
+
+
 RUN_COLUMNS: Bundle[Any] = Bundle("run", *(getattr(Run, attr.key) for attr in sa_inspect(Run).column_attrs))
 
 
@@ -198,6 +208,8 @@ _RunColumns = namedtuple("_RunColumns", _RUN_READ)  # type: ignore[misc]  # the 
 _IMPLEMENTATION_READ = tuple(f.name for f in fields(ImplementationFacts))
 _ENVIRONMENT_READ = tuple(f.name for f in fields(EnvironmentFacts) if f.name != "hardware")
 _HARDWARE_READ = tuple(f.name for f in fields(HardwareFacts))
+# The hardware columns HardwareFacts holds, by id: load_catalogue_facts.
+_CATALOGUE_FACTS = select(*(Hardware.__table__.c[name] for name in _HARDWARE_READ)).order_by(Hardware.__table__.c.id)
 _PROTOCOL_READ = tuple(f.name for f in fields(ProtocolFacts))
 _SNAPSHOT_READ = ("id", "revision", "revision_date", "route", "outdated")
 _SOURCE_READ = ("name", "licence", "url", "terms", "attribution")
@@ -302,9 +314,10 @@ class FactsBuilder:
         self._protocol: dict[int, ProtocolFacts] = {}
         self._source: dict[int, SourceFacts] = {}
 
-    def hardware(self, h: Hardware) -> HardwareFacts:
+    def hardware(self, h: Hardware | HardwareFacts) -> HardwareFacts:
+        """The facts of a hardware row, or facts read already (load_catalogue_facts), kept for the runs that name it."""
         if h.id not in self._hw:
-            self._hw[h.id] = hardware_facts(h)
+            self._hw[h.id] = h if isinstance(h, HardwareFacts) else hardware_facts(h)
         return self._hw[h.id]
 
     def source(self, snapshot: SourceSnapshot, source: Source) -> SourceFacts:

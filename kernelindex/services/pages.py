@@ -173,10 +173,12 @@ def _shown_run_ids(bests: Sequence[BestRow]) -> set[int]:
 
 
 async def load_page_evidence(
-    session: AsyncSession, workloads: Sequence[Workload], catalogue: Sequence[Hardware], scope: RecordScope = HEADLINE,
+    session: AsyncSession, workloads: Sequence[Workload], catalogue: Sequence[Hardware] | Sequence[HardwareFacts],
+    scope: RecordScope = HEADLINE,
 ) -> dict[int, WorkloadPage]:
     """The page of each workload, by workload id: its headline records (the canonical configuration's
-    latencies), or those of another configuration or metric (`scope`, eligibility-v3)."""
+    latencies), or those of another configuration or metric (`scope`, eligibility-v3). `catalogue`: every
+    hardware row, or their facts (kernelindex.services.facts.load_catalogue_facts)."""
     builder = FactsBuilder()
     catalogue_facts = [builder.hardware(h) for h in catalogue]
     revision_ids = [w.current_revision_id for w in workloads if w.current_revision_id]

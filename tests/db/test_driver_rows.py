@@ -11,6 +11,7 @@ from kernelindex.db.engine import in_own_transaction
 from kernelindex.db.models import Workload
 from kernelindex.graphql.session import SerializedSession
 from kernelindex.services import holds, pages
+from kernelindex.services.facts import hardware_facts, load_catalogue, load_catalogue_facts
 
 
 class _Counting(SerializedSession):
@@ -111,5 +112,19 @@ async def test_without_driver_call_the_session_answers(db_url):
         assert ids
         rows = await driver.fetch_rows(session, statement, {"run_ids": ids})  # a plain AsyncSession
         assert sorted(r[0] for r in rows) == ids
+
+    await in_own_transaction(db_url, check)
+
+
+async def test_catalogue_facts_are_those_of_the_rows(db_url):
+    async def check(session):
+        await session.execute(text("UPDATE hardware SET driver_product_names = '{}' WHERE id = (SELECT min(id) FROM hardware)"))
+        await session.execute(text("UPDATE hardware SET driver_product_names = '{a,b}', memory_gb = 80.5 "
+                                   "WHERE id = (SELECT max(id) FROM hardware)"))
+        rows = await load_catalogue(session)
+        expected = [hardware_facts(h) for h in rows]
+        assert len(expected) > 1
+        for wrapped in (session, SerializedSession(session)):  # by session.execute, and by the driver
+            assert await load_catalogue_facts(wrapped) == expected
 
     await in_own_transaction(db_url, check)
