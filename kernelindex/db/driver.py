@@ -44,13 +44,14 @@ class _Compiled:
     converters: tuple[tuple[int, Callable[[Any], Any]], ...] | None = None  # (column, conversion), once known
 
 
-# By statement (the object: the page's statements are built once and kept) and dialect.
-_COMPILED: dict[tuple[int, int], _Compiled | None] = {}
+# By statement (the object: the page's statements are built once and kept) and kind of dialect (the SQL
+# and the conversions are those of the dialect's class, whichever engine's instance compiled them).
+_COMPILED: dict[tuple[int, type], _Compiled | None] = {}
 _KEEP: list[Any] = []  # the statements compiled, kept alive so their id() stays theirs
 
 
 def _compile(statement: ClauseElement, dialect: Any) -> _Compiled | None:
-    key = (id(statement), id(dialect))
+    key = (id(statement), type(dialect))
     if key in _COMPILED:
         return _COMPILED[key]
     try:
