@@ -16,8 +16,8 @@ from strawberry.dataloader import DataLoader
 from kernelindex.db.models import Hardware, Workload
 from kernelindex.graphql.request_state import RequestState
 from kernelindex.rules.eligibility import RecordScope
-from kernelindex.rules.facts import RunFacts
-from kernelindex.services.facts import load_catalogue
+from kernelindex.rules.facts import HardwareFacts, RunFacts
+from kernelindex.services.facts import load_catalogue, load_catalogue_facts
 from kernelindex.services.holds import HeldRun, RunHolds, load_held_runs, load_holds
 from kernelindex.services.pages import (
     CohortTop,
@@ -128,7 +128,7 @@ class PageByWorkloadIdLoader(ReadModelLoader[int, WorkloadPage]):
 
     async def compute(self, keys: list[int]) -> Mapping[int, WorkloadPage]:
         workloads = [w for w in await self.loaders.workload_by_id.load_many(keys) if w is not None]
-        return await load_page_evidence(self.session, workloads, await self.loaders.catalogue())
+        return await load_page_evidence(self.session, workloads, await self.loaders.catalogue_facts())
 
     def kept(self, model: ReadModel, workload: int, key: int, version: int) -> Any:
         page = model.page(workload, version)
@@ -164,7 +164,7 @@ class PageByScopeLoader(ReadModelLoader[tuple[int, RecordScope], WorkloadPage]):
         out: dict[tuple[int, RecordScope], WorkloadPage] = {}
         for scope, ids in by_scope.items():
             workloads = [w for w in await self.loaders.workload_by_id.load_many(ids) if w is not None]
-            pages = await load_page_evidence(self.session, workloads, await self.loaders.catalogue(), scope)
+            pages = await load_page_evidence(self.session, workloads, await self.loaders.catalogue_facts(), scope)
             out.update({(workload_id, scope): page for workload_id, page in pages.items()})
         return out
 
@@ -272,6 +272,7 @@ class Loaders:
         self.session = session
         self.state = state
         self._catalogue: list[Hardware] | None = None
+        self._catalogue_facts: list[HardwareFacts] | None = None
         self.read_model = read_model if read_model is not None and read_model.enabled else None
 
     def workload_of_revision(self, revision_id: int) -> int | None:
@@ -331,3 +332,9 @@ class Loaders:
         if self._catalogue is None:
             self._catalogue = await load_catalogue(self.session)
         return self._catalogue
+
+    async def catalogue_facts(self) -> list[HardwareFacts]:
+        """The hardware catalogue's facts (what a page holds), read once per request as columns."""
+        if self._catalogue_facts is None:
+            self._catalogue_facts = await load_catalogue_facts(self.session)
+        return self._catalogue_facts

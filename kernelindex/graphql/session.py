@@ -149,12 +149,17 @@ class SerializedSession:
         """The rows of one statement in the driver's own SQL (asyncpg's: $1 parameters), run by the driver on
         the session's connection, as its records: no SQLAlchemy result processing (kernelindex.graphql.runs_page
         reads only columns that have none)."""
+        return await self.driver_call(lambda driver: driver.fetch(sql, *parameters))
+
+    async def driver_call(self, call):
+        """`call(driver)` awaited on the driver's connection of the session's connection, under the session's
+        lock (driver_fetch; kernelindex.db.driver.fetch_rows)."""
         async with self._lock:
             driver = self._taken_driver_connection()
             if driver is None:
                 connection = await self._session.connection()
                 driver = (await connection.get_raw_connection()).driver_connection
-            return await driver.fetch(sql, *parameters)
+            return await call(driver)
 
     def _taken_driver_connection(self):
         """The driver's connection of the connection taken for the session's current transaction (a query's,

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Bundle
 from sqlalchemy.types import NullType, TypeDecorator
 
+from kernelindex.db.driver import fetch_rows
 from kernelindex.db.models import (
     Environment,
     Hardware,
@@ -99,6 +100,22 @@ def source_facts(snapshot: SourceSnapshot, source: Source) -> SourceFacts:
     )
 
 
+# The columns source_facts reads, in the order source_facts_of_columns takes them (a Core statement's rows).
+SOURCE_FACT_COLUMNS = (
+    SourceSnapshot.id, Source.name, Source.licence, Source.url, SourceSnapshot.revision, SourceSnapshot.revision_date,
+    SourceSnapshot.route, SourceSnapshot.outdated, Source.terms, Source.attribution,
+)
+
+
+def source_facts_of_columns(columns: Sequence[Any]) -> SourceFacts:
+    """source_facts of a snapshot and its source read as SOURCE_FACT_COLUMNS: equal to what it makes of the rows."""
+    snapshot_id, name, licence, url, revision, revision_date, route, outdated, terms, attribution = columns
+    return SourceFacts(
+        id=snapshot_id, name=name, licence=licence, url=url, revision=revision or None, revision_date=revision_date,
+        route=route, outdated=outdated, terms=terms, attribution=attribution,
+    )
+
+
 def passed_verdict(value: Any) -> bool | None:
     """A stored correctness check's verdict ("passed"): JSON true or false; anything else a row may hold
     (a string, a number, nothing) is unknown, read the same by the facts and by the holds
@@ -148,6 +165,15 @@ async def load_catalogue(session: AsyncSession) -> list[Hardware]:
     return list((await session.scalars(select(Hardware).order_by(Hardware.id))).all())
 
 
+
+async def load_catalogue_facts(session: AsyncSession) -> list[HardwareFacts]:
+    """[hardware_facts(h) for h in load_catalogue(session)], read as columns (no ORM rows): a workload page's
+    catalogue, read by every cold page. Equal facts: the columns hardware_facts reads, as the run rows' hardware
+    (FactsBuilder.run_of_columns) are read."""
+    return [HardwareFacts(**dict(zip(_HARDWARE_READ, row, strict=True)) | {"driver_product_names": tuple(row.driver_product_names or ())})
+            for row in await fetch_rows(session, _CATALOGUE_FACTS)]
+
+
 RUN_COLUMNS: Bundle[Any] = Bundle("run", *(getattr(Run, attr.key) for attr in sa_inspect(Run).column_attrs))
 
 
@@ -182,6 +208,8 @@ _RunColumns = namedtuple("_RunColumns", _RUN_READ)  # type: ignore[misc]  # the 
 _IMPLEMENTATION_READ = tuple(f.name for f in fields(ImplementationFacts))
 _ENVIRONMENT_READ = tuple(f.name for f in fields(EnvironmentFacts) if f.name != "hardware")
 _HARDWARE_READ = tuple(f.name for f in fields(HardwareFacts))
+# The hardware columns HardwareFacts holds, by id: load_catalogue_facts.
+_CATALOGUE_FACTS = select(*(Hardware.__table__.c[name] for name in _HARDWARE_READ)).order_by(Hardware.__table__.c.id)
 _PROTOCOL_READ = tuple(f.name for f in fields(ProtocolFacts))
 _SNAPSHOT_READ = ("id", "revision", "revision_date", "route", "outdated")
 _SOURCE_READ = ("name", "licence", "url", "terms", "attribution")
@@ -286,9 +314,10 @@ class FactsBuilder:
         self._protocol: dict[int, ProtocolFacts] = {}
         self._source: dict[int, SourceFacts] = {}
 
-    def hardware(self, h: Hardware) -> HardwareFacts:
+    def hardware(self, h: Hardware | HardwareFacts) -> HardwareFacts:
+        """The facts of a hardware row, or facts read already (load_catalogue_facts), kept for the runs that name it."""
         if h.id not in self._hw:
-            self._hw[h.id] = hardware_facts(h)
+            self._hw[h.id] = h if isinstance(h, HardwareFacts) else hardware_facts(h)
         return self._hw[h.id]
 
     def source(self, snapshot: SourceSnapshot, source: Source) -> SourceFacts:

@@ -19,6 +19,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.arrays import id_array
+from kernelindex.db.driver import fetch_rows
 from kernelindex.db.models import Implementation, Run, RunFlag, RunReview, WorkloadRevision
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
@@ -185,7 +186,7 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
     than any with one, ties by id: plausibility.latest_review); plausibility then decides."""
     out: dict[int, list[HeldRun]] = {p.workload.id: [] for p in pages}
     revision_ids = [p.revision.id for p in pages if p.revision is not None]
-    rows = (await session.execute(_held_runs_statement(), {"revision_ids": revision_ids})).all()
+    rows = await fetch_rows(session, _held_runs_statement(), {"revision_ids": revision_ids})
     builder = FactsBuilder()
     held: dict[int, list[tuple[RunFacts, tuple[str, ...]]]] = {}
     for row in rows:

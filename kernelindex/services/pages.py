@@ -43,6 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from kernelindex.db.arrays import array_values, id_array, unnested
+from kernelindex.db.driver import fetch_rows
 from kernelindex.db.models import (
     CohortBest,
     Hardware,
@@ -64,11 +65,12 @@ from kernelindex.services.eligibility import newest_snapshot_clause, not_held_cl
 from kernelindex.services.facts import (
     COHORT_COLUMNS,
     RUN_ID_COLUMN,
+    SOURCE_FACT_COLUMNS,
     CohortKey,
     FactsBuilder,
     run_columns_statement,
     run_rows_statement,
-    source_facts,
+    source_facts_of_columns,
     workload_facts,
 )
 from kernelindex.services.holds import held_of, hold_columns, with_holds
@@ -171,10 +173,12 @@ def _shown_run_ids(bests: Sequence[BestRow]) -> set[int]:
 
 
 async def load_page_evidence(
-    session: AsyncSession, workloads: Sequence[Workload], catalogue: Sequence[Hardware], scope: RecordScope = HEADLINE,
+    session: AsyncSession, workloads: Sequence[Workload], catalogue: Sequence[Hardware] | Sequence[HardwareFacts],
+    scope: RecordScope = HEADLINE,
 ) -> dict[int, WorkloadPage]:
     """The page of each workload, by workload id: its headline records (the canonical configuration's
-    latencies), or those of another configuration or metric (`scope`, eligibility-v3)."""
+    latencies), or those of another configuration or metric (`scope`, eligibility-v3). `catalogue`: every
+    hardware row, or their facts (kernelindex.services.facts.load_catalogue_facts)."""
     builder = FactsBuilder()
     catalogue_facts = [builder.hardware(h) for h in catalogue]
     revision_ids = [w.current_revision_id for w in workloads if w.current_revision_id]
@@ -192,16 +196,16 @@ async def load_page_evidence(
             values["configuration_key"] = scope.configuration_key
         # Plain rows, not ORM entities: a list page reads ~80 per workload, and building and
         # identity-mapping thousands of entities was a third of the list query's time.
-        bests = (await session.execute(_bests_statement(canonical, _metric_literal(scope.metric)), values)).all()
+        bests = await fetch_rows(session, _bests_statement(canonical, _metric_literal(scope.metric)), values)
         for b in bests:
             bests_of[b.workload_id].append(b)
         wanted = set().union(*(_shown_run_ids(rows) for rows in bests_of.values()))
         if wanted:
-            rows = (await session.execute(_runs_by_id_statement(), {"run_ids": list(wanted)})).all()
+            rows = await fetch_rows(session, _runs_by_id_statement(), {"run_ids": list(wanted)})
             runs_by_id = {f.id: f for f in map(builder.run_of_columns, rows)}
         if bests:
-            for workload_id, snapshot, source in await session.execute(_first_sources_statement(canonical), values):
-                sources_of[workload_id].append(source_facts(snapshot, source))
+            for row in await fetch_rows(session, _first_sources_statement(canonical), values):
+                sources_of[row[0]].append(source_facts_of_columns(row[1:]))
     return {
         w.id: _page(w, revisions.get(w.current_revision_id) if w.current_revision_id else None, catalogue_facts,
                     bests_of[w.id], runs_by_id, sources_of[w.id])
@@ -275,7 +279,7 @@ def _first_sources_statement(canonical: bool) -> Any:
         .lateral("top")
     )
     return (
-        select(WorkloadRevision.workload_id, SourceSnapshot, Source)
+        select(WorkloadRevision.workload_id, *SOURCE_FACT_COLUMNS)
         .select_from(WorkloadRevision)
         .join(top, true())
         .join(SourceSnapshot, SourceSnapshot.id == top.c.source_snapshot_id)
@@ -320,7 +324,7 @@ async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage
     if not revision_ids:
         return out
     builder = FactsBuilder()
-    rows = (await session.execute(_measured_runs_statement(), {"revs": revision_ids})).all()
+    rows = await fetch_rows(session, _measured_runs_statement(), {"revs": revision_ids})
     facts = [held_of(builder.run_of_columns(row), row[_RUN_WIDTH:]) for row in rows]
     for page in pages:
         out[page.workload.id] = ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
@@ -472,8 +476,8 @@ async def load_cohort_tops(session: AsyncSession, keys: Sequence[CohortTopKey]) 
     keys = list(dict.fromkeys(keys))
     if not keys:
         return {}
-    rows = (await session.execute(
-        _cohort_tops_statement(), array_values("wanted", _COHORT_TOPS, [(*key, limit) for key, limit in keys]))).all()
+    rows = await fetch_rows(
+        session, _cohort_tops_statement(), array_values("wanted", _COHORT_TOPS, [(*key, limit) for key, limit in keys]))
     builder = FactsBuilder()
     facts = {f.id: f for f in (held_of(builder.run_of_columns(row), row[_RUN_WIDTH + 6:]) for row in rows)}
     parts: dict[CohortTopKey, dict[str, list[RunFacts]]] = defaultdict(lambda: defaultdict(list))
@@ -516,7 +520,7 @@ async def load_subject_measurements(session: AsyncSession, subjects: Sequence[Su
     out: dict[Subject, list[RunFacts]] = {s: [] for s in subjects}
     if not subjects:
         return out
-    rows = (await session.execute(_subject_measurements_statement(), array_values("subjects", _SUBJECTS, subjects))).all()
+    rows = await fetch_rows(session, _subject_measurements_statement(), array_values("subjects", _SUBJECTS, subjects))
     builder = FactsBuilder()
     for f in (held_of(builder.run_of_columns(row), row[_RUN_WIDTH:]) for row in rows):
         if not f.held_for_review:
