@@ -57,14 +57,15 @@ def cohort_columns(keys: Sequence[CohortKey]) -> dict[str, list[Any]]:
 
 
 def hardware_facts(h: Hardware) -> HardwareFacts:
-    return HardwareFacts(
-        id=h.id, sku=h.sku, short_name=h.short_name, family=h.family, priority=h.priority,
-        reference_for_family=h.reference_for_family, dram_bandwidth_gbps=h.dram_bandwidth_gbps,
-        fp32_tflops=h.fp32_tflops, tf32_tflops=h.tf32_tflops, fp16_tflops=h.fp16_tflops,
-        bf16_tflops=h.bf16_tflops, datasheet_source=h.datasheet_source, datasheet_url=h.datasheet_url,
-        vendor=h.vendor, architecture=h.architecture, driver_product_names=tuple(h.driver_product_names or ()),
-        has_datasheet=h.has_datasheet, memory_gb=h.memory_gb, l2_mb=h.l2_mb, sm_count=h.sm_count, tdp_w=h.tdp_w,
-    )
+    return hardware_facts_of_columns([getattr(h, name) for name in _HARDWARE_READ])
+
+
+def hardware_facts_of_columns(columns: Sequence[Any]) -> HardwareFacts:
+    """The facts of a hardware row read as its _HARDWARE_READ columns (a row, or the hardware part of a run
+    row): the one place their values are made facts."""
+    values = dict(zip(_HARDWARE_READ, columns, strict=True))
+    values["driver_product_names"] = tuple(values["driver_product_names"] or ())
+    return HardwareFacts(**values)
 
 
 def environment_facts(env: Environment, hardware: HardwareFacts) -> EnvironmentFacts:
@@ -92,19 +93,16 @@ def implementation_facts(i: Implementation) -> ImplementationFacts:
     )
 
 
-def source_facts(snapshot: SourceSnapshot, source: Source) -> SourceFacts:
-    return SourceFacts(
-        id=snapshot.id, name=source.name, licence=source.licence, url=source.url,
-        revision=snapshot.revision or None, revision_date=snapshot.revision_date, route=snapshot.route, outdated=snapshot.outdated,
-        terms=source.terms, attribution=source.attribution,
-    )
-
-
-# The columns source_facts reads, in the order source_facts_of_columns takes them (a Core statement's rows).
+# The columns a source's facts are made of, in the order source_facts_of_columns takes them (a Core statement's rows).
 SOURCE_FACT_COLUMNS = (
     SourceSnapshot.id, Source.name, Source.licence, Source.url, SourceSnapshot.revision, SourceSnapshot.revision_date,
     SourceSnapshot.route, SourceSnapshot.outdated, Source.terms, Source.attribution,
 )
+
+
+def source_facts(snapshot: SourceSnapshot, source: Source) -> SourceFacts:
+    return source_facts_of_columns([getattr(snapshot if column.class_ is SourceSnapshot else source, column.key)
+                                    for column in SOURCE_FACT_COLUMNS])
 
 
 def source_facts_of_columns(columns: Sequence[Any]) -> SourceFacts:
@@ -165,13 +163,11 @@ async def load_catalogue(session: AsyncSession) -> list[Hardware]:
     return list((await session.scalars(select(Hardware).order_by(Hardware.id))).all())
 
 
-
 async def load_catalogue_facts(session: AsyncSession) -> list[HardwareFacts]:
     """[hardware_facts(h) for h in load_catalogue(session)], read as columns (no ORM rows): a workload page's
     catalogue, read by every cold page. Equal facts: the columns hardware_facts reads, as the run rows' hardware
     (FactsBuilder.run_of_columns) are read."""
-    return [HardwareFacts(**dict(zip(_HARDWARE_READ, row, strict=True)) | {"driver_product_names": tuple(row.driver_product_names or ())})
-            for row in await fetch_rows(session, _CATALOGUE_FACTS)]
+    return [hardware_facts_of_columns(row) for row in await fetch_rows(session, _CATALOGUE_FACTS)]
 
 
 RUN_COLUMNS: Bundle[Any] = Bundle("run", *(getattr(Run, attr.key) for attr in sa_inspect(Run).column_attrs))
@@ -380,9 +376,7 @@ class FactsBuilder:
         if env is None:
             hw = self._hw.get(row[_HARDWARE_AT])
             if hw is None:
-                values = dict(zip(_HARDWARE_READ, row[_HARDWARE_AT:_PROTOCOL_AT], strict=True))
-                values["driver_product_names"] = tuple(values["driver_product_names"] or ())
-                hw = HardwareFacts(**values)
+                hw = hardware_facts_of_columns(row[_HARDWARE_AT:_PROTOCOL_AT])
                 self._hw[hw.id] = hw
             env = EnvironmentFacts(hardware=hw, **dict(zip(_ENVIRONMENT_READ, row[_ENVIRONMENT_AT:_HARDWARE_AT], strict=True)))
             self._env[env.id] = env
