@@ -51,31 +51,46 @@ from perf.server import REPO, free_port, wait_for
 
 
 async def capture_sql(url: str, queries: dict[str, tuple[str, dict]]) -> tuple[dict, dict, dict]:
-    """Run each query once through the app in-process; return its SQL (asyncpg form), body and statement count."""
+    """Run each query once through the app in-process; return its SQL (asyncpg form), body and statement count.
+
+    Caught where asyncpg runs it, whoever sent it: SQLAlchemy (a prepared statement's fetch) or the
+    statements the app runs by the driver itself (kernelindex.db.driver, graphql.session.driver_fetch:
+    a connection's fetch), which SQLAlchemy's cursor events never see."""
+    import asyncpg
     import httpx
-    from sqlalchemy import event
+    from asyncpg.prepared_stmt import PreparedStatement
 
     from kernelindex.settings import Settings
     from kernelindex.web.app import create_app
 
     app = create_app(Settings(), database_url=url)
     sql, bodies, counts = {}, {}, {}
+    seen: list = []
+    originals = {(owner, name): getattr(owner, name) for owner in (asyncpg.Connection, PreparedStatement)
+                 for name in ("fetch", "fetchrow", "fetchval")}
+
+    def catching(owner, name, original):
+        async def caught(self, *args, **kwargs):
+            statement = self.get_query() if owner is PreparedStatement else args[0]
+            seen.append((statement, list(args if owner is PreparedStatement else args[1:])))
+            return await original(self, *args, **kwargs)
+        return caught
+
     async with app.router.lifespan_context(app):
-        engine = app.state.engine
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
             for name, (query, variables) in queries.items():
-                seen: list = []
-
-                def grab(conn, cursor, statement, parameters, context, executemany, seen=seen):
-                    seen.append((statement, list(parameters) if isinstance(parameters, (list, tuple)) else []))
-
-                event.listen(engine.sync_engine, "before_cursor_execute", grab)
-                response = await client.post("/graphql", json={"query": query, "variables": variables})
-                event.remove(engine.sync_engine, "before_cursor_execute", grab)
+                seen.clear()
+                for (owner, method), original in originals.items():
+                    setattr(owner, method, catching(owner, method, original))
+                try:
+                    response = await client.post("/graphql", json={"query": query, "variables": variables})
+                finally:
+                    for (owner, method), original in originals.items():
+                        setattr(owner, method, original)
                 assert "errors" not in response.json(), response.json()
                 bodies[name] = response.content
                 counts[name] = len(seen)
-                sql[name] = [(s, [p if not hasattr(p, "isoformat") else p for p in params]) for s, params in seen]
+                sql[name] = list(seen)
     return sql, bodies, counts
 
 

@@ -49,3 +49,21 @@ def test_importing_the_perf_tools_tests_use_changes_no_environment_variable():
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELINDEX_")}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_floors_sql_is_every_statement_the_request_ran_the_drivers_own_too(db_url):
+    """perf.api_speed's floor runs the SQL an executed request ran. Caught where asyncpg runs it: the
+    statements the page runs by the driver itself (kernelindex.db.driver) never reach SQLAlchemy's
+    cursor events, and a floor without them answered 3,000 pages a second from next to no SQL."""
+    import asyncio
+
+    from kernelindex.db import driver
+    from kernelindex.web.twins import WORKLOAD_PAGE_QUERY
+    from perf.api_speed import capture_sql
+
+    sql, bodies, counts = asyncio.run(capture_sql(db_url, {"page": (WORKLOAD_PAGE_QUERY, {"slug": "kernelbench-l3-p9-resnet18"})}))
+    statements = {statement for statement, _ in sql["page"]}
+    by_driver = {compiled.sql for compiled in driver._COMPILED.values() if compiled is not None}
+    assert by_driver and by_driver <= statements
+    assert counts["page"] == len(sql["page"]) > len(by_driver)  # SQLAlchemy's statements are there too
+    assert b'"workload"' in bodies["page"]
