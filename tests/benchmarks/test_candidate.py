@@ -444,10 +444,17 @@ def test_the_stopping_rule_is_applied_after_every_trial_not_only_after_a_block()
     assert "timed trial 11" in timed  # the last kept trial (trials 0 and 1, the block's leads, are discarded)
 
 
-def test_a_small_timed_output_is_checked_and_copied_when_returned_not_only_if_picked():
+@pytest.mark.parametrize("aliasing", [
     # Small CPU outputs are checked after every timed trial and copied (the candidate's memory is then free for its
     # next call, as before issue 28): an output aliasing its input fails at the trial that returned it, here the
     # first timed one (trial 0, which the figures discard and no pick would ever check).
+    "A[:, : B.shape[1]]",
+    # The check after each timed trial reads a few attributes where it can (one dense output, of the reference's
+    # dtype and shape) and leaves the rest to check_output: a contiguous view of an input's memory passes every
+    # attribute and must still be caught by its address, at the trial that returned it.
+    "A.reshape(-1)[: A.shape[0] * B.shape[1]].view(A.shape[0], B.shape[1])",
+], ids=["strided view", "contiguous view"])
+def test_a_small_timed_output_aliasing_an_input_is_caught_at_the_trial_that_returned_it(aliasing):
     source = (
         "import torch\nimport torch.nn as nn\n"
         "class ModelNew(nn.Module):\n"
@@ -456,27 +463,7 @@ def test_a_small_timed_output_is_checked_and_copied_when_returned_not_only_if_pi
         "        self.calls += 1\n"
         "        if self.calls <= 5 + 2:  # the correctness sets and the warm-up\n"
         "            return torch.relu(A @ B)\n"
-        "        return A[:, : B.shape[1]]\n"
-    )
-    record = only_record(measure_job(payload(source=source)))
-    assert record["status"] == "failed"
-    reason = record["failure_reason"]
-    assert "aliases an input" in reason and "timed trials 0-" in reason and "trial 0 of the block" in reason, reason
-
-
-def test_a_contiguous_alias_of_an_input_is_caught_by_the_quick_check_after_each_trial():
-    # The check after each timed trial reads a few attributes where it can (one dense output, of the reference's dtype
-    # and shape) and leaves the rest to check_output: a contiguous view of an input's memory passes every attribute
-    # and must still be caught by its address, at the trial that returned it.
-    source = (
-        "import torch\nimport torch.nn as nn\n"
-        "class ModelNew(nn.Module):\n"
-        "    calls = 0\n"
-        "    def forward(self, A, B):\n"
-        "        self.calls += 1\n"
-        "        if self.calls <= 5 + 2:  # the correctness sets and the warm-up\n"
-        "            return torch.relu(A @ B)\n"
-        "        return A.reshape(-1)[: A.shape[0] * B.shape[1]].view(A.shape[0], B.shape[1])\n"
+        f"        return {aliasing}\n"
     )
     record = only_record(measure_job(payload(source=source)))
     assert record["status"] == "failed"
