@@ -155,14 +155,20 @@ class SerializedSession:
         """`call(driver)` awaited on the driver's connection of the session's connection, under the session's
         lock (driver_fetch; kernelindex.db.driver.fetch_rows)."""
         async with self._lock:
-            driver = self._taken_driver_connection()
-            if driver is None:
+            adapter = self._taken_adapter()
+            if adapter is None:
                 connection = await self._session.connection()
-                driver = (await connection.get_raw_connection()).driver_connection
-            return await call(driver)
+                adapter = (await connection.get_raw_connection()).dbapi_connection
+            # As SQLAlchemy's asyncpg adapter runs each of its own statements: under the adapter's mutex (anything
+            # that reaches the connection through SQLAlchemy without this session's lock waits, rather than
+            # meeting "another operation is in progress"), in the adapter's transaction, begun if not yet.
+            async with adapter._execute_mutex:
+                if adapter._transaction is None:
+                    await adapter._start_transaction()
+                return await call(adapter.driver_connection)
 
-    def _taken_driver_connection(self):
-        """The driver's connection of the connection taken for the session's current transaction (a query's,
+    def _taken_adapter(self):
+        """SQLAlchemy's asyncpg adapter of the connection taken for the session's current transaction (a query's,
         SessionConnection), where it is that transaction's still, open and valid: what session.connection()
         and get_raw_connection() would return, without their two trips through SQLAlchemy's greenlet (a tenth
         of a small page's request). None otherwise."""
@@ -174,7 +180,7 @@ class SerializedSession:
         sync = connection.sync_connection
         if sync is None or sync.closed or sync.invalidated:
             return None
-        return sync.connection.driver_connection  # a valid connection's pooled connection: no I/O
+        return sync.connection.dbapi_connection  # a valid connection's pooled connection: no I/O
 
     async def begin_nested(self):
         async with self._lock:
