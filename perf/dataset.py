@@ -3,6 +3,13 @@ KernelBench-shaped workloads (levels 1–3) with generated reference modules, an
 SQL over many environments, implementations and source snapshots, then the records refreshed. Also
 the two queries measured on it: the workload page (of PAGE_SLUG) and the list of the first 100.
 
+To keep a built dataset for repeated figures (perf.page_split --database-url, perf.api_speed):
+
+    python -m perf.dataset --data-dir /tmp/ki-1m --runs 1000000 --workloads 250 &   # prints the URL, then holds the server
+
+It builds once (a folder already holding the dataset is only started again) and holds the server until
+interrupted, since the embedded server stops with its last holder.
+
 Nothing here reads tests/: the reference modules are generated (valid KernelBench problem files,
 each different, so each workload has its own revision).
 """
@@ -163,3 +170,54 @@ async def build_dataset(url: str, n_workloads: int, n_runs: int) -> None:
     finally:
         await conn.close()
     print(f"vacuumed in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def main() -> int:
+    """Build the dataset into an embedded PostgreSQL in --data-dir (once) and hold that server until interrupted,
+    so the figures scripts can measure one database many times (a 1M-run build takes minutes)."""
+    import argparse
+    import asyncio
+    import signal
+    from pathlib import Path
+
+    import asyncpg
+
+    parser = argparse.ArgumentParser(prog="python -m perf.dataset", description=main.__doc__.splitlines()[0] if main.__doc__ else None)
+    parser.add_argument("--data-dir", required=True, type=Path, help="an empty or new folder for the server's data")
+    parser.add_argument("--runs", type=int, default=1_000_000)
+    parser.add_argument("--workloads", type=int, default=250)
+    args = parser.parse_args()
+
+    from kernelindex.db.embedded import EmbeddedPostgres
+    from kernelindex.db.migrate import upgrade
+    from kernelindex.db.urls import to_libpq_url
+
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    # Not 0700: the server runs as another OS user when we are root.
+    args.data_dir.chmod(0o755)
+    server = EmbeddedPostgres(args.data_dir)
+    upgrade(server.url)
+
+    async def built() -> bool:
+        conn = await asyncpg.connect(to_libpq_url(server.url))
+        try:
+            return bool(await conn.fetchval("SELECT EXISTS (SELECT FROM workloads WHERE name LIKE 'Synthetic_%')"))
+        finally:
+            await conn.close()
+
+    if asyncio.run(built()):
+        print("dataset already built in this folder: serving it", file=sys.stderr)
+    else:
+        asyncio.run(build_dataset(server.url, args.workloads, args.runs))
+    print(server.url, flush=True)
+    stop = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop)
+    try:
+        signal.sigwait(stop)
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
