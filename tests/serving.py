@@ -38,7 +38,11 @@ def serve_in_thread(app) -> Iterator[str]:
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    # A connection a test leaves open (a websocket, a streamed export) holds uvicorn's graceful shutdown until its
+    # bound: then it is cut and the lifespan still ends, so the app's notifications listener never outlives the
+    # test and its database (a leaked one logs "database … does not exist; listening again" for the rest of the run).
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+                                           timeout_graceful_shutdown=5))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -49,4 +53,8 @@ def serve_in_thread(app) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=20)
+        if thread.is_alive():
+            server.force_exit = True
+            thread.join(timeout=10)
+        assert not thread.is_alive(), "the served app did not shut down: its lifespan would outlive the test"
