@@ -86,6 +86,8 @@ MiB = 1024**2
 # Dedicated uids, one per concurrent slot: never a real account, so the job owns no file outside its
 # scratch and RLIMIT_NPROC counts only its own processes.
 SANDBOX_UID_BASE = 2_000_000_000
+# The name a job sees for itself (no passwd entry exists for its uid).
+SANDBOX_USER = "kernelindex-sandbox"
 _MESSAGE_LIMIT = 2000
 _BACKSTOP_S = 20  # the zygote kills a supervisor this long after its own deadline should have fired
 
@@ -841,8 +843,11 @@ def _confine(job: _Job, result_w: int, life_r: int, limits: Limits, level: str, 
         os._exit(72)
     _close_fds_except(result_w)
     os.environ.clear()
+    # USER and LOGNAME because the job's uid has no passwd entry, and getpass.getuser() falls back to one:
+    # torch.compile names its cache folder by it, so every inductor job failed on the H200 ("getpwuid(): uid
+    # not found") while eager ran.
     os.environ.update({"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
-                       "OMP_NUM_THREADS": "1"})
+                       "OMP_NUM_THREADS": "1", "USER": SANDBOX_USER, "LOGNAME": SANDBOX_USER})
     tempfile.tempdir = scratch
     return scratch
 

@@ -275,6 +275,19 @@ def test_a_dead_zygote_is_replaced():
     assert outcome.status == "ok" and outcome.value == "/usr/bin:/bin"
 
 
+@pytest.mark.parametrize("level", ["auto", sandbox.LEVEL_RLIMITS])
+def test_a_job_knows_its_user_name_and_temporary_folder(level):
+    # torch.compile names its cache folder after getpass.getuser(), which asks the passwd database when the
+    # environment names no user: the job's uid has no entry there, so every inductor job failed on a GPU.
+    with sandbox.Sandbox(level=level, limits=sandbox.Limits(wall_s=30)) as box:
+        outcome = box.run("builtins:eval", "[__import__('getpass').getuser(), __import__('tempfile').gettempdir(),"
+                                           " __import__('os').path.expanduser('~')]")
+    assert outcome.status == "ok", outcome.detail
+    user, temporary, home = outcome.value
+    assert user == sandbox.SANDBOX_USER
+    assert temporary == home != "/nonexistent"  # the job's own scratch folder
+
+
 def test_jobs_run_at_once_up_to_the_workers_and_results_keep_input_order():
     with sandbox.Sandbox(workers=2, limits=sandbox.Limits(wall_s=30)) as box:
         finished: list[int] = []
