@@ -275,7 +275,15 @@ class Integrity:
                         original.__code__ = code
                     continue
                 if value is not _MISSING and _wraps_original(value, original):
-                    members[name] = value  # torch's own wrapper: accepted from now on
+                    # torch's own wrapper: accepted from now on, its code too. Keeping the original's code as
+                    # the one to hold it to flagged the wrapper at the next check and wrote that code into
+                    # it (ValueError: "manual_seed() requires a code object with 2 free vars"): every
+                    # inductor job failed so, once torch._dynamo had wrapped torch.manual_seed.
+                    members[name] = value
+                    if isinstance(value, types.FunctionType):
+                        self.codes[(label, name)] = value.__code__
+                    else:
+                        self.codes.pop((label, name), None)
                     continue
                 found.append(f"the candidate replaced {label}.{name}")
                 _put_back(owner, name, original)

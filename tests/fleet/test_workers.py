@@ -222,3 +222,13 @@ def test_only_the_records_the_protocol_makes_are_stored():
     for value, baseline, words in cases:
         reason = forged_records(value, work, baseline=baseline)
         assert reason is not None and reason.startswith(FORGED) and words in reason, (value, reason)
+
+
+def test_an_inductor_job_compiles_and_passes_in_the_sandbox(cli, db_url, tiny_workload, start_worker):
+    # torch.compile inside the job's sandbox (its uid has no passwd entry; its cache goes to the job's scratch):
+    # every inductor job failed this way on the H200 while eager passed, and no CPU test ran one.
+    assert cli("bench", "--enqueue", "--workload", tiny_workload, "--impl", "torch_compile_inductor", "--hardware", "cpu") == 0
+    logs = _finish(start_worker("--until-idle", "--job-timeout", "200", name="inductor-worker"), timeout=300)
+    (job,) = asyncio.run(_jobs(db_url)).values()
+    assert job["state"] == "passed", (job["reason"], logs)
+    assert job["run_id"] is not None
