@@ -52,10 +52,12 @@ _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 @lru_cache(maxsize=64)
 def cursor_encoder(kind: str) -> Callable[[Sequence[Any]], str]:
-    """encode_cursor(kind, ·), the same text, written by hand for a key of ints and finite floats (a
-    page writes one cursor per edge; the JSON encoder and base64's wrappers were ~2 µs of each): the
-    JSON encoder writes an int and a finite float by their repr, as here; any other key is encode_cursor's."""
+    """encode_cursor(kind, ·), the same text, written by hand for a key of ints, finite floats and
+    strings (a page writes one cursor per edge; the JSON encoder and base64's wrappers were ~2 µs of
+    each): the JSON encoder writes an int and a finite float by their repr, as here, and a string inside
+    a list as it writes the string alone; any other key is encode_cursor's."""
     prefix = "[" + _CURSOR_JSON.encode(kind) + ",["
+    encode_string = _CURSOR_JSON.encode
 
     def encode(key: Sequence[Any]) -> str:
         parts = []
@@ -64,6 +66,8 @@ def cursor_encoder(kind: str) -> Callable[[Sequence[Any]], str]:
                 parts.append(int.__repr__(value))
             elif type(value) is float and value - value == 0.0:  # finite (not ±inf, not NaN)
                 parts.append(float.__repr__(value))
+            elif type(value) is str:
+                parts.append(encode_string(value))
             else:
                 return encode_cursor(kind, key)
         text = prefix + ",".join(parts) + "]]"
@@ -265,7 +269,8 @@ def _connection(rows: Sequence[Any], *, kind: str, key_of: Callable[[Any], Seque
     page's far end (after it going forward, before it going backward) saying more items lie there."""
     more = len(rows) > window.size
     shown = (rows[len(rows) - window.size:] if more else rows) if window.backward else rows[:window.size]
-    edges = [Edge(node=make_node(row), cursor=encode_cursor(kind, key_of(row))) for row in shown]
+    encode = cursor_encoder(kind)
+    edges = [Edge(node=make_node(row), cursor=encode(key_of(row))) for row in shown]
     # The near side of a cursor is known to hold at least the cursor's own item.
     return Connection(
         edges=edges,

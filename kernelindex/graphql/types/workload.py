@@ -143,6 +143,7 @@ class Workload(Node):
     # once (a list shows them for every workload); what comes from the page stays resolvers.
     def __init__(self, row: WorkloadRow) -> None:
         self.row = row
+        self._page_value_key: tuple[WorkloadPage, int] | None = None
         self.id = to_global_id("Workload", row.id)
         self.database_id = row.id
         self.slug = row.slug
@@ -173,8 +174,14 @@ class Workload(Node):
         """For the plan's PAGE_VALUE fields (kernelindex.graphql.plan): the page their values are a
         function of, and what else they read (the server's page size, which caps `records`); None while
         this request has not loaded the page."""
-        page = context.loaders.page_by_workload_id.loaded(self.row.id)
-        return None if page is MISSING else (page, context.settings.max_page_size)
+        found = self._page_value_key
+        if found is None:
+            page = context.loaders.page_by_workload_id.loaded(self.row.id)
+            if page is MISSING:
+                return None
+            # Kept for this request's other fields of this object: a loaded page stays loaded.
+            found = self._page_value_key = (page, context.settings.max_page_size)
+        return found
 
     id: strawberry.ID = strawberry.field(description="Opaque global ID.")
     database_id: int = strawberry.field(description="Database id (stable, for scripts).")
