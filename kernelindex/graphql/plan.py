@@ -27,6 +27,11 @@ executor itself, for that value. The executor is graphql-core's, built per reque
 builds it (Executor.build: the operation, fragments and coerced variables); a request whose variables
 do not coerce goes to graphql-core, which reports them.
 
+A field marked PAGE_VALUE (Workload.headline, records, eligibleRunCount: functions of the workload's
+page) whose whole selection reads nothing but its objects is completed once per page and kept with it
+(_page_value): the next request that has that page loaded takes the completed value as it is. The read
+model replaces a workload's page when the workload is written, and the kept values go with the page.
+
 Not planned (graphql-core executes them): mutations and subscriptions; a document selecting
 `__schema` or `__type`; directives other than @skip and @include; an operation with directives of its
 own (e.g. the experimental one that turns error propagation off). `__typename` is planned.
