@@ -52,10 +52,12 @@ _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 @lru_cache(maxsize=64)
 def cursor_encoder(kind: str) -> Callable[[Sequence[Any]], str]:
-    """encode_cursor(kind, ·), the same text, written by hand for a key of ints and finite floats (a
-    page writes one cursor per edge; the JSON encoder and base64's wrappers were ~2 µs of each): the
-    JSON encoder writes an int and a finite float by their repr, as here; any other key is encode_cursor's."""
+    """encode_cursor(kind, ·), the same text, written by hand for a key of ints, finite floats and
+    strings (a page writes one cursor per edge; the JSON encoder and base64's wrappers were ~2 µs of
+    each): the JSON encoder writes an int and a finite float by their repr, as here, and a string inside
+    a list as it writes the string alone; any other key is encode_cursor's."""
     prefix = "[" + _CURSOR_JSON.encode(kind) + ",["
+    encode_string = _CURSOR_JSON.encode
 
     def encode(key: Sequence[Any]) -> str:
         parts = []
@@ -64,6 +66,8 @@ def cursor_encoder(kind: str) -> Callable[[Sequence[Any]], str]:
                 parts.append(int.__repr__(value))
             elif type(value) is float and value - value == 0.0:  # finite (not ±inf, not NaN)
                 parts.append(float.__repr__(value))
+            elif type(value) is str:
+                parts.append(encode_string(value))
             else:
                 return encode_cursor(kind, key)
         text = prefix + ",".join(parts) + "]]"
@@ -265,7 +269,8 @@ def _connection(rows: Sequence[Any], *, kind: str, key_of: Callable[[Any], Seque
     page's far end (after it going forward, before it going backward) saying more items lie there."""
     more = len(rows) > window.size
     shown = (rows[len(rows) - window.size:] if more else rows) if window.backward else rows[:window.size]
-    edges = [Edge(node=make_node(row), cursor=encode_cursor(kind, key_of(row))) for row in shown]
+    encode = cursor_encoder(kind)
+    edges = [Edge(node=make_node(row), cursor=encode(key_of(row))) for row in shown]
     # The near side of a cursor is known to hold at least the cursor's own item.
     return Connection(
         edges=edges,
@@ -293,18 +298,34 @@ async def keyset_page(
     count_from: Select,
     last: int | None = None,
     before: str | None = None,
+    total_with_page: bool = False,
 ) -> Connection:
     """One statement for the page, whatever the page size, and one for the total if it is asked for.
 
     `order` are ascending sort expressions ending in a unique column; `key_of(row)` gives their values.
+    `total_with_page` (for a short list whose query selects totalCount, where `count_from` is
+    `statement`): a page without a cursor reads the total in its own statement, as a window count
+    over the rows the filter selects (counted before the limit), one round trip fewer; each row then
+    ends in it (`key_of` and `make_node` read the columns before it).
     """
     window = page_window(first, after, last, before, max_page_size)
     page_statement = statement.where(*_beyond(kind, window, order))
+    with_total = total_with_page and window.cursor is None
+    if with_total:
+        page_statement = page_statement.add_columns(func.count().over().label("total_count"))
     rows = (await session.execute(page_statement.order_by(*_read_order(order, window)).limit(window.size + 1))).all()
     if window.backward:
         rows = rows[::-1]
-    return _connection(rows, kind=kind, key_of=key_of, make_node=make_node, window=window,
-                       count=counter(session, count_from))
+    count = known_count(rows[0][-1] if rows else 0) if with_total else counter(session, count_from)
+    return _connection(rows, kind=kind, key_of=key_of, make_node=make_node, window=window, count=count)
+
+
+def known_count(total: int) -> Callable[[], Awaitable[int]]:
+    """A total already read (keyset_page's total_with_page), as `counter` gives one."""
+    async def count() -> int:
+        return total
+
+    return count
 
 
 def narrow_page_statement(

@@ -27,6 +27,11 @@ executor itself, for that value. The executor is graphql-core's, built per reque
 builds it (Executor.build: the operation, fragments and coerced variables); a request whose variables
 do not coerce goes to graphql-core, which reports them.
 
+A field marked PAGE_VALUE (Workload.headline, records, eligibleRunCount: functions of the workload's
+page) whose whole selection reads nothing but its objects is completed once per page and kept with it
+(_page_value): the next request that has that page loaded takes the completed value as it is. The read
+model replaces a workload's page when the workload is written, and the kept values go with the page.
+
 Not planned (graphql-core executes them): mutations and subscriptions; a document selecting
 `__schema` or `__type`; directives other than @skip and @include; an operation with directives of its
 own (e.g. the experimental one that turns error propagation off). `__typename` is planned.
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -244,6 +250,58 @@ def _non_null(inner: Complete, message: str, of_type: Any = None) -> Complete:
     return _as_is_first(of_type, complete_non_null)
 
 
+# A field's strawberry metadata key: its value is a function of its object's workload page alone (and
+# of its constant arguments and the server's settings), as the object's `page_value_key(context)` says
+# (None: not loaded yet, so resolved as any field). Such a field whose whole selection reads nothing but
+# its objects (resolvers without info or arguments: no loader, no request) is completed once per page
+# and kept with it: a list of 100 workloads writes ~1,000 records a request, the same until a write
+# replaces the page in the read model (issue 27, point 5).
+PAGE_VALUE = "kernelindex.page_value"
+
+# id(page) -> (a weak reference to it, {(planned field, key): completed value}); an entry goes with its page.
+_PAGE_VALUES: dict[int, tuple[Any, dict[Any, Any]]] = {}
+
+
+def _values_of(page: Any) -> dict[Any, Any]:
+    entry = _PAGE_VALUES.get(id(page))
+    if entry is not None and entry[0]() is page:
+        return entry[1]
+    page_id = id(page)
+    values: dict[Any, Any] = {}
+
+    def forget(ref: Any) -> None:
+        kept = _PAGE_VALUES.get(page_id)
+        if kept is not None and kept[0] is ref:
+            del _PAGE_VALUES[page_id]
+
+    _PAGE_VALUES[page_id] = (weakref.ref(page, forget), values)
+    return values
+
+
+def _page_value(run: RunField) -> RunField:
+    """`run`, its completed value kept per page: taken from there when kept; kept when completed at
+    once and without any error in the request so far (a value completed beside an error could be one
+    graphql-core nulled). Shared between responses: nothing writes into a response after completion."""
+    def run_page_value(source: Any, parent_path: Any, executor: Any) -> Any:
+        key_of = getattr(source, "page_value_key", None)
+        found = key_of(executor.context_value) if key_of is not None else None
+        if found is None:
+            return run(source, parent_path, executor)
+        page, extra = found
+        values = _values_of(page)
+        key = (run_page_value, extra)
+        value = values.get(key, _MISSING)
+        if value is not _MISSING:
+            return value
+        errors = executor.collected_errors.errors
+        clean = not errors
+        value = run(source, parent_path, executor)
+        if clean and not errors and (type(value) in _PLAIN or not _awaitable(value)):
+            values[key] = value
+        return value
+    return run_page_value
+
+
 class Planner:
     """Builds the plan of one document (and operation, and @skip/@include values) for a schema."""
 
@@ -254,6 +312,9 @@ class Planner:
         self.variable_values = executor.variable_values
         self.operation: OperationDefinitionNode = executor.operation
         self.executor_class = type(executor)
+        # One flag per page value being planned (PAGE_VALUE): cleared where its selection reads more
+        # than its objects (a resolver given info or arguments, an abstract type).
+        self._pure: list[list[bool]] = []
 
     def root(self) -> Complete:
         root_type = self.schema.get_root_type(OperationType.QUERY)
@@ -290,7 +351,32 @@ class Planner:
             return None
 
     def _general_field(self, parent_type: GraphQLObjectType, key: str, details: list[FieldDetails]) -> RunField:
+        """Executor.execute_field for one response key; a page value's kept per page where its
+        selection allows (_page_value)."""
+        field_def = self.schema.get_field(parent_type, details[0].node.name.value)
+        definition = (field_def.extensions or {}).get("strawberry-definition") if field_def is not None else None
+        if definition is None or not (definition.metadata or {}).get(PAGE_VALUE) or _uses_variables(details[0].node):
+            return self._field_run(parent_type, key, details)
+        depth = len(self._pure)
+        flag = [True]
+        self._pure.append(flag)
+        try:
+            run = self._field_run(parent_type, key, details, depth)
+        finally:
+            del self._pure[depth:]
+        return _page_value(run) if flag[0] else run
+
+    def _impure(self, depth: int | None = None) -> None:
+        """The page values being planned (those entered before `depth`: not the field's own) read more
+        than their objects: not kept."""
+        for flag in self._pure[:depth]:
+            flag[0] = False
+
+    def _field_run(self, parent_type: GraphQLObjectType, key: str, details: list[FieldDetails],
+                   depth: int | None = None) -> RunField:
         """Executor.execute_field for one response key."""
+        if depth is None:
+            depth = len(self._pure)
         node = details[0].node
         name = node.name.value
         if details[0].fragment_variable_values is not None:
@@ -352,6 +438,8 @@ class Planner:
                         return function()
 
         call = None if get is not None else self._info_call(definition, resolver, takes_arguments, constant_args)
+        if get is None:
+            self._impure(depth)  # a resolver given info or arguments may read the request
         if call is not None:
             info_class, info_name, with_self, kwargs_of, method = call
 
@@ -530,6 +618,7 @@ class Planner:
     def _abstract(self, return_type: Any, details: list[FieldDetails], field_def: Any, nodes: list[FieldNode],
                   parent_type: GraphQLObjectType) -> Complete:
         """Executor.complete_abstract_value."""
+        self._impure()
         plans = {possible.name: self._object(possible, details) for possible in self.schema.get_possible_types(return_type)}
         resolve_type = return_type.resolve_type
 

@@ -174,3 +174,21 @@ async def test_several_operations_without_an_operation_name_are_refused(client, 
     assert named.status_code == 200 and set(named.json()["data"]) == {"workloads"}
     single = await client.get("/graphql", params={"query": "query A { policy { version } }"}, headers={"accept": accept})
     assert single.status_code == 200 and single.json()["data"]["policy"]["version"]
+
+
+@pytest.mark.parametrize("arguments", ["first: 2", "last: 3", "first: 100", "suite: \"kernelbench\", first: 1",
+                                       "nameContains: \"no such workload\"", "level: 1, orderBy: NAME, last: 1"])
+async def test_the_workloads_total_read_with_the_first_page_is_the_count(graphql, arguments):
+    """A page of workloads without a cursor reads totalCount in its own statement (keyset_page's
+    total_with_page): the number of workloads the filter selects, as the separate count gives it on a
+    page with a cursor, and as the whole list is long."""
+    filters = ", ".join(part for part in arguments.split(", ") if not part.startswith(("first", "last")))
+    whole = (await graphql(f"{{ workloads(first: 100{', ' + filters if filters else ''}) "
+                           "{ nodes { slug } pageInfo { hasNextPage } } }"))["workloads"]
+    assert whole["pageInfo"]["hasNextPage"] is False
+    page = (await graphql(f"{{ workloads({arguments}) {{ totalCount edges {{ cursor }} }} }}"))["workloads"]
+    assert page["totalCount"] == len(whole["nodes"])
+    if page["edges"]:
+        after = (await graphql(f"{{ workloads(first: 1, after: \"{page['edges'][0]['cursor']}\""
+                               f"{', ' + filters if filters else ''}) {{ totalCount }} }}"))["workloads"]
+        assert after["totalCount"] == page["totalCount"]

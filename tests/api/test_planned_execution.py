@@ -633,3 +633,28 @@ async def test_a_run_whose_stored_figure_is_nan_is_paged_past(servers, db_url):
                                                                      f'"{edge["cursor"]}") {{ edges {{ node {{ id }} }} }} }}'})).json()
                 assert "errors" not in body, (direction, index, body)
                 assert [e["node"]["id"] for e in body["data"]["runs"]["edges"]] == expected
+
+
+async def test_page_values_kept_per_page_answer_alike(servers):
+    """A list's headline and records, completed once per page and kept with it (plan.PAGE_VALUE), answer
+    as graphql-core does on every later request too, at other aliases and arguments, beside fields
+    resolved per request; a selection that reads the request (a resolver given info) is not kept."""
+    from perf.dataset import LIST_QUERY
+
+    planned, plain = servers
+    compare = Comparison(planned, plain)
+    variants = [
+        LIST_QUERY,
+        """{ workloads(first: 30, orderBy: NAME) { nodes { slug __typename
+             h: headline { __typename label latencyMs latencyDisplay kind implementation { slug title } }
+             r2: records(first: 2) { label latencyMs runCount implementation { slug } }
+             records { ... on EnvironmentRecord { label latencyDisplay figure figureUnit metric } } } } }""",
+        """{ workloads(first: 5) { nodes { slug records(first: 101) { label } headline { label } } } }""",
+        """{ workloads(first: 5) { nodes { slug headline { comparison: label run { id } } } } }""",
+    ]
+    for _ in range(3):
+        for query in variants:
+            body = await compare.same(query)
+            assert ("errors" in body) == ("101" in query), body
+    assert compare.documents == 3 * len(variants)
+    assert plan._PAGE_VALUES, "no page value was kept"

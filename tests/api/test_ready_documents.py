@@ -79,15 +79,18 @@ async def test_a_body_with_variables_or_extensions_is_strawberrys(servers):
 
 
 def test_the_hand_written_cursor_is_encode_cursors():
-    """pagination.cursor_encoder (the runs page's cursors) writes encode_cursor's very text, for the
-    keys it writes itself (ints, finite floats) and those it leaves to encode_cursor (±inf, NaN, others)."""
+    """pagination.cursor_encoder (every keyset page's cursors) writes encode_cursor's very text, for the
+    keys it writes itself (ints, finite floats, strings) and those it leaves to encode_cursor (±inf, NaN,
+    others)."""
     from kernelindex.graphql.pagination import cursor_encoder, encode_cursor
 
     rng = random.Random(SEED)
     special = [0, 1, -1, 2**63 - 1, -(2**63), 0.0, -0.0, 1e-300, 1e300, 5e-324, float("inf"), float("-inf"),
-               float("nan"), 1.5, -1700000000.123456, 123456789.0, 0.1 + 0.2, True, "text", None]
+               float("nan"), 1.5, -1700000000.123456, 123456789.0, 0.1 + 0.2, True, "text", None, "",
+               'quote " backslash \\ tab \t newline \n \u2028 astral \U0001d518 ü', "\ud800 lone", "kernelbench"]
     compared = 0
-    for kind in ("run:fastest", "run:newest", "run:recently_observed", 'a "kind" \\ with ü'):
+    for kind in ("run:fastest", "run:newest", "run:recently_observed", "workload:suite_level_problem",
+                 'a "kind" \\ with ü'):
         encode = cursor_encoder(kind)
         for _ in range(5000):
             key = tuple(rng.choice(special) if rng.random() < 0.3 else
@@ -95,4 +98,4 @@ def test_the_hand_written_cursor_is_encode_cursors():
                         for _ in range(rng.randint(0, 3)))
             assert encode(key) == encode_cursor(kind, key), (kind, key)
             compared += 1
-    assert compared == 20000
+    assert compared == 25000

@@ -126,6 +126,8 @@ class WorkloadQueries:
             before=before,
             max_page_size=info.context.settings.max_page_size,
             count_from=statement,
+            # Workloads are a few hundred rows: counting them with the page costs less than a statement.
+            total_with_page=_selects(info.selected_fields[0].selections, TOTAL_FIELDS),
         )
         if connection.edges and _selects(info.selected_fields, PAGE_LIST_FIELDS):
             # The page's workloads' pages, loaded here in the one batch their fields would make: the fields
@@ -136,6 +138,7 @@ class WorkloadQueries:
         return connection
 
 
+TOTAL_FIELDS = frozenset({"totalCount"})
 # The Workload fields that answer from a page already loaded (Workload._page_loaded).
 PAGE_LIST_FIELDS = frozenset({"eligibleRunCount", "headline", "records"})
 

@@ -24,6 +24,7 @@ from kernelindex.graphql.pagination import (
     first_of,
     page_window,
 )
+from kernelindex.graphql.plan import PAGE_VALUE
 from kernelindex.graphql.queries.runs import run_connection
 from kernelindex.graphql.text import SHORT_TEXT_KIB, short_text, text_piece, text_size
 from kernelindex.graphql.types.catalogue import Source
@@ -142,6 +143,7 @@ class Workload(Node):
     # once (a list shows them for every workload); what comes from the page stays resolvers.
     def __init__(self, row: WorkloadRow) -> None:
         self.row = row
+        self._page_value_key: tuple[WorkloadPage, int] | None = None
         self.id = to_global_id("Workload", row.id)
         self.database_id = row.id
         self.slug = row.slug
@@ -167,6 +169,19 @@ class Workload(Node):
         without a coroutine each; None: `_page` loads it (or gives its error)."""
         page = info.context.loaders.page_by_workload_id.loaded(self.row.id)
         return None if page is MISSING else page
+
+    def page_value_key(self, context: Context) -> tuple[WorkloadPage, int] | None:
+        """For the plan's PAGE_VALUE fields (kernelindex.graphql.plan): the page their values are a
+        function of, and what else they read (the server's page size, which caps `records`); None while
+        this request has not loaded the page."""
+        found = self._page_value_key
+        if found is None:
+            page = context.loaders.page_by_workload_id.loaded(self.row.id)
+            if page is MISSING:
+                return None
+            # Kept for this request's other fields of this object: a loaded page stays loaded.
+            found = self._page_value_key = (page, context.settings.max_page_size)
+        return found
 
     id: strawberry.ID = strawberry.field(description="Opaque global ID.")
     database_id: int = strawberry.field(description="Database id (stable, for scripts).")
@@ -254,7 +269,7 @@ class Workload(Node):
         return Identity(sha256=page.revision.identity_sha256, version=IDENTITY_VERSION) if page.revision else None
 
     @strawberry.field(description="Passed live runs of the current revision at the canonical configuration, not held for review.",
-                      graphql_type=int)
+                      graphql_type=int, metadata={PAGE_VALUE: True})
     def eligible_run_count(self, info: strawberry.Info[Context, None]) -> int | Awaitable[int]:
         page = self._page_loaded(info)
         return self._eligible_run_count(info) if page is None else page.eligible_count
@@ -275,7 +290,8 @@ class Workload(Node):
         held = await info.context.loaders.held_runs_by_workload_id.load(self.row.id)
         return held_summary(h.summary_item for h in held)
 
-    @strawberry.field(description="Who holds the overall record; null with no eligible run.", graphql_type=Headline | None)
+    @strawberry.field(description="Who holds the overall record; null with no eligible run.", graphql_type=Headline | None,
+                      metadata={PAGE_VALUE: True})
     def headline(self, info: strawberry.Info[Context, None]) -> Headline | None | Awaitable[Headline | None]:
         page = self._page_loaded(info)
         return self._headline(info) if page is None else _headline_of(page)
@@ -284,7 +300,7 @@ class Workload(Node):
         return _headline_of(await self._page(info))
 
     @strawberry.field(description="Per environment, the fastest eligible run, fastest first. A capped list: the first `first` of them (at most 100).",
-                      graphql_type=list[EnvironmentRecord])
+                      graphql_type=list[EnvironmentRecord], metadata={PAGE_VALUE: True})
     def records(self, info: strawberry.Info[Context, None], first: Annotated[int, strawberry.argument(description=FIRST_DOC)] = LIST_DEFAULT
                 ) -> list[EnvironmentRecord] | Awaitable[list[EnvironmentRecord]]:
         page = self._page_loaded(info)
