@@ -12,8 +12,10 @@ this one: a line whose very bytes made a live run already is found by its digest
 that name its workload revision (RunWriter.skip_known), and every other line is decoded and checked
 once. While the parts are mostly new lines, the worker thread checks them too as it reads (a check
 depends on the line's bytes alone), so checking overlaps the merge; which lines are live runs is
-still asked in order, after the merge before, and the checks of those are dropped. Memory does not grow with the file: a batch of records at a time (two, with the one read
-ahead; where the lines are live runs already, a part of at most KNOWN_PART_LINES lines and about
+still asked in order, after the merge before, and the checks of those are dropped.
+
+Memory does not grow with the file: a batch of records at a time (two, with the one read ahead;
+where the lines are live runs already, a part of at most KNOWN_PART_LINES lines and about
 KNOWN_PART_BYTES), the first problems, and nothing per run (the natural keys already staged, to
 refuse a run stated twice however far apart, are kept by the database in a temporary table of the
 import's one connection).
@@ -46,6 +48,7 @@ from kernelindex.ingest.errors import IngestAborted as IngestAborted  # what --s
 from kernelindex.ingest.errors import IngestFatal, InputProblem
 from kernelindex.ingest.pipeline import Mode, Pipeline
 from kernelindex.ingest.records import CatalogueLine, PendingLine, RunRecord, check_pending, raw_lines, read_pending
+from kernelindex.ingest.stage import in_stated_form
 from kernelindex.ingest.summary import IngestSummary
 from kernelindex.ingest.writer import RunWriter
 from kernelindex.settings import get_settings
@@ -141,7 +144,8 @@ class PartReader:
                     break
                 except UnicodeDecodeError as exc:  # a text stream decodes before we see the line
                     part.problems.append(
-                        InputProblem(self.label, f"line {self.lines_read + 1}", f"not UTF-8 text: {exc.reason}; the rest of the input was not read")
+                        InputProblem(self.label, f"line {self.lines_read + 1}",
+                                     f"not UTF-8 text: {exc.reason}; the rest of the input was not read")
                     )
                     part.bad_lines += 1
                     seen = True
@@ -195,7 +199,7 @@ def _checked_ahead(line: PendingLine, label: str) -> RunRecord | list[InputProbl
     """check_pending, and the content digest of a run record the stage would work out (a function of
     the record alone): in the reader's thread, so that the merge's thread need not."""
     found = check_pending(line, label)
-    if isinstance(found, RunRecord) and "figure" not in found.data:
+    if isinstance(found, RunRecord) and not in_stated_form(found.data):
         return replace(found, content_sha=content_digest(found.data))
     return found
 

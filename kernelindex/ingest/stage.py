@@ -10,6 +10,7 @@ memory does not grow with the input.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -125,11 +126,17 @@ def _jsonb(value: Any) -> str:
     return _JSON.encode(value).decode("utf-8")
 
 
+def in_stated_form(data: Mapping[str, Any]) -> bool:
+    """A record in the stated form (a source's own figure, as the source adapters stage theirs): its row and
+    content digest are _stated_run's; any other record's digest is content_digest of the record alone."""
+    return "figure" in data
+
+
 def staged_run(ord_: int, item: ResolvedRecord, ids: DimensionIds, fleet_worker: tuple[int, str] | None) -> StagedRun:
     """The row a resolved record stages as; built here and nowhere else."""
     rec = item.record
     data = rec.data
-    if "figure" in data:
+    if in_stated_form(data):
         return _stated_run(ord_, item, ids, fleet_worker)
     get = data.get
     config = data["configuration"]
