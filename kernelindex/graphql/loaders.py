@@ -18,15 +18,16 @@ from kernelindex.graphql.request_state import RequestState
 from kernelindex.rules.eligibility import RecordScope
 from kernelindex.rules.facts import HardwareFacts, RunFacts
 from kernelindex.services.facts import load_catalogue, load_catalogue_facts
-from kernelindex.services.holds import HeldRun, RunHolds, load_held_runs, load_holds
+from kernelindex.services.holds import HeldRun, RunHolds, load_holds
 from kernelindex.services.pages import (
     CohortTop,
     CohortTopKey,
+    PageRuns,
     ScopeSummary,
     Subject,
     load_cohort_tops,
-    load_measured_runs,
     load_page_evidence,
+    load_page_runs,
     load_record_scopes,
     load_subject_measurements,
 )
@@ -209,28 +210,31 @@ class SubjectMeasurementsLoader(ReadModelLoader[Subject, list[RunFacts]]):
         return await load_subject_measurements(self.session, keys)
 
 
-class MeasuredRunsByWorkloadIdLoader(ReadModelLoader[int, list[RunFacts]]):
+class PageRunsByWorkloadIdLoader(ReadModelLoader[int, PageRuns]):
+    """A workload's latest eligible measurements per implementation and SKU and its runs held for review,
+    read together (pages.load_page_runs): a page that shows both asks the database once."""
+
+    kind = "page_runs"
+
+    def workload_of(self, key: int) -> int | None:
+        return key
+
+    async def compute(self, keys: list[int]) -> Mapping[int, PageRuns]:
+        return await load_page_runs(self.session, await self.loaders.page_by_workload_id.load_many(keys))
+
+
+class MeasuredRunsByWorkloadIdLoader(Loader[int, list[RunFacts]]):
     """A workload's latest eligible measurements per implementation and SKU (for the trust ladder)."""
 
-    kind = "measured_runs"
-
-    def workload_of(self, key: int) -> int | None:
-        return key
-
-    async def compute(self, keys: list[int]) -> Mapping[int, list[RunFacts]]:
-        return await load_measured_runs(self.session, await self.loaders.page_by_workload_id.load_many(keys))
+    async def batch_load(self, keys: list[int]) -> list[list[RunFacts]]:
+        return [runs.measured for runs in await self.loaders.page_runs_by_workload_id.load_many(keys)]
 
 
-class HeldRunsByWorkloadIdLoader(ReadModelLoader[int, list[HeldRun]]):
+class HeldRunsByWorkloadIdLoader(Loader[int, list[HeldRun]]):
     """A workload's runs held for review (current revision, canonical configuration), fastest first."""
 
-    kind = "held_runs"
-
-    def workload_of(self, key: int) -> int | None:
-        return key
-
-    async def compute(self, keys: list[int]) -> Mapping[int, list[HeldRun]]:
-        return await load_held_runs(self.session, await self.loaders.page_by_workload_id.load_many(keys))
+    async def batch_load(self, keys: list[int]) -> list[list[HeldRun]]:
+        return [runs.held for runs in await self.loaders.page_runs_by_workload_id.load_many(keys)]
 
 
 class HoldsByRunIdLoader(Loader[int, RunHolds]):
@@ -306,6 +310,10 @@ class Loaders:
     @cached_property
     def subject_measurements(self) -> SubjectMeasurementsLoader:
         return SubjectMeasurementsLoader(self)
+
+    @cached_property
+    def page_runs_by_workload_id(self) -> PageRunsByWorkloadIdLoader:
+        return PageRunsByWorkloadIdLoader(self)
 
     @cached_property
     def measured_runs_by_workload_id(self) -> MeasuredRunsByWorkloadIdLoader:

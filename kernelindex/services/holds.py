@@ -9,12 +9,12 @@ own statement (`hold_columns`, decided by `held_of` as `with_holds` decides), so
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Select, any_, func, literal_column, select
+from sqlalchemy import CTE, Select, any_, func, literal_column, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -157,14 +157,15 @@ def held_of(facts: RunFacts, columns: Sequence[Any]) -> RunFacts:
 
 
 @cache
-def _held_runs_statement() -> Select[Any]:
-    """load_held_runs' statement, built once: the current revisions are its array parameter `revision_ids`."""
+def flagged_runs() -> CTE:
+    """The flagged runs of the current revisions (`revision_ids`) at their canonical configurations, passed
+    and live: the candidates of load_held_runs (and of kernelindex.services.pages.load_page_runs), built once."""
     # The flagged runs first, on their own (materialized: PostgreSQL plans it apart from the dimensions'
     # joins, whose join order it would otherwise search together with it, the larger part of this
     # statement's time at a million runs), driven from the revisions: each revision's canonical
     # configuration is an index range of ix_runs_eligible_lookup ('passed' written into the text, so
     # a prepared statement's generic plan still implies the index's predicate).
-    flagged = (
+    return (
         select(Run.id)
         .join(WorkloadRevision, WorkloadRevision.id == Run.workload_revision_id)
         .where(
@@ -176,6 +177,12 @@ def _held_runs_statement() -> Select[Any]:
         .cte("flagged")
         .prefix_with("MATERIALIZED")
     )
+
+
+@cache
+def _held_runs_statement() -> Select[Any]:
+    """load_held_runs' statement, built once: the current revisions are its array parameter `revision_ids`."""
+    flagged = flagged_runs()
     return run_columns_statement().add_columns(*hold_columns()[:3]).join(flagged, flagged.c.id == RUN_ID_COLUMN)
 
 
@@ -184,15 +191,20 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
     live), by workload id, fastest first. One statement whatever the pages and the data: the flagged
     runs with their flag codes and deciding review (the latest by time, reviews without one older
     than any with one, ties by id: plausibility.latest_review); plausibility then decides."""
-    out: dict[int, list[HeldRun]] = {p.workload.id: [] for p in pages}
     revision_ids = [p.revision.id for p in pages if p.revision is not None]
     rows = await fetch_rows(session, _held_runs_statement(), {"revision_ids": revision_ids})
     builder = FactsBuilder()
+    return held_runs_of(pages, ((builder.run_of_columns(row), row[-3:]) for row in rows))
+
+
+def held_runs_of(pages: Sequence[WorkloadPage], runs: Iterable[tuple[RunFacts, Sequence[Any]]]) -> dict[int, list[HeldRun]]:
+    """load_held_runs' answer from its flagged runs, each with the first three of its hold_columns()
+    (also read by kernelindex.services.pages.load_page_runs, with the page's latest measurements)."""
+    out: dict[int, list[HeldRun]] = {p.workload.id: [] for p in pages}
     held: dict[int, list[tuple[RunFacts, tuple[str, ...]]]] = {}
-    for row in rows:
-        facts = builder.run_of_columns(row)
-        holding = holding_codes(facts, row[-3:], facts.correctness_passed)
-        if holding and row[-1] != plausibility.APPROVED:
+    for facts, columns in runs:
+        holding = holding_codes(facts, columns, facts.correctness_passed)
+        if holding and columns[2] != plausibility.APPROVED:
             held.setdefault(facts.workload_id, []).append((facts, holding))
     for page in pages:
         shown = {r.run.cohort_key: r.run for r in page.records}

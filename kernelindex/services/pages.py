@@ -6,7 +6,8 @@ the cohort bests (each cohort's record is its fastest implementation best), a co
 cohort's eligible runs, and plausibility holds flagged runs out exactly as the refresh does. Each
 loader returns its values and changes nothing it was given: the page (`load_page_evidence`), then,
 only for the fields that ask, the rows a comparison shows (`load_cohort_tops`), the latest
-measurements (`load_measured_runs`) and every measurement of the subjects shown
+measurements with the runs held for review (`load_page_runs`: one statement for both, as a page shows
+both; `load_measured_runs` alone) and every measurement of the subjects shown
 (`load_subject_measurements`). What is read grows with what is shown, not with what is stored:
 a cohort's count and latest observation come from its cohort-best rows, its rows from an ordered
 LIMIT, the page's sources from an ordered LIMIT over workload_sources (each snapshot the cohort bests
@@ -33,9 +34,11 @@ from sqlalchemy import (
     func,
     literal,
     literal_column,
+    null,
     select,
     text,
     true,
+    type_coerce,
     union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
@@ -73,7 +76,7 @@ from kernelindex.services.facts import (
     source_facts_of_columns,
     workload_facts,
 )
-from kernelindex.services.holds import held_of, hold_columns, with_holds
+from kernelindex.services.holds import HeldRun, flagged_runs, held_of, held_runs_of, hold_columns, with_holds
 from kernelindex.services.workload_page import SOURCES_SHOWN, CohortSummary, WorkloadPage
 
 MEASURED_PER_IMPLEMENTATION_AND_SKU = 5
@@ -200,12 +203,14 @@ async def load_page_evidence(
         for b in bests:
             bests_of[b.workload_id].append(b)
         wanted = set().union(*(_shown_run_ids(rows) for rows in bests_of.values()))
-        if wanted:
-            rows = await fetch_rows(session, _runs_by_id_statement(), {"run_ids": list(wanted)})
-            runs_by_id = {f.id: f for f in map(builder.run_of_columns, rows)}
-        if bests:
-            for row in await fetch_rows(session, _first_sources_statement(canonical), values):
-                sources_of[row[0]].append(source_facts_of_columns(row[1:]))
+        if wanted:  # there are bests: the runs they show, and the sources, in one statement
+            rows = await fetch_rows(session, _runs_and_sources_statement(canonical), values | {"run_ids": list(wanted)})
+            for row in rows:
+                if row[_PART_AT] == 0:  # a run: its columns first, as run_columns_statement() gives them
+                    run = builder.run_of_columns(row)
+                    runs_by_id[run.id] = run
+                else:  # a source: the workload, then SOURCE_FACT_COLUMNS
+                    sources_of[row[_RUN_WIDTH]].append(source_facts_of_columns(row[_RUN_WIDTH + 1:_PART_AT]))
     return {
         w.id: _page(w, revisions.get(w.current_revision_id) if w.current_revision_id else None, catalogue_facts,
                     bests_of[w.id], runs_by_id, sources_of[w.id])
@@ -235,7 +240,10 @@ def _bests_statement(canonical: bool, metric: str) -> Select:
     `configuration_key` (not canonical), for the metric (written into the text, as the metric of
     ix_runs' partial indexes is: see live_passed_clauses)."""
     current = (
-        (CohortBest.workload_revision_id == any_(id_array("revision_ids")))
+        # The revisions by their own key too: PostgreSQL then finds each by its primary key rather than
+        # scanning every revision for the join (a fifth of this statement's time at 252 workloads).
+        (WorkloadRevision.id == any_(id_array("revision_ids")))
+        & (CohortBest.workload_revision_id == any_(id_array("revision_ids")))
         & (CohortBest.configuration_key == _configuration(canonical))
         & (Protocol.metric == literal_column(f"'{_metric_literal(metric)}'"))
     )
@@ -259,7 +267,7 @@ def _metric_literal(metric: str) -> str:
 
 
 @cache
-def _first_sources_statement(canonical: bool) -> Any:
+def _first_sources(canonical: bool) -> tuple[Select, tuple[Any, ...]]:
     """Each workload's first SOURCES_SHOWN sources of its eligible runs, by name then revision
     (workload_page.sorted_sources's order: code points, hence collation "C"), in that order; for the
     current revisions `revision_ids`, at the canonical configuration or at `configuration_key`.
@@ -278,15 +286,51 @@ def _first_sources_statement(canonical: bool) -> Any:
         .limit(SOURCES_SHOWN)
         .lateral("top")
     )
-    return (
+    statement = (
         select(WorkloadRevision.workload_id, *SOURCE_FACT_COLUMNS)
         .select_from(WorkloadRevision)
         .join(top, true())
         .join(SourceSnapshot, SourceSnapshot.id == top.c.source_snapshot_id)
         .join(Source, Source.id == SourceSnapshot.source_id)
         .where(WorkloadRevision.id == any_(id_array("revision_ids")))
-        .order_by(WorkloadRevision.workload_id, top.c.source_name, top.c.snapshot_revision, top.c.source_snapshot_id)
     )
+    return statement, (WorkloadRevision.workload_id, top.c.source_name, top.c.snapshot_revision, top.c.source_snapshot_id)
+
+
+@cache
+def _first_sources_statement(canonical: bool) -> Select:
+    """_first_sources' rows in their order."""
+    statement, order = _first_sources(canonical)
+    return statement.order_by(*order)
+
+
+_PART_AT = _RUN_WIDTH + 1 + len(SOURCE_FACT_COLUMNS)  # _runs_and_sources_statement's column saying which part a row is of
+
+
+@cache
+def _runs_and_sources_statement(canonical: bool) -> Any:
+    """The rows of _runs_by_id_statement (`run_ids`) and of _first_sources_statement (`revision_ids`, and
+    `configuration_key` where not canonical) in one statement, one round trip: each row holds the columns
+    of both, those of the other part NULL; then its part (0: a run, 1: a source) and, for a source, its
+    place in the sources' order. Ordered by part, then that place: the sources in their own order.
+
+    Two parts, so PostgreSQL types each column of the union from the part that has it (a bare NULL takes
+    the other part's type)."""
+    runs = _runs_by_id_statement()
+    sources, order = _first_sources(canonical)
+    run_columns, source_columns = list(runs.selected_columns), list(sources.selected_columns)
+    runs_part = runs.add_columns(
+        *(type_coerce(null(), c.type).label(f"source_{i}") for i, c in enumerate(source_columns)),
+        literal_column("0").label("part"), type_coerce(null(), BigInteger).label("place"),
+    )
+    sources_part = sources.with_only_columns(
+        *(type_coerce(null(), c.type).label(f"run_{i}") for i, c in enumerate(run_columns)),
+        *source_columns, literal_column("1"), func.row_number().over(order_by=order),
+        maintain_column_froms=False,
+    )
+    return union_all(runs_part, sources_part).order_by(literal_column("part"), literal_column("place"))
+
+
 
 
 async def load_comparisons(session: AsyncSession, pages: Iterable[WorkloadPage]) -> dict[int, ranking.CohortRecord | None]:
@@ -325,19 +369,74 @@ async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage
         return out
     builder = FactsBuilder()
     rows = await fetch_rows(session, _measured_runs_statement(), {"revs": revision_ids})
-    facts = [held_of(builder.run_of_columns(row), row[_RUN_WIDTH:]) for row in rows]
-    for page in pages:
-        out[page.workload.id] = ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
-    return out
+    return _measured_of(pages, [held_of(builder.run_of_columns(row), row[_RUN_WIDTH:]) for row in rows])
+
+
+def _measured_of(pages: Sequence[WorkloadPage], facts: Sequence[RunFacts]) -> dict[int, list[RunFacts]]:
+    """load_measured_runs' answer from its runs (in id order, each held or not)."""
+    return {page.workload.id: ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
+            for page in pages}
+
+
+def _latest_measured() -> Any:
+    """The ids of the latest measurements of the current revisions (`revs`): _LATEST_MEASURED."""
+    return text(_LATEST_MEASURED).bindparams(bindparam("revs", type_=ARRAY(Integer))).columns(id=BigInteger).subquery("latest")
 
 
 @cache
 def _measured_runs_statement() -> Select:
     """load_measured_runs' statement, built once: the current revisions are its array parameter `revs`;
     each run with its hold_columns() (whether it is held: no statement of its own)."""
-    latest = text(_LATEST_MEASURED).bindparams(bindparam("revs", type_=ARRAY(Integer))).columns(id=BigInteger).subquery("latest")
+    latest = _latest_measured()
     return (run_columns_statement().add_columns(*hold_columns())
             .join(latest, latest.c.id == RUN_ID_COLUMN).order_by(RUN_ID_COLUMN))
+
+
+@dataclass(frozen=True)
+class PageRuns:
+    """The runs a page reads past its records: its latest measurements (load_measured_runs) and its
+    runs held for review (holds.load_held_runs)."""
+
+    measured: list[RunFacts]
+    held: list[HeldRun]
+
+
+_MEASURED_TAG, _HELD_TAG = "measured", "held"
+
+
+@cache
+def _page_runs_statement() -> Select:
+    """load_page_runs' statement, built once: the rows of _measured_runs_statement and of
+    holds._held_runs_statement in one, each run with its four hold_columns() and a tag saying which it
+    is (a run both measured latest and flagged comes twice); by tag, then run id."""
+    latest, flagged = _latest_measured(), flagged_runs()
+    picked = union_all(
+        select(latest.c.id, literal_column(f"'{_MEASURED_TAG}'", Text).label("tag")),
+        select(flagged.c.id, literal_column(f"'{_HELD_TAG}'", Text).label("tag")),
+    ).subquery("page_runs")
+    return (run_columns_statement().add_columns(*hold_columns(), picked.c.tag)
+            .join(picked, picked.c.id == RUN_ID_COLUMN).order_by(picked.c.tag, RUN_ID_COLUMN))
+
+
+async def load_page_runs(session: AsyncSession, pages: Iterable[WorkloadPage]) -> dict[int, PageRuns]:
+    """Each page's latest measurements and held runs, by workload id: what load_measured_runs and
+    holds.load_held_runs give, in one statement (a cold page asks for both: one round trip, not two)."""
+    pages = list(pages)
+    measured_revisions = [p.workload.current_revision_id for p in pages if p.workload.current_revision_id]
+    held_revisions = [p.revision.id for p in pages if p.revision is not None]
+    rows = await fetch_rows(session, _page_runs_statement(), {"revs": measured_revisions, "revision_ids": held_revisions})
+    builder = FactsBuilder()
+    measured: list[RunFacts] = []
+    flagged: list[tuple[RunFacts, Sequence[Any]]] = []
+    for row in rows:
+        facts = builder.run_of_columns(row)
+        if row[-1] == _MEASURED_TAG:
+            measured.append(held_of(facts, row[_RUN_WIDTH:_RUN_WIDTH + 4]))
+        else:
+            flagged.append((facts, row[_RUN_WIDTH:_RUN_WIDTH + 3]))
+    latest = _measured_of(pages, measured) if measured_revisions else {p.workload.id: [] for p in pages}
+    held = held_runs_of(pages, flagged)
+    return {p.workload.id: PageRuns(measured=latest[p.workload.id], held=held[p.workload.id]) for p in pages}
 
 
 # A live, passed KernelIndex measurement: ix_runs_cohort_measured's predicate, written as constants

@@ -14,7 +14,13 @@ from kernelindex.db.models import Workload
 from kernelindex.rules import ranking
 from kernelindex.services.evidence import load_evidence
 from kernelindex.services.facts import load_catalogue
-from kernelindex.services.pages import MEASURED_PER_IMPLEMENTATION_AND_SKU, load_measured_runs, load_page_evidence
+from kernelindex.services.holds import load_held_runs
+from kernelindex.services.pages import (
+    MEASURED_PER_IMPLEMENTATION_AND_SKU,
+    load_measured_runs,
+    load_page_evidence,
+    load_page_runs,
+)
 from kernelindex.services.records import refresh_all_records
 from tests.api.helpers import synthetic_records, write_records
 
@@ -52,6 +58,10 @@ async def _compare(session) -> dict[str, list[int]]:
     full = await load_evidence(session, workloads, catalogue)
     pages = await load_page_evidence(session, workloads, catalogue)
     measured = await load_measured_runs(session, pages.values())
+    # The page's one statement for its latest measurements and its held runs gives what each gives alone.
+    both = await load_page_runs(session, pages.values())
+    assert {w: r.measured for w, r in both.items()} == measured
+    assert {w: r.held for w, r in both.items()} == await load_held_runs(session, list(pages.values()))
     out = {}
     for w in workloads:
         got = [r.id for r in measured[w.id]]

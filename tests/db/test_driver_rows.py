@@ -37,6 +37,8 @@ def _statements(revision_ids, run_ids, cohorts, subjects):
         "measured": (pages._measured_runs_statement(), {"revs": revision_ids}),
         "subjects": (pages._subject_measurements_statement(), pages.array_values("subjects", pages._SUBJECTS, subjects)),
         "held": (holds._held_runs_statement(), {"revision_ids": revision_ids}),
+        "page runs": (pages._page_runs_statement(), {"revs": revision_ids, "revision_ids": revision_ids}),
+        "runs and sources": (pages._runs_and_sources_statement(True), {"run_ids": run_ids, "revision_ids": revision_ids}),
     }
 
 
