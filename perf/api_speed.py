@@ -3,6 +3,7 @@ the saturation rate, SQL statements per request, against a floor.
 
     python -m perf.api_speed [--runs 1000000] [--workloads 250] [--seconds 15] [--clients 16]
     python -m perf.api_speed --queries list --targets uncached    # one figure: the uncached list
+    python -m perf.api_speed --database-url URL    # a dataset kept by `python -m perf.dataset --data-dir DIR` (it prints URL)
 
 What it does:
 1. Starts an embedded PostgreSQL in a temporary folder, migrates, and builds perf.dataset's
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -43,6 +45,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import types
 from pathlib import Path
 
 from perf.dataset import LIST_QUERY, PAGE_SLUG, build_dataset
@@ -129,6 +132,8 @@ def main() -> int:
                         help="comma-separated, of: api (as deployed), uncached (the response cache off), cold (the "
                              "read model off too), floor; e.g. --queries list --targets uncached for that figure alone")
     parser.add_argument("--out", help="write the figures as JSON here")
+    parser.add_argument("--database-url", help="measure this database, already built by perf.dataset (`python -m "
+                        "perf.dataset --data-dir DIR` prints its URL), instead of building one: a 1M-run build takes minutes")
     args = parser.parse_args()
 
     from kernelindex.db.embedded import temporary_embedded
@@ -137,10 +142,12 @@ def main() -> int:
 
     procs: list[subprocess.Popen] = []
     failed = 0  # requests that failed or were dropped
-    with temporary_embedded("kernelindex-speed-") as server:
+    given = contextlib.nullcontext(types.SimpleNamespace(url=args.database_url)) if args.database_url else None
+    with given or temporary_embedded("kernelindex-speed-") as server:
         try:
-            upgrade(server.url)
-            asyncio.run(build_dataset(server.url, args.workloads, args.runs))
+            if not args.database_url:
+                upgrade(server.url)
+                asyncio.run(build_dataset(server.url, args.workloads, args.runs))
             known = {
                 "page": (WORKLOAD_PAGE_QUERY, {"slug": PAGE_SLUG}),
                 "list": (LIST_QUERY, {}),
@@ -171,7 +178,8 @@ def main() -> int:
             for port in (api_port, uncached_port, cold_port):
                 wait_for(f"http://127.0.0.1:{port}/healthz")
             wait_for(f"http://127.0.0.1:{floor_port}/q/{next(iter(queries))}")
-            results = {"dataset": {"runs": args.runs, "workloads": args.workloads + 2}, "client": "perf.loadgen",
+            dataset = {"database": "--database-url"} if args.database_url else {"runs": args.runs, "workloads": args.workloads + 2}
+            results = {"dataset": dataset, "client": "perf.loadgen",
                        "statements_per_request": {"executed": counts, "served from the response cache": 1}}
             for name, (query, variables) in queries.items():
                 payload = {"query": query, "variables": variables}
