@@ -198,7 +198,7 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
 
 
 def held_runs_of(pages: Sequence[WorkloadPage], runs: Iterable[tuple[RunFacts, Sequence[Any]]]) -> dict[int, list[HeldRun]]:
-    """load_held_runs' answer from its flagged runs, each with the first three of its hold_columns()
+    """load_held_runs' answer from its flagged runs, each with (at least) the first three of its hold_columns()
     (also read by kernelindex.services.pages.load_page_runs, with the page's latest measurements)."""
     out: dict[int, list[HeldRun]] = {p.workload.id: [] for p in pages}
     held: dict[int, list[tuple[RunFacts, tuple[str, ...]]]] = {}

@@ -331,8 +331,6 @@ def _runs_and_sources_statement(canonical: bool) -> Any:
     return union_all(runs_part, sources_part).order_by(literal_column("part"), literal_column("place"))
 
 
-
-
 async def load_comparisons(session: AsyncSession, pages: Iterable[WorkloadPage]) -> dict[int, ranking.CohortRecord | None]:
     """Each page's overall record with every eligible run of its cohort ranked (only the comparison
     asks for them), by workload id; None for a page with no record."""
@@ -402,6 +400,8 @@ class PageRuns:
 
 
 _MEASURED_TAG, _HELD_TAG = "measured", "held"
+# Where a row of _page_runs_statement ends its hold_columns(), which follow the run's own columns.
+_HOLDS_END = _RUN_WIDTH + len(hold_columns())
 
 
 @cache
@@ -429,11 +429,11 @@ async def load_page_runs(session: AsyncSession, pages: Iterable[WorkloadPage]) -
     measured: list[RunFacts] = []
     flagged: list[tuple[RunFacts, Sequence[Any]]] = []
     for row in rows:
-        facts = builder.run_of_columns(row)
+        facts, holds = builder.run_of_columns(row), row[_RUN_WIDTH:_HOLDS_END]
         if row[-1] == _MEASURED_TAG:
-            measured.append(held_of(facts, row[_RUN_WIDTH:_RUN_WIDTH + 4]))
+            measured.append(held_of(facts, holds))
         else:
-            flagged.append((facts, row[_RUN_WIDTH:_RUN_WIDTH + 3]))
+            flagged.append((facts, holds))
     latest = _measured_of(pages, measured) if measured_revisions else {p.workload.id: [] for p in pages}
     held = held_runs_of(pages, flagged)
     return {p.workload.id: PageRuns(measured=latest[p.workload.id], held=held[p.workload.id]) for p in pages}
