@@ -167,7 +167,10 @@ class Workload(Node):
         """The page when this request has loaded it already (a list loads its workloads' pages before
         their fields are resolved: queries.workloads), so that the fields a list shows are answered
         without a coroutine each; None: `_page` loads it (or gives its error)."""
-        page = info.context.loaders.page_by_workload_id.loaded(self.row.id)
+        return self._loaded_page(info.context)
+
+    def _loaded_page(self, context: Context) -> WorkloadPage | None:
+        page = context.loaders.page_by_workload_id.loaded(self.row.id)
         return None if page is MISSING else page
 
     def page_value_key(self, context: Context) -> tuple[WorkloadPage, int] | None:
@@ -176,8 +179,8 @@ class Workload(Node):
         this request has not loaded the page."""
         found = self._page_value_key
         if found is None:
-            page = context.loaders.page_by_workload_id.loaded(self.row.id)
-            if page is MISSING:
+            page = self._loaded_page(context)
+            if page is None:
                 return None
             # Kept for this request's other fields of this object: a loaded page stays loaded.
             found = self._page_value_key = (page, context.settings.max_page_size)
