@@ -499,7 +499,8 @@ async def _refresh_delta(
     holds = await load_holds(session, sorted(stored_facts)) if headline else {}
 
     new_flags: list[dict] = []
-    changed: list[dict] = []
+    changed: list[dict] = []  # bests that replace a stored one
+    added: list[dict] = []  # bests of an implementation the cohort had none of
     drafts: list[dict] = []
     for key in keys:
         revision = context.revisions.get(key[0])
@@ -527,7 +528,11 @@ async def _refresh_delta(
         fresh: list[dict] = []
         _append_bests(fresh, key, workload.id, eligible, {r.id: r.source.id for r in eligible})
         for best in fresh:
-            changed.append(_merged_best(stored.get(best["implementation_id"]), best))
+            before = stored.get(best["implementation_id"])
+            if before is None:
+                added.append(best)
+            else:
+                changed.append(_merged_best(before, best))
         if key not in headline:
             continue
         holder_id, holder_mean = latest.get(key, (None, None))
@@ -543,18 +548,23 @@ async def _refresh_delta(
             holder_id, holder_mean, sorted(by_id.values(), key=ranking.order_key), arrived))
     if new_flags:
         await session.execute(pg_insert(RunFlag).on_conflict_do_nothing(index_elements=["run_id", "code"]), new_flags)
+    if added:
+        # None of these is stored (the cohorts' bests were read above, under the index's write lock, which
+        # every writer of cohort_bests holds): straight into the table, without the upsert's staging.
+        await copy_rows(session, "cohort_bests", BEST_COLUMNS, dict_rows(added, BEST_COLUMNS))
     if changed:
         for statement in _CREATE_REFRESH_BESTS:
             await session.execute(text(statement))
         await copy_rows(session, "refresh_bests", BEST_COLUMNS, dict_rows(changed, BEST_COLUMNS))
         await session.execute(_UPSERT_BESTS)
-        added = sorted({
-            (b["workload_revision_id"], b["configuration_key"], sid, b["workload_id"]) for b in changed
+    if added or changed:
+        named = sorted({
+            (b["workload_revision_id"], b["configuration_key"], sid, b["workload_id"]) for b in added + changed
             for sid in b["source_snapshot_ids"]
         })
         await session.execute(_ADD_SOURCES, {
-            "revs": [a[0] for a in added], "cfgs": [a[1] for a in added], "sids": [a[2] for a in added],
-            "workloads": [a[3] for a in added],
+            "revs": [a[0] for a in named], "cfgs": [a[1] for a in named], "sids": [a[2] for a in named],
+            "workloads": [a[3] for a in named],
         })
     summary.events = len(drafts)
     return summary, drafts
