@@ -189,7 +189,18 @@ class WorkloadRevision(Base):
 
     __table_args__ = (
         UniqueConstraint("workload_id", "source_sha256"),
+        # What the rows that name a revision and its workload refer to (revision_of_workload).
+        UniqueConstraint("id", "workload_id", name="uq_workload_revisions_id_workload_id"),
         Index("ix_workload_revisions_source_sha256", "source_sha256"),
+    )
+
+
+def revision_of_workload(table: str) -> ForeignKeyConstraint:
+    """A row's revision and that revision's workload, checked by one look-up (migration 0023): a
+    foreign key is checked row by row, and two keys of their own cost a new run two."""
+    return ForeignKeyConstraint(
+        ["workload_revision_id", "workload_id"], ["workload_revisions.id", "workload_revisions.workload_id"],
+        name=f"fk_{table}_revision_of_workload", ondelete="CASCADE",
     )
 
 
@@ -341,8 +352,9 @@ class Run(Base):
     __tablename__ = "runs"
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"))
-    workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id", ondelete="CASCADE"))
+    # Both checked by one key, the revision's and its workload's (REVISION_OF_WORKLOAD, migration 0023).
+    workload_id: Mapped[int] = mapped_column(Integer)
+    workload_revision_id: Mapped[int] = mapped_column(Integer)
     bindings: Mapped[dict[str, int]] = mapped_column(JSONB)
     dtype: Mapped[str] = mapped_column(Text)
     # Canonical text of bindings + dtype: part of the natural key and of the cohort.
@@ -397,13 +409,14 @@ class Run(Base):
     retraction_reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created_at()
 
-    workload_revision: Mapped[WorkloadRevision] = relationship(lazy="raise")
+    workload_revision: Mapped[WorkloadRevision] = relationship(lazy="raise", foreign_keys=[workload_revision_id])
     implementation: Mapped[Implementation] = relationship(lazy="raise")
     environment: Mapped[Environment] = relationship(lazy="raise")
     protocol: Mapped[Protocol] = relationship(lazy="raise")
     source_snapshot: Mapped[SourceSnapshot] = relationship(lazy="raise")
 
     __table_args__ = (
+        revision_of_workload("runs"),
         CheckConstraint("status IN ('passed', 'failed')", name="status_known"),
         CheckConstraint("evidence IN ('reported', 'measured')", name="evidence_known"),
         # A claim is kept only where it is not what was stored: an outside record's "measured".
@@ -525,8 +538,9 @@ class RecordEvent(Base):
     __tablename__ = "record_events"
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"))
-    workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id", ondelete="CASCADE"))
+    # Both checked by one key, the revision's and its workload's (REVISION_OF_WORKLOAD, migration 0023).
+    workload_id: Mapped[int] = mapped_column(Integer)
+    workload_revision_id: Mapped[int] = mapped_column(Integer)
     configuration_key: Mapped[str] = mapped_column(Text)
     protocol_id: Mapped[int | None] = mapped_column(ForeignKey("protocols.id"))
     environment_id: Mapped[int | None] = mapped_column(ForeignKey("environments.id"))
@@ -540,6 +554,7 @@ class RecordEvent(Base):
     created_at: Mapped[datetime] = _created_at()
 
     __table_args__ = (
+        revision_of_workload("record_events"),
         CheckConstraint("kind IN ('new_record', 'restored', 'revision_changed', 'snapshot_retracted')", name="kind_known"),
         CheckConstraint(
             "kind IN ('revision_changed', 'snapshot_retracted') OR (protocol_id IS NOT NULL AND environment_id IS NOT NULL)",

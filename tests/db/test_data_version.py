@@ -119,9 +119,9 @@ async def test_an_update_of_a_primary_key_is_logged_by_both_images(conn):
     # configuration_key is part of cohort_bests' primary key: the new rows find no partner by key.
     await conn.execute("UPDATE cohort_bests SET configuration_key = configuration_key || '-x' WHERE workload_id = $1", resnet)
     assert await _log(conn, start + 1) == {"workloads": [resnet], "tables": [], "everything": False}
-    # A row moved to another workload: both are logged.
-    await conn.execute("UPDATE record_events SET workload_id = $2 WHERE id = (SELECT min(id) FROM record_events WHERE workload_id = $1)",
-                       resnet, vgg)
+    # A row moved to another workload (with a revision of it: one key holds the two together): both are logged.
+    await conn.execute("UPDATE record_events SET workload_id = $2, workload_revision_id = (SELECT current_revision_id FROM workloads "
+                       "WHERE id = $2) WHERE id = (SELECT min(id) FROM record_events WHERE workload_id = $1)", resnet, vgg)
     assert await _log(conn, start + 2) == {"workloads": sorted([resnet, vgg]), "tables": [], "everything": False}
 
 

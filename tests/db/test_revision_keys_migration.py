@@ -1,0 +1,85 @@
+"""Migration 0023 (revision keys): runs and record_events check their revision and its workload with one
+foreign key over both columns instead of one key each. A database migrated before keeps every row; a
+row that names one workload and another workload's revision, allowed before, is refused; deleting a
+workload still deletes its runs and events; the downgrade puts the two keys back."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+from alembic import command
+
+from kernelindex.db.migrate import alembic_config, upgrade
+from tests.db.sql import run_sql
+
+TABLES = ("runs", "record_events")
+SINGLE = {
+    table: {f"fk_{table}_workload_id_workloads", f"fk_{table}_workload_revision_id_workload_revisions"} for table in TABLES
+}
+
+
+def _workload_keys(db_url: str, table: str) -> set[str]:
+    return {r[0] for r in run_sql(
+        db_url, f"SELECT conname FROM pg_constraint WHERE conrelid = '{table}'::regclass AND contype = 'f' "
+        "AND conname LIKE '%workload%'",
+    )}
+
+
+def _rows(db_url: str, table: str) -> list:
+    return run_sql(db_url, f"SELECT * FROM {table} ORDER BY id")
+
+
+def _other_revision(db_url: str, run_id: int) -> int:
+    """A revision of another workload than the run's."""
+    [(revision,)] = run_sql(
+        db_url, "SELECT min(wr.id) FROM workload_revisions wr JOIN runs r ON r.id = $1 WHERE wr.workload_id <> r.workload_id",
+        run_id,
+    )
+    assert revision is not None
+    return revision
+
+
+def test_an_old_database_keeps_its_rows_and_gains_the_one_key(db_url):
+    command.downgrade(alembic_config(db_url), "0022")
+    for table in TABLES:
+        assert _workload_keys(db_url, table) == SINGLE[table]
+    before = {table: _rows(db_url, table) for table in TABLES}
+    assert all(before.values())  # the seed's runs and record events
+    [(run_id,)] = run_sql(db_url, "SELECT min(id) FROM runs")
+    other = _other_revision(db_url, run_id)
+    # Two keys of their own let a run name one workload and another's revision (put back at once).
+    run_sql(db_url, "UPDATE runs SET workload_revision_id = $2 WHERE id = $1", run_id, other)
+    [(kept,)] = run_sql(db_url, "SELECT workload_revision_id FROM runs WHERE id = $1", run_id)
+    assert kept == other
+    run_sql(db_url, "UPDATE runs SET workload_revision_id = $2 WHERE id = $1", run_id, before["runs"][0]["workload_revision_id"])
+
+    upgrade(db_url)
+    for table in TABLES:
+        assert _workload_keys(db_url, table) == {f"fk_{table}_revision_of_workload"}
+        assert _rows(db_url, table) == before[table]
+    with pytest.raises(asyncpg.ForeignKeyViolationError):
+        run_sql(db_url, "UPDATE runs SET workload_revision_id = $2 WHERE id = $1", run_id, other)
+    with pytest.raises(asyncpg.ForeignKeyViolationError):
+        run_sql(db_url, "UPDATE record_events SET workload_id = -1 WHERE id = (SELECT min(id) FROM record_events)")
+
+    # Deleting a workload still deletes its runs and events (through its revisions).
+    [(workload_id,)] = run_sql(db_url, "SELECT workload_id FROM runs WHERE id = $1", run_id)
+    assert run_sql(db_url, "SELECT 1 FROM record_events WHERE workload_id = $1", workload_id)
+    run_sql(db_url, "DELETE FROM run_flags USING runs WHERE runs.id = run_flags.run_id AND runs.workload_id = $1", workload_id)
+    run_sql(db_url, "UPDATE runs SET superseded_by_id = NULL WHERE workload_id = $1", workload_id)
+    run_sql(db_url, "DELETE FROM workloads WHERE id = $1", workload_id)
+    for table in TABLES:
+        assert not run_sql(db_url, f"SELECT 1 FROM {table} WHERE workload_id = $1", workload_id)
+
+
+def test_the_downgrade_puts_both_keys_back(db_url):
+    command.downgrade(alembic_config(db_url), "0022")
+    for table in TABLES:
+        assert _workload_keys(db_url, table) == SINGLE[table]
+        assert not run_sql(db_url, f"SELECT conname FROM pg_constraint WHERE conrelid = '{table}'::regclass "
+                                   "AND contype = 'f' AND NOT convalidated")
+    assert not run_sql(db_url, "SELECT 1 FROM pg_constraint WHERE conname = 'uq_workload_revisions_id_workload_id'")
+    with pytest.raises(asyncpg.ForeignKeyViolationError):
+        run_sql(db_url, "UPDATE runs SET workload_id = -1 WHERE id = (SELECT min(id) FROM runs)")
+    upgrade(db_url)
+    assert run_sql(db_url, "SELECT 1 FROM pg_constraint WHERE conname = 'uq_workload_revisions_id_workload_id'")
