@@ -411,11 +411,16 @@ _FAST_BESIDE_FIRST_BASELINE = text(
 )
 # The (revision, configuration) pairs' sources, grown by snapshots their bests now name: nothing is
 # removed (a write that only adds runs removes no best), so no pair's rows are recomputed.
+# A snapshot's source name and revision, by its id: a lateral look-up by primary key, whatever the
+# statistics say. Joined as a set, a young database's stale ones (a source thought to have 9 snapshots
+# when it has thousands, as a producer that stamps each run with its own revision makes) had PostgreSQL
+# hash every snapshot of the source for each row: 3.8 s for 4,000 rows where this takes milliseconds.
+_SNAPSHOT_BY_ID = "SELECT s.name, ss.revision FROM source_snapshots ss JOIN sources s ON s.id = ss.source_id WHERE ss.id = {sid}"
 _ADD_SOURCES = text(
     "INSERT INTO workload_sources (workload_revision_id, configuration_key, source_snapshot_id, workload_id, source_name, "
-    "snapshot_revision) SELECT DISTINCT v.rev, v.cfg, v.sid, v.workload_id, s.name, ss.revision "
+    "snapshot_revision) SELECT v.rev, v.cfg, v.sid, v.workload_id, x.name, x.revision "
     "FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:sids AS bigint[]), CAST(:workloads AS int[])) "
-    "AS v(rev, cfg, sid, workload_id) JOIN source_snapshots ss ON ss.id = v.sid JOIN sources s ON s.id = ss.source_id "
+    f"AS v(rev, cfg, sid, workload_id) CROSS JOIN LATERAL ({_SNAPSHOT_BY_ID.format(sid='v.sid')}) x "
     "ON CONFLICT DO NOTHING"
 )
 
@@ -501,6 +506,9 @@ async def _refresh_delta(
     new_flags: list[dict] = []
     changed: list[dict] = []  # bests that replace a stored one
     added: list[dict] = []  # bests of an implementation the cohort had none of
+    # The (revision, configuration, snapshot, workload) the new runs' bests name: the only sources that
+    # can be new (a stored best's are in workload_sources already).
+    named: set[tuple[int, str, int, int]] = set()
     drafts: list[dict] = []
     for key in keys:
         revision = context.revisions.get(key[0])
@@ -527,6 +535,8 @@ async def _refresh_delta(
         stored = arrivals.stored.get(key, {})
         fresh: list[dict] = []
         _append_bests(fresh, key, workload.id, eligible, {r.id: r.source.id for r in eligible})
+        named |= {(best["workload_revision_id"], best["configuration_key"], sid, best["workload_id"])
+                  for best in fresh for sid in best["source_snapshot_ids"]}
         for best in fresh:
             before = stored.get(best["implementation_id"])
             if before is None:
@@ -557,14 +567,11 @@ async def _refresh_delta(
             await session.execute(text(statement))
         await copy_rows(session, "refresh_bests", BEST_COLUMNS, dict_rows(changed, BEST_COLUMNS))
         await session.execute(_UPSERT_BESTS)
-    if added or changed:
-        named = sorted({
-            (b["workload_revision_id"], b["configuration_key"], sid, b["workload_id"]) for b in added + changed
-            for sid in b["source_snapshot_ids"]
-        })
+    if named:
+        rows = sorted(named)
         await session.execute(_ADD_SOURCES, {
-            "revs": [a[0] for a in named], "cfgs": [a[1] for a in named], "sids": [a[2] for a in named],
-            "workloads": [a[3] for a in named],
+            "revs": [a[0] for a in rows], "cfgs": [a[1] for a in rows], "sids": [a[2] for a in rows],
+            "workloads": [a[3] for a in rows],
         })
     summary.events = len(drafts)
     return summary, drafts
@@ -686,8 +693,11 @@ _FLAG_CANDIDATES = text(
     "ORDER BY d.rev, d.cfg COLLATE \"C\", d.proto, d.env, d.id"
 )
 # The bests grown by the new runs that count (_append_bests of them, _merged_best with the stored best),
-# and the sources they name (_ADD_SOURCES): one statement.
-_GROW_BESTS = text("""
+# and the sources they name (_ADD_SOURCES): one statement. Only the new runs' snapshots can be new to
+# workload_sources (a stored best's are there already), so those are all it adds: the bests' whole
+# lists grow with every batch (a producer that stamps each run with its own revision), and adding
+# them all again made each batch cost more than the last. `grown` runs to completion unread.
+_GROW_BESTS = text(f"""
 WITH counted AS (
     SELECT d.* FROM delta_runs d JOIN delta_cohorts c ON c.rev = d.rev AND c.cfg = d.cfg AND c.proto = d.proto
        AND c.env = d.env
@@ -728,13 +738,13 @@ grown AS (
                                ORDER BY 1),
         source_snapshot_ids = ARRAY(SELECT DISTINCT u.x FROM unnest(b.source_snapshot_ids || excluded.source_snapshot_ids)
                                     AS u(x) ORDER BY 1)
-    RETURNING b.workload_revision_id, b.configuration_key, b.workload_id, b.source_snapshot_ids
+    RETURNING 1
 )
 INSERT INTO workload_sources (workload_revision_id, configuration_key, source_snapshot_id, workload_id, source_name,
                               snapshot_revision)
-SELECT DISTINCT g.workload_revision_id, g.configuration_key, u.sid, g.workload_id, s.name, ss.revision
-  FROM grown g CROSS JOIN LATERAL unnest(g.source_snapshot_ids) AS u(sid)
-  JOIN source_snapshots ss ON ss.id = u.sid JOIN sources s ON s.id = ss.source_id
+SELECT n.rev, n.cfg, n.sid, n.workload_id, x.name, x.revision
+  FROM (SELECT DISTINCT f.rev, f.cfg, u.sid, f.workload_id FROM fresh f CROSS JOIN LATERAL unnest(f.source_snapshot_ids) AS u(sid)) n
+  CROSS JOIN LATERAL ({_SNAPSHOT_BY_ID.format(sid="n.sid")}) x
 ON CONFLICT DO NOTHING
 """)
 
