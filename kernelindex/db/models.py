@@ -777,14 +777,15 @@ class WorkloadSource(Base):
 
     __tablename__ = "workload_sources"
 
-    workload_revision_id: Mapped[int] = mapped_column(ForeignKey("workload_revisions.id", ondelete="CASCADE"), primary_key=True)
+    workload_revision_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     configuration_key: Mapped[str] = mapped_column(Text, primary_key=True)
     source_snapshot_id: Mapped[int] = mapped_column(ForeignKey("source_snapshots.id"), primary_key=True)
-    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id", ondelete="CASCADE"))
+    workload_id: Mapped[int] = mapped_column(Integer)
     source_name: Mapped[str] = mapped_column(Text(collation="C"))
     snapshot_revision: Mapped[str] = mapped_column(Text(collation="C"))
 
     __table_args__ = (
+        revision_of_workload("workload_sources"),
         Index("ix_workload_sources_order", "workload_revision_id", "configuration_key", "source_name",
               "snapshot_revision", "source_snapshot_id"),
         Index("ix_workload_sources_workload", "workload_id"),

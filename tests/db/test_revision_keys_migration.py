@@ -1,4 +1,4 @@
-"""Migration 0023 (revision keys): runs and record_events check their revision and its workload with one
+"""Migration 0023 (revision keys): runs, record_events and workload_sources check their revision and its workload with one
 foreign key over both columns instead of one key each. A database migrated before keeps every row; a
 row that names one workload and another workload's revision, allowed before, is refused; deleting a
 workload still deletes its runs and events; the downgrade puts the two keys back."""
@@ -12,7 +12,7 @@ from alembic import command
 from kernelindex.db.migrate import alembic_config, upgrade
 from tests.db.sql import run_sql
 
-TABLES = ("runs", "record_events")
+TABLES = ("runs", "record_events", "workload_sources")
 SINGLE = {
     table: {f"fk_{table}_workload_id_workloads", f"fk_{table}_workload_revision_id_workload_revisions"} for table in TABLES
 }
@@ -21,12 +21,12 @@ SINGLE = {
 def _workload_keys(db_url: str, table: str) -> set[str]:
     return {r[0] for r in run_sql(
         db_url, f"SELECT conname FROM pg_constraint WHERE conrelid = '{table}'::regclass AND contype = 'f' "
-        "AND conname LIKE '%workload%'",
+        "AND confrelid IN ('workloads'::regclass, 'workload_revisions'::regclass)",
     )}
 
 
 def _rows(db_url: str, table: str) -> list:
-    return run_sql(db_url, f"SELECT * FROM {table} ORDER BY id")
+    return run_sql(db_url, f"SELECT * FROM {table} ORDER BY 1, 2, 3")  # runs and events: by id
 
 
 def _other_revision(db_url: str, run_id: int) -> int:
@@ -61,10 +61,13 @@ def test_an_old_database_keeps_its_rows_and_gains_the_one_key(db_url):
         run_sql(db_url, "UPDATE runs SET workload_revision_id = $2 WHERE id = $1", run_id, other)
     with pytest.raises(asyncpg.ForeignKeyViolationError):
         run_sql(db_url, "UPDATE record_events SET workload_id = -1 WHERE id = (SELECT min(id) FROM record_events)")
+    with pytest.raises(asyncpg.ForeignKeyViolationError):
+        run_sql(db_url, "UPDATE workload_sources SET workload_id = -1")
 
-    # Deleting a workload still deletes its runs and events (through its revisions).
+    # Deleting a workload still deletes its runs, events and source rows (through its revisions).
     [(workload_id,)] = run_sql(db_url, "SELECT workload_id FROM runs WHERE id = $1", run_id)
-    assert run_sql(db_url, "SELECT 1 FROM record_events WHERE workload_id = $1", workload_id)
+    for table in TABLES:
+        assert run_sql(db_url, f"SELECT 1 FROM {table} WHERE workload_id = $1", workload_id)
     run_sql(db_url, "DELETE FROM run_flags USING runs WHERE runs.id = run_flags.run_id AND runs.workload_id = $1", workload_id)
     run_sql(db_url, "UPDATE runs SET superseded_by_id = NULL WHERE workload_id = $1", workload_id)
     run_sql(db_url, "DELETE FROM workloads WHERE id = $1", workload_id)
