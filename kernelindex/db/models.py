@@ -542,8 +542,10 @@ class RecordEvent(Base):
     workload_id: Mapped[int] = mapped_column(Integer)
     workload_revision_id: Mapped[int] = mapped_column(Integer)
     configuration_key: Mapped[str] = mapped_column(Text)
-    protocol_id: Mapped[int | None] = mapped_column(ForeignKey("protocols.id"))
-    environment_id: Mapped[int | None] = mapped_column(ForeignKey("environments.id"))
+    # No keys of their own (migration 0023): a cohort's event names a run of the cohort (its holder, or
+    # the holder it lost: cohort_event_names_a_run), whose own keys hold for both.
+    protocol_id: Mapped[int | None] = mapped_column(Integer)
+    environment_id: Mapped[int | None] = mapped_column(Integer)
     kind: Mapped[str] = mapped_column(Text)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     previous_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
@@ -559,6 +561,10 @@ class RecordEvent(Base):
         CheckConstraint(
             "kind IN ('revision_changed', 'snapshot_retracted') OR (protocol_id IS NOT NULL AND environment_id IS NOT NULL)",
             name="cohort_known",
+        ),
+        CheckConstraint(
+            "kind IN ('revision_changed', 'snapshot_retracted') OR run_id IS NOT NULL OR previous_run_id IS NOT NULL",
+            name="cohort_event_names_a_run",
         ),
         Index("ix_record_events_workload_created", "workload_id", "created_at"),
         Index("ix_record_events_created", "created_at"),

@@ -86,3 +86,33 @@ def test_the_downgrade_puts_both_keys_back(db_url):
         run_sql(db_url, "UPDATE runs SET workload_id = -1 WHERE id = (SELECT min(id) FROM runs)")
     upgrade(db_url)
     assert run_sql(db_url, "SELECT 1 FROM pg_constraint WHERE conname = 'uq_workload_revisions_id_workload_id'")
+
+
+def _event_keys(db_url: str) -> set[str]:
+    return {r[0] for r in run_sql(
+        db_url, "SELECT conname FROM pg_constraint WHERE conrelid = 'record_events'::regclass AND contype = 'f' "
+        "AND confrelid IN ('protocols'::regclass, 'environments'::regclass)",
+    )}
+
+
+def test_events_hold_their_protocol_and_environment_through_the_run_they_name(db_url):
+    """record_events lose their keys to protocols and environments: each cohort's event names a run of
+    its cohort (the check makes it so), whose keys hold both."""
+    command.downgrade(alembic_config(db_url), "0022")
+    assert _event_keys(db_url) == {"fk_record_events_protocol_id_protocols", "fk_record_events_environment_id_environments"}
+    events = _rows(db_url, "record_events")
+    upgrade(db_url)
+    assert _event_keys(db_url) == set()
+    assert _rows(db_url, "record_events") == events
+    # A cohort's event that names no run is refused; one that names only the holder it lost is not.
+    [(event_id, run_id)] = run_sql(db_url, "SELECT id, run_id FROM record_events WHERE run_id IS NOT NULL ORDER BY id LIMIT 1")
+    with pytest.raises(asyncpg.CheckViolationError):
+        run_sql(db_url, "UPDATE record_events SET run_id = NULL, previous_run_id = NULL WHERE id = $1", event_id)
+    run_sql(db_url, "UPDATE record_events SET kind = 'restored', run_id = NULL, previous_run_id = $2 WHERE id = $1", event_id, run_id)
+    # The environment it names cannot go: the run it names is there.
+    [(environment_id,)] = run_sql(db_url, "SELECT environment_id FROM record_events WHERE id = $1", event_id)
+    with pytest.raises(asyncpg.ForeignKeyViolationError):
+        run_sql(db_url, "DELETE FROM environments WHERE id = $1", environment_id)
+    command.downgrade(alembic_config(db_url), "0022")
+    assert _event_keys(db_url) == {"fk_record_events_protocol_id_protocols", "fk_record_events_environment_id_environments"}
+    assert not run_sql(db_url, "SELECT 1 FROM pg_constraint WHERE conname = 'ck_record_events_cohort_event_names_a_run'")
