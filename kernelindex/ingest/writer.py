@@ -84,10 +84,15 @@ class RunWriter:
         resolved, refused = await self.resolver.resolve(session, records)
         ids = await self.resolver.ensure(session, resolved, dry_run=dry_run)
         rows = [staged_run(ord_, item, dims, self.fleet_worker) for ord_, (item, dims) in enumerate(zip(resolved, ids))]
+        row_keys = [RunKey(*(getattr(row, c) for c in KEY_COLUMNS)) for row in rows]
         merged = MergeResult()
         if rows:
             await self.stage.runs(session, rows)
-            merged = await merge_stage(session, resolved, now=self.now, fleet_worker=self.fleet_worker is not None, dry_run=dry_run)
+            merged = await merge_stage(
+                session, resolved, now=self.now, fleet_worker=self.fleet_worker is not None, dry_run=dry_run,
+                # Without keys kept across batches a batch's own repeats are all there is to refuse.
+                keys=None if self.stage.track_keys else [(key, row.place) for key, row in zip(row_keys, rows)],
+            )
             if self.statistics is not None and not dry_run:
                 await self.statistics.grew(session, merged.inserted)
         record_cohorts = _record_cohorts(resolved, rows)
@@ -97,8 +102,8 @@ class RunWriter:
         # it (merge_stage refuses the others as stated twice), so the first of each key is the one written.
         staged_as: dict[RunKey, StagedRun] = {}
         if merged.written:
-            for row in rows:
-                staged_as.setdefault(RunKey(*(getattr(row, c) for c in KEY_COLUMNS)), row)
+            for key, row in zip(row_keys, rows):
+                staged_as.setdefault(key, row)
         for run_id, key in zip(merged.inserted_run_ids, merged.written, strict=True):
             if key.cohort in record_cohorts:
                 arrivals[key.cohort].append(run_id)

@@ -39,3 +39,37 @@ def test_a_refused_record_writes_nothing_of_its_call_and_keeps_the_callers_write
     # the first call's run is committed with the caller's transaction; nothing of the refused call is
     assert slugs == {"within-first"}
     assert [row["id"] for row in fetch(db_url, "SELECT id FROM runs WHERE id = $1", first.summary.inserted_run_ids[0])]
+
+
+class _RolledBack(Exception):
+    def __init__(self, summary):
+        self.summary = summary
+
+
+def test_a_batchs_own_repeats_are_refused_alike_with_and_without_the_keys_table(db_url):
+    """A writer that keeps no keys across batches (submitRuns, the fleet, seed) finds a batch's repeats
+    in memory (merge._claimed_in_batch); an import's writer through ingest_keys. The same batch, with
+    keys stated two and three times, gets the same refusals, in the same words, and the same counts."""
+    from kernelindex.ingest.writer import RunWriter
+
+    records = [_record(slug) for slug in ("rep-a", "rep-b", "rep-c", "rep-a", "rep-b", "rep-a", "rep-d")]
+    records = [RunRecord(r.data, "test", f"line {i + 1}") for i, r in enumerate(records)]
+
+    def written(track_keys: bool):
+        async def work(session):
+            summary = await RunWriter(track_keys=track_keys).write(session, records)
+            raise _RolledBack(summary)  # each way on the same database as it was
+
+        try:
+            asyncio.run(in_own_transaction(db_url, work))
+        except _RolledBack as done:
+            return done.summary
+        raise AssertionError("the write did not finish")
+
+    in_memory, through_table = written(False), written(True)
+    problems = [(p.where, p.key, p.reason) for p in in_memory.problems]
+    assert problems == [(p.where, p.key, p.reason) for p in through_table.problems]
+    assert [where for where, _, _ in problems] == ["line 4", "line 5", "line 6"]
+    assert "the same run as line 1" in problems[0][2] and "the same run as line 2" in problems[1][2]
+    assert "the same run as line 1" in problems[2][2]
+    assert (in_memory.inserted, in_memory.rejected) == (through_table.inserted, through_table.rejected) == (4, 3)
