@@ -501,7 +501,8 @@ async def _refresh_delta(
     wanted |= {holder for k in headline if (holder := latest.get(k, (None, None))[0]) is not None}
     wanted |= {top for top in top_before.values() if top is not None}
     stored_facts = {facts.id: facts for facts in await _live_runs_by_id(session, context.builder, wanted)}
-    holds = await load_holds(session, sorted(stored_facts)) if headline else {}
+    # Only stored runs are judged by their holds (new runs have none yet): none stored, nothing to read.
+    holds = await load_holds(session, sorted(stored_facts)) if headline and stored_facts else {}
 
     new_flags: list[dict] = []
     changed: list[dict] = []  # bests that replace a stored one
