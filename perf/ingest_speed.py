@@ -60,12 +60,14 @@ IMPLEMENTATIONS = (
 
 
 def synthetic_lines(count: int, workloads: list[tuple], environments: int, samples: int, seed: int = 0,
-                    implementations: int = len(IMPLEMENTATIONS), own_revisions: bool = False):
+                    implementations: int = len(IMPLEMENTATIONS), own_revisions: bool = False, first_environment: int = 0):
     """`count` distinct run records (one JSON line each). A run's natural key is spread in mixed radix
     over environments, implementations, workloads and then batch sizes, so every line is a new run.
     workloads: (slug, canonical bindings, dtype[, typical mean in ms]); means fall within 1–1.5× the
     typical one, so no run looks implausibly fast (below its roofline floor). own_revisions: each run
-    names a source revision of its own (bench-<i>), so every line brings a new source snapshot."""
+    names a source revision of its own (bench-<i>), so every line brings a new source snapshot.
+    first_environment: the number of the first machine (bench-pool-<n>): another number, other machines,
+    so a database that holds a run of these lines already gets new runs."""
     impls = IMPLEMENTATIONS[:implementations]
     per_round = environments * len(impls) * len(workloads)
     for i in range(count):
@@ -92,10 +94,10 @@ def synthetic_lines(count: int, workloads: list[tuple], environments: int, sampl
             "implementation": impl,
             "environment": {
                 "hardware": {"sku": sku},
-                "provider": f"BenchCloud {env % 17}",
-                "label": f"bench-pool-{env}",
+                "provider": f"BenchCloud {(first_environment + env) % 17}",
+                "label": f"bench-pool-{first_environment + env}",
                 "software": {"torch": "2.13.0", "cuda": "12.8", "driver": "570.86", "python": "3.11.7"},
-                "details": {"sm_count": 132, "cpu": "bench cpu", "node": env},
+                "details": {"sm_count": 132, "cpu": "bench cpu", "node": first_environment + env},
             },
             "protocol": {"name": "kernelindex-cuda-events", "version": "1", "timer": "cuda_events", "warmup": 3,
                          "trials": 100, "statistic": "mean", "l2_flush": True},

@@ -3,6 +3,7 @@
     python -m perf.submit_runs                 # 5 calls of 1,000 new records, then the same again
     python -m perf.submit_runs --records 200 --calls 10
     python -m perf.submit_runs --http          # to `kernelindex serve` in a child process, over a socket
+    python -m perf.submit_runs --database-url URL   # into a database kept by perf.dataset (1M runs), not a new one
 
 Starts an embedded PostgreSQL in a temporary folder, migrates and seeds it, makes a `runs:write`
 token, and posts the mutation to the application in this process (httpx's ASGI transport: the
@@ -39,7 +40,7 @@ mutation Submit($records: [JSON!]!) {
 """
 
 
-async def measure(url: str, records: int, calls: int, http: bool = False) -> dict[str, list[float]]:
+async def measure(url: str, records: int, calls: int, http: bool = False, kept: bool = False) -> dict[str, list[float]]:
     import httpx
 
     from kernelindex.db.engine import in_own_transaction
@@ -48,7 +49,8 @@ async def measure(url: str, records: int, calls: int, http: bool = False) -> dic
     from kernelindex.settings import Settings
     from kernelindex.web.app import create_app
 
-    await seed_database(url)
+    if not kept:
+        await seed_database(url)
 
     async def make(session) -> str:
         _, token = await auth.create_token(session, scopes=("runs:write",), name="perf")
@@ -56,7 +58,10 @@ async def measure(url: str, records: int, calls: int, http: bool = False) -> dic
 
     token = await in_own_transaction(url, make)
     workloads = [("kernelbench-l3-p9-resnet18", {"batch_size": 2}, "fp32", 1.67)]
-    lines = list(synthetic_lines(records * calls, workloads, environments=records * calls, samples=0))
+    # Into a kept database, machines it has not seen (a number of the clock's): each run of this script
+    # writes new runs there, as it does into a new database.
+    first = time.time_ns() // 1000 % 10**12 if kept else 0
+    lines = list(synthetic_lines(records * calls, workloads, environments=records * calls, samples=0, first_environment=first))
     batches = [[json.loads(line) for line in lines[i * records:(i + 1) * records]] for i in range(calls)]
     times: dict[str, list[float]] = {"new": [], "unchanged": [], "client encode": [], "new cpu": [], "unchanged cpu": []}
 
@@ -100,7 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=1000, help="records per call (default 1,000, the most a call takes)")
     parser.add_argument("--calls", type=int, default=5, help="calls of each kind (default 5)")
     parser.add_argument("--http", action="store_true", help="post to `kernelindex serve` in a child process over a loopback socket")
+    parser.add_argument("--database-url", help="a migrated, seeded database to write into (e.g. perf.dataset's, 1M runs; it keeps "
+                        "the records x calls new runs) instead of a new embedded one")
     args = parser.parse_args(argv)
+    if args.database_url:
+        times = asyncio.run(measure(args.database_url, args.records, args.calls, args.http, kept=True))
+        _report(times, args)
+        return 0
 
     from kernelindex.db.embedded import EmbeddedPostgres
     from kernelindex.db.migrate import upgrade
@@ -116,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         if server is not None:
             server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+    _report(times, args)
+    return 0
+
+
+def _report(times: dict[str, list[float]], args: argparse.Namespace) -> None:
     where = "over HTTP to `kernelindex serve`" if args.http else "in process (ASGI)"
     for kind, values in times.items():
         each = ", ".join(f"{v:.0f}" for v in values)
@@ -127,7 +143,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"submitRuns, {args.records:,} {kind} records per call, {where}: median {statistics.median(values):.0f} ms "
                   f"({each} ms)")
-    return 0
 
 
 if __name__ == "__main__":
