@@ -568,6 +568,8 @@ class RecordEvent(Base):
         ),
         Index("ix_record_events_workload_created", "workload_id", "created_at"),
         Index("ix_record_events_created", "created_at"),
+        # A cohort's latest event, newest first (migration 0024: kernelindex.services.records._latest_events).
+        Index("ix_record_events_cohort", "workload_revision_id", "configuration_key", "protocol_id", "environment_id", "id"),
     )
 
 

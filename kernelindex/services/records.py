@@ -16,13 +16,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, and_, bindparam, delete, func, select, text
-from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.arrays import unnested
 from kernelindex.db.copy import copy_rows, dict_rows
-from kernelindex.db.models import CohortBest, Protocol, RecordEvent, Run, RunFlag, Workload, WorkloadRevision
+from kernelindex.db.models import CohortBest, Protocol, Run, RunFlag, Workload, WorkloadRevision
 from kernelindex.rules import eligibility, plausibility, ranking
 from kernelindex.rules import headroom_v1 as headroom
 from kernelindex.rules.facts import HardwareFacts, RunFacts, WorkloadFacts
@@ -1145,19 +1145,20 @@ def _append_bests(out: list[dict], key: CohortKey, workload_id: int, eligible: l
         })
 
 
+# Each cohort's latest event (not a revision's), by ix_record_events_cohort (migration 0024): one index
+# probe a cohort, however many events the index holds. As one DISTINCT ON over a join of every event,
+# a write of 1,000 new machines' runs into perf.dataset's million (its events growing by a thousand a
+# call) took 1.4 s in this statement alone, the planner looping over the events for each cohort.
+_LATEST_EVENTS = text(
+    "SELECT k.rev, k.cfg, k.proto, k.env, e.run_id, r.figure FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), "
+    "CAST(:protos AS int[]), CAST(:envs AS int[])) AS k(rev, cfg, proto, env) CROSS JOIN LATERAL (SELECT e.run_id "
+    "FROM record_events e WHERE e.workload_revision_id = k.rev AND e.configuration_key = k.cfg AND e.protocol_id = k.proto "
+    f"AND e.environment_id = k.env AND e.kind <> '{REVISION_CHANGED}' ORDER BY e.id DESC LIMIT 1) e "
+    "LEFT JOIN runs r ON r.id = e.run_id"
+)
+
+
 async def _latest_events(session: AsyncSession, keys: list[CohortKey]) -> dict[CohortKey, tuple[int | None, float | None]]:
     """The standing holder of each cohort (run id and its mean) from the latest event."""
-    cohort = _cohorts(keys)
-    latest = (
-        select(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
-               RecordEvent.environment_id, RecordEvent.run_id)
-        .join(cohort, and_(RecordEvent.workload_revision_id == cohort.c.rev, RecordEvent.configuration_key == cohort.c.cfg,
-                           RecordEvent.protocol_id == cohort.c.proto, RecordEvent.environment_id == cohort.c.env))
-        .where(RecordEvent.kind != REVISION_CHANGED)
-        .ext(distinct_on(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id, RecordEvent.environment_id))
-        .order_by(RecordEvent.workload_revision_id, RecordEvent.configuration_key, RecordEvent.protocol_id,
-                  RecordEvent.environment_id, RecordEvent.id.desc())
-        .subquery()
-    )
-    rows = (await session.execute(select(latest, Run.figure).outerjoin(Run, Run.id == latest.c.run_id))).all()
+    rows = (await session.execute(_LATEST_EVENTS, cohort_columns(keys))).all()
     return {(r[0], r[1], r[2], r[3]): (r[4], r[5]) for r in rows}
