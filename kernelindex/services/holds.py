@@ -19,11 +19,10 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.arrays import id_array
-from kernelindex.db.driver import fetch_rows
 from kernelindex.db.models import Implementation, Run, RunFlag, RunReview, WorkloadRevision
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
-from kernelindex.services.facts import RUN_ID_COLUMN, FactsBuilder, passed_verdict, run_columns_statement
+from kernelindex.services.facts import RUN_ID_COLUMN, passed_verdict, run_columns_statement
 from kernelindex.services.workload_page import WorkloadPage
 
 
@@ -159,7 +158,7 @@ def held_of(facts: RunFacts, columns: Sequence[Any]) -> RunFacts:
 @cache
 def flagged_runs() -> CTE:
     """The flagged runs of the current revisions (`revision_ids`) at their canonical configurations, passed
-    and live: the candidates of load_held_runs (and of kernelindex.services.pages.load_page_runs), built once."""
+    and live: the candidates for held runs (of kernelindex.services.pages.load_page_runs), built once."""
     # The flagged runs first, on their own (materialized: PostgreSQL plans it apart from the dimensions'
     # joins, whose join order it would otherwise search together with it, the larger part of this
     # statement's time at a million runs), driven from the revisions: each revision's canonical
@@ -181,25 +180,19 @@ def flagged_runs() -> CTE:
 
 @cache
 def _held_runs_statement() -> Select[Any]:
-    """load_held_runs' statement, built once: the current revisions are its array parameter `revision_ids`."""
+    """The held runs' candidates alone (load_page_runs reads them with the latest measurements), for the
+    tests' reference (tests/api/page_loaders.load_held_runs), built once: the current revisions are its
+    array parameter `revision_ids`."""
     flagged = flagged_runs()
     return run_columns_statement().add_columns(*hold_columns()[:3]).join(flagged, flagged.c.id == RUN_ID_COLUMN)
 
 
-async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -> dict[int, list[HeldRun]]:
-    """The held runs of each page's workload (current revision, canonical configuration, passed and
-    live), by workload id, fastest first. One statement whatever the pages and the data: the flagged
-    runs with their flag codes and deciding review (the latest by time, reviews without one older
-    than any with one, ties by id: plausibility.latest_review); plausibility then decides."""
-    revision_ids = [p.revision.id for p in pages if p.revision is not None]
-    rows = await fetch_rows(session, _held_runs_statement(), {"revision_ids": revision_ids})
-    builder = FactsBuilder()
-    return held_runs_of(pages, ((builder.run_of_columns(row), row[-3:]) for row in rows))
-
-
 def held_runs_of(pages: Sequence[WorkloadPage], runs: Iterable[tuple[RunFacts, Sequence[Any]]]) -> dict[int, list[HeldRun]]:
-    """load_held_runs' answer from its flagged runs, each with (at least) the first three of its hold_columns()
-    (also read by kernelindex.services.pages.load_page_runs, with the page's latest measurements)."""
+    """The held runs of each page's workload (current revision, canonical configuration, passed and
+    live), by workload id, fastest first (PageRuns.held): from its flagged runs (flagged_runs), each with
+    (at least) the first three of its hold_columns(), their flag codes and deciding review (the latest by
+    time, reviews without one older than any with one, ties by id: plausibility.latest_review);
+    plausibility decides."""
     out: dict[int, list[HeldRun]] = {p.workload.id: [] for p in pages}
     held: dict[int, list[tuple[RunFacts, tuple[str, ...]]]] = {}
     for facts, columns in runs:

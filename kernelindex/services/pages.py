@@ -7,7 +7,7 @@ cohort's eligible runs, and plausibility holds flagged runs out exactly as the r
 loader returns its values and changes nothing it was given: the page (`load_page_evidence`), then,
 only for the fields that ask, the rows a comparison shows (`load_cohort_tops`), the latest
 measurements with the runs held for review (`load_page_runs`: one statement for both, as a page shows
-both; `load_measured_runs` alone) and every measurement of the subjects shown
+both) and every measurement of the subjects shown
 (`load_subject_measurements`). What is read grows with what is shown, not with what is stored:
 a cohort's count and latest observation come from its cohort-best rows, its rows from an ordered
 LIMIT, the page's sources from an ordered LIMIT over workload_sources (each snapshot the cohort bests
@@ -297,19 +297,12 @@ def _first_sources(canonical: bool) -> tuple[Select, tuple[Any, ...]]:
     return statement, (WorkloadRevision.workload_id, top.c.source_name, top.c.snapshot_revision, top.c.source_snapshot_id)
 
 
-@cache
-def _first_sources_statement(canonical: bool) -> Select:
-    """_first_sources' rows in their order."""
-    statement, order = _first_sources(canonical)
-    return statement.order_by(*order)
-
-
 _PART_AT = _RUN_WIDTH + 1 + len(SOURCE_FACT_COLUMNS)  # _runs_and_sources_statement's column saying which part a row is of
 
 
 @cache
 def _runs_and_sources_statement(canonical: bool) -> Any:
-    """The rows of _runs_by_id_statement (`run_ids`) and of _first_sources_statement (`revision_ids`, and
+    """The rows of _runs_by_id_statement (`run_ids`) and of _first_sources (`revision_ids`, and
     `configuration_key` where not canonical) in one statement, one round trip: each row holds the columns
     of both, those of the other part NULL; then its part (0: a run, 1: a source) and, for a source, its
     place in the sources' order. Ordered by part, then that place: the sources in their own order.
@@ -356,22 +349,9 @@ async def load_comparisons(session: AsyncSession, pages: Iterable[WorkloadPage])
     return out
 
 
-async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage]) -> dict[int, list[RunFacts]]:
-    """Eligible KernelIndex measurements of these workloads, for the trust ladder and cross-checks,
-    by workload id: the latest few per implementation and SKU (what the ladder's rules look at: a
-    passed measurement, two agreeing ones in different environments, the latest one to cross-check)."""
-    pages = list(pages)
-    out: dict[int, list[RunFacts]] = {p.workload.id: [] for p in pages}
-    revision_ids = [p.workload.current_revision_id for p in pages if p.workload.current_revision_id]
-    if not revision_ids:
-        return out
-    builder = FactsBuilder()
-    rows = await fetch_rows(session, _measured_runs_statement(), {"revs": revision_ids})
-    return _measured_of(pages, [held_of(builder.run_of_columns(row), row[_RUN_WIDTH:]) for row in rows])
-
-
 def _measured_of(pages: Sequence[WorkloadPage], facts: Sequence[RunFacts]) -> dict[int, list[RunFacts]]:
-    """load_measured_runs' answer from its runs (in id order, each held or not)."""
+    """Each page's latest measurements, by workload id (PageRuns.measured), from the runs of
+    _LATEST_MEASURED (in id order, each held or not): the eligible ones of its workload."""
     return {page.workload.id: ranking.eligible_runs([f for f in facts if f.workload_id == page.workload.id], page.facts)
             for page in pages}
 
@@ -383,7 +363,9 @@ def _latest_measured() -> Any:
 
 @cache
 def _measured_runs_statement() -> Select:
-    """load_measured_runs' statement, built once: the current revisions are its array parameter `revs`;
+    """The latest measurements alone (load_page_runs reads them with the held runs), for the tests'
+    reference (tests/api/page_loaders.load_measured_runs), built once: the current revisions are its
+    array parameter `revs`;
     each run with its hold_columns() (whether it is held: no statement of its own)."""
     latest = _latest_measured()
     return (run_columns_statement().add_columns(*hold_columns())
@@ -392,8 +374,8 @@ def _measured_runs_statement() -> Select:
 
 @dataclass(frozen=True)
 class PageRuns:
-    """The runs a page reads past its records: its latest measurements (load_measured_runs) and its
-    runs held for review (holds.load_held_runs)."""
+    """The runs a page reads past its records: its latest measurements (_LATEST_MEASURED, then
+    _measured_of) and its runs held for review (holds.flagged_runs, then holds.held_runs_of)."""
 
     measured: list[RunFacts]
     held: list[HeldRun]
@@ -406,9 +388,10 @@ _HOLDS_END = _RUN_WIDTH + len(hold_columns())
 
 @cache
 def _page_runs_statement() -> Select:
-    """load_page_runs' statement, built once: the rows of _measured_runs_statement and of
-    holds._held_runs_statement in one, each run with its four hold_columns() and a tag saying which it
-    is (a run both measured latest and flagged comes twice); by tag, then run id."""
+    """load_page_runs' statement, built once: the latest measurements of the current revisions `revs`
+    (_LATEST_MEASURED) and the flagged runs of those of `revision_ids` (holds.flagged_runs) in one, each
+    run with its four hold_columns() and a tag saying which it is (a run both measured latest and
+    flagged comes twice); by tag, then run id."""
     latest, flagged = _latest_measured(), flagged_runs()
     picked = union_all(
         select(latest.c.id, literal_column(f"'{_MEASURED_TAG}'", Text).label("tag")),
@@ -419,8 +402,8 @@ def _page_runs_statement() -> Select:
 
 
 async def load_page_runs(session: AsyncSession, pages: Iterable[WorkloadPage]) -> dict[int, PageRuns]:
-    """Each page's latest measurements and held runs, by workload id: what load_measured_runs and
-    holds.load_held_runs give, in one statement (a cold page asks for both: one round trip, not two)."""
+    """Each page's latest measurements and held runs, by workload id, in one statement (a cold page asks
+    for both: one round trip, not two). The tests read each alone (tests/api/page_loaders) and compare."""
     pages = list(pages)
     measured_revisions = [p.workload.current_revision_id for p in pages if p.workload.current_revision_id]
     held_revisions = [p.revision.id for p in pages if p.revision is not None]

@@ -48,7 +48,7 @@ async def test_hold_columns_decide_as_with_holds(db_url):
             by_statement = await with_holds(session, [builder.run_of_columns(row) for row in rows])
             assert [(f.id, f.held_for_review) for f in by_columns] == [(f.id, f.held_for_review) for f in by_statement]
             assert by_columns == by_statement
-            # load_held_runs decides from the run's own facts (its correctness as the facts read it): the same again
+            # held_runs_of (the page's held runs) decides from the run's own facts (its correctness as the facts read it): the same again
             by_facts = [bool(holding_codes(facts, row[width:], facts.correctness_passed)) and row[width + 2] != plausibility.APPROVED
                         for facts, row in ((builder.run_of_columns(row), row) for row in rows)]
             assert by_facts == [f.held_for_review for f in by_statement]

@@ -1,4 +1,5 @@
-"""The page's latest measurements (pages.load_measured_runs, read along ix_runs_cohort_measured) are what
+"""The page's latest measurements (pages._LATEST_MEASURED, read along ix_runs_cohort_measured; here by
+its statement alone, tests/api/page_loaders.load_measured_runs, and within pages.load_page_runs) are what
 their definition says, computed here over every live run: per implementation and SKU of the current
 revision at its canonical configuration, the latest MEASURED_PER_IMPLEMENTATION_AND_SKU live, passed
 KernelIndex measurements (held ones included: they take their place and are dropped after), then the
@@ -14,15 +15,10 @@ from kernelindex.db.models import Workload
 from kernelindex.rules import ranking
 from kernelindex.services.evidence import load_evidence
 from kernelindex.services.facts import load_catalogue
-from kernelindex.services.holds import load_held_runs
-from kernelindex.services.pages import (
-    MEASURED_PER_IMPLEMENTATION_AND_SKU,
-    load_measured_runs,
-    load_page_evidence,
-    load_page_runs,
-)
+from kernelindex.services.pages import MEASURED_PER_IMPLEMENTATION_AND_SKU, load_page_evidence, load_page_runs
 from kernelindex.services.records import refresh_all_records
 from tests.api.helpers import synthetic_records, write_records
+from tests.api.page_loaders import load_held_runs, load_measured_runs
 
 RESNET = "kernelbench-l3-p9-resnet18"
 

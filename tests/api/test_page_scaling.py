@@ -28,9 +28,10 @@ from kernelindex.rules.trust_context import comparison_context
 from kernelindex.services.evidence import load_evidence
 from kernelindex.services.facts import load_catalogue
 from kernelindex.services.holds import load_holds
-from kernelindex.services.pages import load_measured_runs, load_page_evidence, not_held_clause
+from kernelindex.services.pages import load_page_evidence, not_held_clause
 from kernelindex.services.records import refresh_all_records
 from tests.api.helpers import synthetic_records, write_records
+from tests.api.page_loaders import load_measured_runs
 
 SLUG = "kernelbench-l3-p9-resnet18"
 IMPLEMENTATIONS = ["torch_compile_inductor", "custom_kernel", "triton_kernel", "torch_eager"]

@@ -12,6 +12,7 @@ from kernelindex.db.models import Workload
 from kernelindex.graphql.session import SerializedSession
 from kernelindex.services import holds, pages
 from kernelindex.services.facts import hardware_facts, load_catalogue, load_catalogue_facts
+from tests.api.page_loaders import first_sources_statement
 
 
 class _Counting(SerializedSession):
@@ -32,7 +33,7 @@ def _statements(revision_ids, run_ids, cohorts, subjects):
     return {
         "bests": (pages._bests_statement(True, "latency"), {"revision_ids": revision_ids}),
         "runs by id": (pages._runs_by_id_statement(), {"run_ids": run_ids}),
-        "sources": (pages._first_sources_statement(True), {"revision_ids": revision_ids}),
+        "sources": (first_sources_statement(True), {"revision_ids": revision_ids}),
         "cohort tops": (pages._cohort_tops_statement(), wanted),
         "measured": (pages._measured_runs_statement(), {"revs": revision_ids}),
         "subjects": (pages._subject_measurements_statement(), pages.array_values("subjects", pages._SUBJECTS, subjects)),
