@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from sqlalchemy import CTE, Select, any_, func, literal_column, select
+from sqlalchemy import CTE, any_, func, literal_column, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,7 +22,7 @@ from kernelindex.db.arrays import id_array
 from kernelindex.db.models import Implementation, Run, RunFlag, RunReview, WorkloadRevision
 from kernelindex.rules import plausibility, ranking
 from kernelindex.rules.facts import RunFacts
-from kernelindex.services.facts import RUN_ID_COLUMN, passed_verdict, run_columns_statement
+from kernelindex.services.facts import passed_verdict
 from kernelindex.services.workload_page import WorkloadPage
 
 
@@ -176,15 +176,6 @@ def flagged_runs() -> CTE:
         .cte("flagged")
         .prefix_with("MATERIALIZED")
     )
-
-
-@cache
-def _held_runs_statement() -> Select[Any]:
-    """The held runs' candidates alone (load_page_runs reads them with the latest measurements), for the
-    tests' reference (tests/api/page_loaders.load_held_runs), built once: the current revisions are its
-    array parameter `revision_ids`."""
-    flagged = flagged_runs()
-    return run_columns_statement().add_columns(*hold_columns()[:3]).join(flagged, flagged.c.id == RUN_ID_COLUMN)
 
 
 def held_runs_of(pages: Sequence[WorkloadPage], runs: Iterable[tuple[RunFacts, Sequence[Any]]]) -> dict[int, list[HeldRun]]:

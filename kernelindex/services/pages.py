@@ -361,17 +361,6 @@ def _latest_measured() -> Any:
     return text(_LATEST_MEASURED).bindparams(bindparam("revs", type_=ARRAY(Integer))).columns(id=BigInteger).subquery("latest")
 
 
-@cache
-def _measured_runs_statement() -> Select:
-    """The latest measurements alone (load_page_runs reads them with the held runs), for the tests'
-    reference (tests/api/page_loaders.load_measured_runs), built once: the current revisions are its
-    array parameter `revs`;
-    each run with its hold_columns() (whether it is held: no statement of its own)."""
-    latest = _latest_measured()
-    return (run_columns_statement().add_columns(*hold_columns())
-            .join(latest, latest.c.id == RUN_ID_COLUMN).order_by(RUN_ID_COLUMN))
-
-
 @dataclass(frozen=True)
 class PageRuns:
     """The runs a page reads past its records: its latest measurements (_LATEST_MEASURED, then

@@ -1,21 +1,40 @@
 """A page's latest measurements and its held runs, each read alone by its own statement: the independent
 references the tests compare kernelindex.services.pages.load_page_runs with. Production reads both in
-load_page_runs' one statement, so these live with the tests, not in kernelindex/. Also the sources part
-of pages._runs_and_sources_statement as a statement alone, for tests/db/test_driver_rows.py."""
+load_page_runs' one statement, so these loaders and their statements live with the tests, not in
+kernelindex/. Also the sources part of pages._runs_and_sources_statement as a statement alone; the three
+statements are among those tests/db/test_driver_rows.py runs by the driver."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any
 
 from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.driver import fetch_rows
 from kernelindex.rules.facts import RunFacts
-from kernelindex.services.facts import FactsBuilder
-from kernelindex.services.holds import HeldRun, _held_runs_statement, held_of, held_runs_of
-from kernelindex.services.pages import _RUN_WIDTH, _first_sources, _measured_of, _measured_runs_statement
+from kernelindex.services.facts import RUN_ID_COLUMN, FactsBuilder, run_columns_statement
+from kernelindex.services.holds import HeldRun, flagged_runs, held_of, held_runs_of, hold_columns
+from kernelindex.services.pages import _RUN_WIDTH, _first_sources, _latest_measured, _measured_of
 from kernelindex.services.workload_page import WorkloadPage
+
+
+@cache
+def measured_runs_statement() -> Select:
+    """load_measured_runs' statement, built once: the current revisions are its array parameter `revs`;
+    each run with its hold_columns() (whether it is held: no statement of its own)."""
+    latest = _latest_measured()
+    return (run_columns_statement().add_columns(*hold_columns())
+            .join(latest, latest.c.id == RUN_ID_COLUMN).order_by(RUN_ID_COLUMN))
+
+
+@cache
+def held_runs_statement() -> Select[Any]:
+    """load_held_runs' statement, built once: the current revisions are its array parameter `revision_ids`."""
+    flagged = flagged_runs()
+    return run_columns_statement().add_columns(*hold_columns()[:3]).join(flagged, flagged.c.id == RUN_ID_COLUMN)
 
 
 async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage]) -> dict[int, list[RunFacts]]:
@@ -29,7 +48,7 @@ async def load_measured_runs(session: AsyncSession, pages: Iterable[WorkloadPage
     if not revision_ids:
         return out
     builder = FactsBuilder()
-    rows = await fetch_rows(session, _measured_runs_statement(), {"revs": revision_ids})
+    rows = await fetch_rows(session, measured_runs_statement(), {"revs": revision_ids})
     return _measured_of(pages, [held_of(builder.run_of_columns(row), row[_RUN_WIDTH:]) for row in rows])
 
 
@@ -39,7 +58,7 @@ async def load_held_runs(session: AsyncSession, pages: Sequence[WorkloadPage]) -
     statement whatever the pages and the data: the flagged runs with their flag codes and deciding
     review; holds.held_runs_of then decides."""
     revision_ids = [p.revision.id for p in pages if p.revision is not None]
-    rows = await fetch_rows(session, _held_runs_statement(), {"revision_ids": revision_ids})
+    rows = await fetch_rows(session, held_runs_statement(), {"revision_ids": revision_ids})
     builder = FactsBuilder()
     return held_runs_of(pages, ((builder.run_of_columns(row), row[-3:]) for row in rows))
 

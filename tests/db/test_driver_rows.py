@@ -10,9 +10,9 @@ from kernelindex.db import driver
 from kernelindex.db.engine import in_own_transaction
 from kernelindex.db.models import Workload
 from kernelindex.graphql.session import SerializedSession
-from kernelindex.services import holds, pages
+from kernelindex.services import pages
 from kernelindex.services.facts import hardware_facts, load_catalogue, load_catalogue_facts
-from tests.api.page_loaders import first_sources_statement
+from tests.api.page_loaders import first_sources_statement, held_runs_statement, measured_runs_statement
 
 
 class _Counting(SerializedSession):
@@ -28,16 +28,17 @@ class _Counting(SerializedSession):
 
 
 def _statements(revision_ids, run_ids, cohorts, subjects):
-    """Each page statement fetch_rows runs, with parameters that find rows in the seeded database."""
+    """Each page statement fetch_rows runs, and the parts of two of them read alone (sources, measured,
+    held: tests/api/page_loaders, the tests' references), with parameters that find rows in the seeded database."""
     wanted = pages.array_values("wanted", pages._COHORT_TOPS, [(*c, 3) for c in cohorts])
     return {
         "bests": (pages._bests_statement(True, "latency"), {"revision_ids": revision_ids}),
         "runs by id": (pages._runs_by_id_statement(), {"run_ids": run_ids}),
         "sources": (first_sources_statement(True), {"revision_ids": revision_ids}),
         "cohort tops": (pages._cohort_tops_statement(), wanted),
-        "measured": (pages._measured_runs_statement(), {"revs": revision_ids}),
+        "measured": (measured_runs_statement(), {"revs": revision_ids}),
         "subjects": (pages._subject_measurements_statement(), pages.array_values("subjects", pages._SUBJECTS, subjects)),
-        "held": (holds._held_runs_statement(), {"revision_ids": revision_ids}),
+        "held": (held_runs_statement(), {"revision_ids": revision_ids}),
         "page runs": (pages._page_runs_statement(), {"revs": revision_ids, "revision_ids": revision_ids}),
         "runs and sources": (pages._runs_and_sources_statement(True), {"run_ids": run_ids, "revision_ids": revision_ids}),
     }
