@@ -352,7 +352,7 @@ class Run(Base):
     __tablename__ = "runs"
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    # Both checked by one key, the revision's and its workload's (REVISION_OF_WORKLOAD, migration 0023).
+    # Both checked by one key, the revision's and its workload's (revision_of_workload, migration 0023).
     workload_id: Mapped[int] = mapped_column(Integer)
     workload_revision_id: Mapped[int] = mapped_column(Integer)
     bindings: Mapped[dict[str, int]] = mapped_column(JSONB)
@@ -538,7 +538,7 @@ class RecordEvent(Base):
     __tablename__ = "record_events"
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    # Both checked by one key, the revision's and its workload's (REVISION_OF_WORKLOAD, migration 0023).
+    # Both checked by one key, the revision's and its workload's (revision_of_workload, migration 0023).
     workload_id: Mapped[int] = mapped_column(Integer)
     workload_revision_id: Mapped[int] = mapped_column(Integer)
     configuration_key: Mapped[str] = mapped_column(Text)

@@ -409,13 +409,15 @@ _FAST_BESIDE_FIRST_BASELINE = text(
     "AND least(greatest(r.figure, '1e-06'::double precision), '86400000'::double precision) < k.bound "
     "AND r.implementation_id <> ALL(CAST(:impls AS int[])) AND r.id <> ALL(CAST(:arrived AS bigint[])))"
 )
-# The (revision, configuration) pairs' sources, grown by snapshots their bests now name: nothing is
-# removed (a write that only adds runs removes no best), so no pair's rows are recomputed.
 # A snapshot's source name and revision, by its id: a lateral look-up by primary key, whatever the
 # statistics say. Joined as a set, a young database's stale ones (a source thought to have 9 snapshots
 # when it has thousands, as a producer that stamps each run with its own revision makes) had PostgreSQL
-# hash every snapshot of the source for each row: 3.8 s for 4,000 rows where this takes milliseconds.
+# hash every snapshot of the source for each row: 3.8 s for 4,000 rows (a draft of _GROW_BESTS) where
+# this takes milliseconds.
 _SNAPSHOT_BY_ID = "SELECT s.name, ss.revision FROM source_snapshots ss JOIN sources s ON s.id = ss.source_id WHERE ss.id = {sid}"
+# The (revision, configuration) pairs' sources, grown by the snapshots the new runs' bests name (a
+# stored best's are there already): nothing is removed (a write that only adds runs removes no best),
+# so no pair's rows are recomputed.
 _ADD_SOURCES = text(
     "INSERT INTO workload_sources (workload_revision_id, configuration_key, source_snapshot_id, workload_id, source_name, "
     "snapshot_revision) SELECT v.rev, v.cfg, v.sid, v.workload_id, x.name, x.revision "

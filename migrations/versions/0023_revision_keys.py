@@ -6,9 +6,9 @@ Create Date: 2026-12-04
 
 A run (and a record event, and a page's source row) names its workload revision and that
 revision's workload. Each had a foreign key of its own, so every new row paid two look-ups
-(PostgreSQL checks a foreign key row by row): EXPLAIN ANALYZE of a write of 1,000 new records (`python -m perf.submit_runs`) showed about
-3 ms of the runs' INSERT and 3 ms of the events' COPY in the workload key alone, beside the
-revision key's own 3 ms each; a batch whose runs each name their own source revision adds as many
+(PostgreSQL checks a foreign key row by row): EXPLAIN ANALYZE of a write of 1,000 new records
+(`python -m perf.submit_runs`) showed about 3 ms of the runs' INSERT and 3 ms of the events' COPY
+in the workload key alone, beside the revision key's own 3 ms each; a batch whose runs each name their own source revision adds as many
 rows to workload_sources, with the same two keys.
 
 One key over both columns, (workload_revision_id, workload_id) → workload_revisions (id,
