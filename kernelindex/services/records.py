@@ -741,7 +741,6 @@ grown AS (
                                ORDER BY 1),
         source_snapshot_ids = ARRAY(SELECT DISTINCT u.x FROM unnest(b.source_snapshot_ids || excluded.source_snapshot_ids)
                                     AS u(x) ORDER BY 1)
-    RETURNING 1
 )
 INSERT INTO workload_sources (workload_revision_id, configuration_key, source_snapshot_id, workload_id, source_name,
                               snapshot_revision)
@@ -839,6 +838,13 @@ _COUNTS_NOW = (
     "WHERE wr.id = r.workload_revision_id AND w.current_revision_id = r.workload_revision_id) "
     f"AND ({not_held_sql('r')})"
 )
+# The latest event (not a revision's) of the cohort k(rev, cfg, proto, env): its run, the standing holder.
+# One probe of ix_record_events_cohort (migration 0024), newest first, however many events are stored:
+# read so by _HISTORY and _LATEST_EVENTS.
+_LATEST_EVENT_OF_K = (
+    "SELECT e.run_id FROM record_events e WHERE e.workload_revision_id = k.rev AND e.configuration_key = k.cfg "
+    f"AND e.protocol_id = k.proto AND e.environment_id = k.env AND e.kind <> '{REVISION_CHANGED}' ORDER BY e.id DESC LIMIT 1"
+)
 _HISTORY = text(f"""
 WITH k AS (
     SELECT * FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:protos AS int[]), CAST(:envs AS int[]))
@@ -846,11 +852,7 @@ WITH k AS (
 ),
 holder AS (
     SELECT k.rev, k.cfg, k.proto, k.env, e.run_id AS holder_id, r.figure AS holder_mean FROM k
-      LEFT JOIN LATERAL (
-          SELECT e.run_id FROM record_events e WHERE e.workload_revision_id = k.rev AND e.configuration_key = k.cfg
-             AND e.protocol_id = k.proto AND e.environment_id = k.env AND e.kind <> '{REVISION_CHANGED}'
-           ORDER BY e.id DESC LIMIT 1
-      ) e ON true
+      LEFT JOIN LATERAL ({_LATEST_EVENT_OF_K}) e ON true
       LEFT JOIN runs r ON r.id = e.run_id
 ),
 arrivals AS (
@@ -1147,15 +1149,12 @@ def _append_bests(out: list[dict], key: CohortKey, workload_id: int, eligible: l
         })
 
 
-# Each cohort's latest event (not a revision's), by ix_record_events_cohort (migration 0024): one index
-# probe a cohort, however many events the index holds. As one DISTINCT ON over a join of every event,
-# a write of 1,000 new machines' runs into perf.dataset's million (its events growing by a thousand a
-# call) took 1.4 s in this statement alone, the planner looping over the events for each cohort.
+# Each cohort's latest event, by _LATEST_EVENT_OF_K. As one DISTINCT ON over a join of every event, a
+# write of 1,000 new machines' runs into perf.dataset's million (its events growing by a thousand a call)
+# took 1.4 s in this statement alone, the planner looping over the events for each cohort.
 _LATEST_EVENTS = text(
     "SELECT k.rev, k.cfg, k.proto, k.env, e.run_id, r.figure FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), "
-    "CAST(:protos AS int[]), CAST(:envs AS int[])) AS k(rev, cfg, proto, env) CROSS JOIN LATERAL (SELECT e.run_id "
-    "FROM record_events e WHERE e.workload_revision_id = k.rev AND e.configuration_key = k.cfg AND e.protocol_id = k.proto "
-    f"AND e.environment_id = k.env AND e.kind <> '{REVISION_CHANGED}' ORDER BY e.id DESC LIMIT 1) e "
+    f"CAST(:protos AS int[]), CAST(:envs AS int[])) AS k(rev, cfg, proto, env) CROSS JOIN LATERAL ({_LATEST_EVENT_OF_K}) e "
     "LEFT JOIN runs r ON r.id = e.run_id"
 )
 
