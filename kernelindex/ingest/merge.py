@@ -14,7 +14,7 @@ in the same transaction, so readers see a batch's runs and its records together.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -293,20 +293,29 @@ class CohortRefresh:
         self._pending_cohorts: set[CohortKey] = set()
         self._arrived: set[int] = set()
 
+    @property
+    def judges_in_python(self) -> bool:
+        """Whether after_merge judges the new runs from the values their writer holds (it needs them,
+        `new_runs`): with the events made per batch. Deferred, the delta is SQL over the stored runs."""
+        return not self.defer_events
+
     async def after_merge(
         self, session: AsyncSession, arrivals: Mapping[CohortKey, Sequence[int]], *, left: set[CohortKey],
-        new_runs: Mapping[int, NewRun],
+        new_runs: Mapping[int, NewRun] | None,
     ) -> None:
         """The precomputed records (cohort_bests, flags, record events) of the cohorts runs joined
         (`arrivals`: each cohort's new runs), in the same transaction: from the new runs and the stored
         bests, except in the cohorts a run left (`left`), which are judged again in full
         (services.records.refresh_after_arrivals). In chunks: cohorts are independent, and one call's
         multi-row statements must stay under PostgreSQL's 32,767 parameters. new_runs: the arrived runs
-        as the writer staged them (by id), so their facts are not read back."""
+        as the writer staged them (by id), so their facts are not read back; None where the refresh
+        never reads them (`judges_in_python` false: the deferred batches' delta, in SQL, reads the new
+        runs where they are stored)."""
         if not arrivals:
             return
         for chunk in chunks(sorted(arrivals), COHORTS_PER_REFRESH):
-            arrived = {run_id: new_runs[run_id] for key in chunk for run_id in arrivals[key]}
+            ids = [run_id for key in chunk for run_id in arrivals[key]]
+            arrived: Collection[int] = ids if new_runs is None else {run_id: new_runs[run_id] for run_id in ids}
             await refresh_after_arrivals(session, chunk, arrived, left=left, now=self.now, events=not self.defer_events)
         if self.defer_events:
             await self._remember(session, set(arrivals), {run_id for ids in arrivals.values() for run_id in ids})

@@ -313,7 +313,7 @@ class _RefreshContext:
 
 
 async def refresh_after_arrivals(
-    session: AsyncSession, cohorts: Iterable[CohortKey], arrived: Mapping[int, NewRun], *,
+    session: AsyncSession, cohorts: Iterable[CohortKey], arrived: Mapping[int, NewRun] | Collection[int], *,
     left: Collection[CohortKey] = (), now: datetime | None = None, events: bool = True,
 ) -> RefreshSummary:
     """The records of these cohorts after a write that added the runs `arrived` to them: the same
@@ -332,7 +332,8 @@ async def refresh_after_arrivals(
     - a below-floor flag judged under older rules is stored anywhere (refresh_cohorts judges it again).
     `arrived` maps each new run's id to the run as its writer holds it (NewRun): their facts are made
     from those values instead of being read back (kernelindex.services.facts.NewRun).
-    With events=False (an import's batches) the delta is computed in SQL over the stored new runs (_SqlDelta).
+    With events=False (an import's batches) the delta is computed in SQL over the stored new runs (_SqlDelta),
+    which reads no values: `arrived` may then be the new runs' ids alone.
     Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py and, for the SQL delta,
     test_records_arrivals_deferred.py, on random writes."""
     now = now or datetime.now(UTC)
@@ -355,6 +356,8 @@ async def refresh_after_arrivals(
         full |= more_full
         summary.flagged_runs += flagged
     elif delta:
+        if not isinstance(arrived, Mapping):
+            raise TypeError("refresh_after_arrivals with events judges the new runs from their values: arrived must map ids to NewRun")
         arrivals = await _Arrivals.load(session, context, delta, arrived)
         full |= arrivals.need_full
         delta = [k for k in delta if k not in arrivals.need_full]
@@ -766,7 +769,7 @@ class _FloorRun:
 class _SqlDelta:
     """refresh_after_arrivals' delta for cohorts whose events are deferred (see _DELTA_RUNS above)."""
 
-    def __init__(self, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Mapping[int, NewRun]):
+    def __init__(self, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Collection[int]):
         self.session, self.context, self.keys, self.arrived = session, context, keys, arrived
 
     async def refresh(self) -> tuple[set[CohortKey], list[int]]:
