@@ -15,7 +15,9 @@ second and the child's peak RSS. A second ingest of the same file (every run unc
 the same way. Before them, in the same run and on the same server, it measures the floor
 (perf.ingest_floor: decode, COPY into a staging table, INSERT … SELECT into a table of the runs
 table's shape; twice, the second time every row present) and a --dry-run of the file, and prints
-each time next to its floor. Last, unless --skip-kernelbench, it times `kernelindex ingest kernelbench` on a checkout
+each time next to its floor. Beside each time it prints CPU time: the command's own and the
+PostgreSQL server's meanwhile (perf.server_cpu), which say how much of the wall time is which side's,
+and what no change on the other side can remove. Last, unless --skip-kernelbench, it times `kernelindex ingest kernelbench` on a checkout
 made of a few synthetic problems under KernelBench's file names, the two seeded reference modules and, when present, the
 shared timing files (../shared/kernelbench/results/timing).
 
@@ -29,15 +31,18 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from kernelindex.ingest.records import RECORD_FORMAT
 from perf.dataset import reference_source
+from perf.server_cpu import server_cpu, spent
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_TIMING = REPO_ROOT.parent / "shared" / "kernelbench" / "results" / "timing"
@@ -123,9 +128,11 @@ def write_file(path: Path, lines) -> int:
     return size
 
 
-def run_command(args: list[str], env: dict[str, str], label: str) -> dict:
-    """Run `kernelindex …` as a child; wall time and the child's peak RSS (from wait4)."""
+def run_command(args: list[str], env: dict[str, str], label: str, server: Callable[[], float | None] = lambda: None) -> dict:
+    """Run `kernelindex …` as a child; wall time, the child's peak RSS and CPU time (from wait4), and the
+    CPU time the database server spent meanwhile (`server`: perf.server_cpu's reader)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        server_before = server()
         start = time.perf_counter()
         proc = subprocess.Popen(
             [sys.executable, "-c", "import sys; from kernelindex.cli.main import main; sys.exit(main())", *args],
@@ -133,6 +140,7 @@ def run_command(args: list[str], env: dict[str, str], label: str) -> dict:
         )
         _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS, not the max over all children
         wall = time.perf_counter() - start
+        server_s = spent(server_before, server())
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
@@ -147,7 +155,7 @@ def run_command(args: list[str], env: dict[str, str], label: str) -> dict:
             except ValueError:
                 pass
     result = {"label": label, "exit": proc.returncode, "wall_s": round(wall, 3), "peak_rss_mb": round(rss_kb / 1024, 1),
-              "table": table}
+              "cpu_s": round(usage.ru_utime + usage.ru_stime, 3), "server_cpu_s": server_s, "table": table}
     if proc.returncode not in (0,):
         result["stderr_tail"] = err_text[-2000:]
     return result
@@ -201,17 +209,23 @@ def kernelbench_checkout(dest: Path) -> Path:
     return root
 
 
-def run_floor(url: str, runs_file: Path, env: dict[str, str], label: str) -> dict:
-    """perf.ingest_floor in a child process: its wall time (start-up included) and its parts."""
+def run_floor(url: str, runs_file: Path, env: dict[str, str], label: str, server: Callable[[], float | None] = lambda: None) -> dict:
+    """perf.ingest_floor in a child process: its wall time (start-up included), its parts, its CPU time and
+    the database server's meanwhile."""
     from kernelindex.db.urls import to_libpq_url
 
+    server_before = server()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "perf.ingest_floor", to_libpq_url(url), str(runs_file)],
         env=env, capture_output=True, text=True, check=True,
     )
     wall = time.perf_counter() - start
-    return {"label": label, "wall_s": round(wall, 3), "parts": json.loads(done.stdout.strip().splitlines()[-1])}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"label": label, "wall_s": round(wall, 3), "parts": json.loads(done.stdout.strip().splitlines()[-1]),
+            "cpu_s": round(cpu, 3), "server_cpu_s": spent(server_before, server())}
 
 
 async def _drop_floor_table(url: str) -> None:
@@ -268,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server = EmbeddedPostgres(tmp / "db", delete_on_stop=True)
         url = server.url
+        cpu_of_server = server_cpu(server.pid)
         upgrade(url)
         workloads = asyncio.run(_prepare(url))
         env = dict(os.environ, KERNELINDEX_DATABASE_URL=url, PYTHONPATH=str(REPO_ROOT))
@@ -276,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
             checkout = kernelbench_checkout(tmp)
         kb_args = ["ingest", "kernelbench", str(checkout), "--revision", "423217d", "--observed", "2026-03-05"] if checkout else []
         if args.all_workloads:
-            figures["kernelbench_first"] = run_command(kb_args, env, "ingest kernelbench (before the runs)")
+            figures["kernelbench_first"] = run_command(kb_args, env, "ingest kernelbench (before the runs)", cpu_of_server)
             workloads = asyncio.run(_workloads(url))
         if args.workloads:
             workloads = workloads[: args.workloads]
@@ -292,24 +307,24 @@ def main(argv: list[str] | None = None) -> int:
         figures["generate_s"] = round(time.perf_counter() - start, 2)
 
         if not args.skip_floor:
-            figures["floor_first"] = run_floor(url, runs_file, env, "floor: decode, COPY, insert (all new)")
-            figures["floor_second"] = run_floor(url, runs_file, env, "floor: decode, COPY, compare (all present)")
+            figures["floor_first"] = run_floor(url, runs_file, env, "floor: decode, COPY, insert (all new)", cpu_of_server)
+            figures["floor_second"] = run_floor(url, runs_file, env, "floor: decode, COPY, compare (all present)", cpu_of_server)
             asyncio.run(_drop_floor_table(url))
         ingest = ["ingest", "runs", str(runs_file), "--batch-size", str(args.batch_size)]
         if not args.skip_dry_run:
-            dry = run_command([*ingest, "--dry-run"], env, "ingest runs --dry-run (all new)")
+            dry = run_command([*ingest, "--dry-run"], env, "ingest runs --dry-run (all new)", cpu_of_server)
             dry["runs_per_s"] = round(args.lines / dry["wall_s"])
             figures["dry_run"] = dry
-        first = run_command(ingest, env, "ingest runs (all new)")
+        first = run_command(ingest, env, "ingest runs (all new)", cpu_of_server)
         first["runs_per_s"] = round(args.lines / first["wall_s"])
         figures["first"] = first
         if not args.skip_second:
-            second = run_command(ingest, env, "ingest runs again (all unchanged)")
+            second = run_command(ingest, env, "ingest runs again (all unchanged)", cpu_of_server)
             second["runs_per_s"] = round(args.lines / second["wall_s"])
             figures["second"] = second
         if not args.skip_kernelbench and kb_args:
             figures["shared_timing_files"] = SHARED_TIMING.is_dir()
-            figures["kernelbench"] = run_command(kb_args, env, "ingest kernelbench")
+            figures["kernelbench"] = run_command(kb_args, env, "ingest kernelbench", cpu_of_server)
     finally:
         if server is not None and not args.keep:
             server.stop()
@@ -329,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
             parts = part["parts"]
             print(f"{part['label']}: {part['wall_s']} s in all (start-up included): decode {parts['decode_s']} s, "
                   f"rows {parts['rows_s']} s, COPY {parts['copy_s']} s, insert {parts['merge_s']} s "
-                  f"({parts['inserted']:,} inserted)")
+                  f"({parts['inserted']:,} inserted); {_cpu(part)}")
     floors = {"dry_run": "floor_first", "first": "floor_first", "second": "floor_second"}
     for key in ("kernelbench_first", "dry_run", "first", "second", "kernelbench"):
         part = figures.get(key)
@@ -338,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
         rate = f", {part['runs_per_s']:,} runs/s" if "runs_per_s" in part else ""
         floor = figures.get(floors.get(key, ""))
         versus = f", {part['wall_s'] / floor['wall_s']:.2f}× its floor" if floor else ""
-        print(f"{part['label']}: exit {part['exit']}, {part['wall_s']} s{rate}{versus}, peak RSS {part['peak_rss_mb']} MB")
+        print(f"{part['label']}: exit {part['exit']}, {part['wall_s']} s{rate}{versus}, peak RSS {part['peak_rss_mb']} MB; "
+              f"{_cpu(part)}")
         for name, value in part["table"].items():
             print(f"    {name:<36} {value:>10,}")
         if "stderr_tail" in part:
@@ -346,6 +362,12 @@ def main(argv: list[str] | None = None) -> int:
     if "kernelbench" in figures and not figures.get("shared_timing_files"):
         print("(no shared timing files at ../shared/kernelbench/results/timing: the KernelBench import had problems only)")
     return 0
+
+
+def _cpu(part: dict) -> str:
+    """CPU time beside the wall time: the command's own and the database server's (perf.server_cpu)."""
+    server = part.get("server_cpu_s")
+    return f"CPU: its own {part['cpu_s']} s, PostgreSQL's " + (f"{server} s" if server is not None else "not known")
 
 
 if __name__ == "__main__":
