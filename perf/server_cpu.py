@@ -46,6 +46,13 @@ def tree_cpu_ticks(pid: int, proc: Path = PROC) -> int | None:
     return ticks
 
 
+def postmaster_of(backend_pid: int, proc: Path = PROC) -> int | None:
+    """The server process of a backend (its parent), from the backend's pid (`SELECT pg_backend_pid()`):
+    how a script finds a server it did not start, when it runs on this machine; None otherwise."""
+    fields = _stat_fields(backend_pid, proc)
+    return None if fields is None else int(fields[1])
+
+
 def server_cpu(pid: int | None, proc: Path = PROC) -> Callable[[], float | None]:
     """A reader of the server's CPU seconds so far (postmaster `pid`): call it before and after a command
     and subtract. Reads None where /proc or the pid is not there."""

@@ -12,7 +12,9 @@ port, as a client elsewhere would. Prints each call's wall time and the median, 
 records are all new and for the same records again (all unchanged).
 
 In process, the CPU time this process spent on each call is printed too (the application's own
-work, PostgreSQL's not included): on a busy machine it moves far less than the wall time.
+work, PostgreSQL's not included): on a busy machine it moves far less than the wall time. So is the
+CPU time the PostgreSQL server spent on each call (perf.server_cpu, when the server runs on this
+machine): a call's wall time lies between the larger of the two and their sum.
 
 A call's time runs from sending the request's bytes to having the response's: the request is built
 (httpx encodes the JSON body, the client's own work, ~20 ms with the standard library's encoder and
@@ -32,6 +34,7 @@ import time
 from pathlib import Path
 
 from perf.ingest_speed import synthetic_lines
+from perf.server_cpu import postmaster_of, server_cpu, spent
 
 SUBMIT = """
 mutation Submit($records: [JSON!]!) {
@@ -42,6 +45,7 @@ mutation Submit($records: [JSON!]!) {
 
 async def measure(url: str, records: int, calls: int, http: bool = False, kept: bool = False) -> dict[str, list[float]]:
     import httpx
+    from sqlalchemy import text
 
     from kernelindex.db.engine import in_own_transaction
     from kernelindex.ingest.seed import seed_database
@@ -57,13 +61,21 @@ async def measure(url: str, records: int, calls: int, http: bool = False, kept: 
         return token
 
     token = await in_own_transaction(url, make)
+
+    async def server_of(session) -> int | None:
+        # Read while the backend is there (it exits with its connection).
+        return postmaster_of((await session.execute(text("SELECT pg_backend_pid()"))).scalar_one())
+
+    server_pid = await in_own_transaction(url, server_of)
+    server_cpu_now = server_cpu(server_pid)
     workloads = [("kernelbench-l3-p9-resnet18", {"batch_size": 2}, "fp32", 1.67)]
     # Into a kept database, machines it has not seen (a number of the clock's): each run of this script
     # writes new runs there, as it does into a new database.
     first = time.time_ns() // 1000 % 10**12 if kept else 0
     lines = list(synthetic_lines(records * calls, workloads, environments=records * calls, samples=0, first_environment=first))
     batches = [[json.loads(line) for line in lines[i * records:(i + 1) * records]] for i in range(calls)]
-    times: dict[str, list[float]] = {"new": [], "unchanged": [], "client encode": [], "new cpu": [], "unchanged cpu": []}
+    times: dict[str, list[float]] = {"new": [], "unchanged": [], "client encode": [], "new cpu": [], "unchanged cpu": [],
+                                     "new server cpu": [], "unchanged server cpu": []}
 
     async def post_all(client) -> None:
         for kind in ("new", "unchanged"):
@@ -75,9 +87,11 @@ async def measure(url: str, records: int, calls: int, http: bool = False, kept: 
                 )
                 sent = time.perf_counter()
                 cpu = time.process_time()
+                server_before = server_cpu_now()
                 response = await client.send(request)
                 elapsed = time.perf_counter() - sent
                 cpu = time.process_time() - cpu
+                server_used = spent(server_before, server_cpu_now())
                 result = response.json()["data"]["submitRuns"]
                 expected = (len(batch), 0) if kind == "new" else (0, len(batch))
                 if (result["inserted"], result["unchanged"]) != expected or result["problems"]:
@@ -85,6 +99,8 @@ async def measure(url: str, records: int, calls: int, http: bool = False, kept: 
                 times[kind].append(elapsed * 1000)
                 times["client encode"].append((sent - start) * 1000)
                 times[f"{kind} cpu"].append(cpu * 1000)
+                if server_used is not None:
+                    times[f"{kind} server cpu"].append(server_used * 1000)
 
     if http:
         from perf.server import Server
@@ -137,6 +153,9 @@ def _report(times: dict[str, list[float]], args: argparse.Namespace) -> None:
         each = ", ".join(f"{v:.0f}" for v in values)
         if kind == "client encode":
             print(f"(not timed above: the client's JSON encode of a call, median {statistics.median(values):.1f} ms)")
+        elif kind.endswith(" server cpu"):
+            if values:  # PostgreSQL's CPU time while the call ran (its backends' and its own), read from /proc
+                print(f"  PostgreSQL's CPU time per {kind[:-11]} call: median {statistics.median(values):.0f} ms ({each} ms)")
         elif kind.endswith(" cpu"):
             if not args.http:  # the application's Python work in this process (PostgreSQL's not counted): steadier on a busy machine
                 print(f"  this process's CPU time per {kind[:-4]} call: median {statistics.median(values):.0f} ms ({each} ms)")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perf.server_cpu import server_cpu, spent, tree_cpu_ticks
+from perf.server_cpu import postmaster_of, server_cpu, spent, tree_cpu_ticks
 
 
 def _stat(proc: Path, pid: int, name: str, ppid: int, utime: int, stime: int, cutime: int, cstime: int) -> None:
@@ -50,3 +50,10 @@ def test_a_real_child_that_burns_cpu_and_exits_is_counted():
     time.sleep(0.05)
     used = spent(before, read())
     assert used is not None and used >= 0.25, used
+
+
+def test_a_backend_names_its_server(tmp_path):
+    _stat(tmp_path, 200, "postgres", 1, utime=1, stime=1, cutime=0, cstime=0)
+    _stat(tmp_path, 201, "postgres: postgres kernelindex [local] idle", 200, utime=1, stime=1, cutime=0, cstime=0)
+    assert postmaster_of(201, tmp_path) == 200
+    assert postmaster_of(202, tmp_path) is None  # not on this machine (a server elsewhere)
