@@ -82,13 +82,16 @@ class Mode(enum.Enum):
         return cls.DRY_RUN if dry_run else cls.STRICT if strict else cls.DEFAULT
 
 
-async def write_halving(unit_of_work: UnitOfWork, writer: RunWriter, batch: list[RunRecord]) -> IngestSummary:
+async def write_halving(
+    unit_of_work: UnitOfWork, writer: RunWriter, batch: list[RunRecord], merging: Callable[[], None] | None = None,
+) -> IngestSummary:
     """One batch in a unit of work (`unit_of_work()` opens it and yields the session to write with).
     When the database refuses the batch, it is halved, each half in a unit of its own, until the
-    records it refuses are alone: those come back rejected with its reason, the others are written."""
+    records it refuses are alone: those come back rejected with its reason, the others are written.
+    merging: RunWriter.write's (called as the database starts merging; more than once when halved)."""
     try:
         async with unit_of_work() as session:
-            return await writer.write(session, batch)
+            return await writer.write(session, batch, merging=merging)
     except Exception as exc:
         reason = refusal_reason(exc)
         if reason is None:
@@ -100,7 +103,7 @@ async def write_halving(unit_of_work: UnitOfWork, writer: RunWriter, batch: list
     summary = IngestSummary()
     middle = len(batch) // 2
     for half in (batch[:middle], batch[middle:]):
-        summary.merge(await write_halving(unit_of_work, writer, half))
+        summary.merge(await write_halving(unit_of_work, writer, half, merging))
     return summary
 
 
@@ -287,11 +290,13 @@ class Pipeline:
 
     async def write(
         self, records: list[RunRecord], *, counted: bool = False, failed: bool = False, advance: bool = False,
+        merging: Callable[[], None] | None = None,
     ) -> None:
         """Run records, in batches of batch_size, each batch's outcome added to the summary.
         counted: their entries were counted found as they were read; failed: they are entries the
         source timed nothing for, stored as failed runs (IngestSummary.add_part); advance: the
-        progress counts records (each batch's, as it is written)."""
+        progress counts records (each batch's, as it is written); merging: called as the database
+        starts merging a batch (RunWriter.write), for a reader to overlap its next part with that."""
         for start in range(0, len(records), self.batch_size):
             batch = records[start : start + self.batch_size]
             if self.failed:
@@ -299,7 +304,7 @@ class Pipeline:
                 # Still checked against the database (unknown workloads, hardware), not written.
                 written = await checked_only(self.session, self.writer, batch)
             else:
-                written = await write_halving(self._batch_units(), self.writer, batch)
+                written = await write_halving(self._batch_units(), self.writer, batch, merging)
             self.summary.add_part(written, counted=counted, failed=failed, keep_run_ids=self.keep_run_ids)
             if advance:
                 self.advance(len(batch))

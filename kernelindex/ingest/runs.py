@@ -204,21 +204,38 @@ def _checked_ahead(line: PendingLine, label: str) -> RunRecord | list[InputProbl
     return found
 
 
-async def _read_ahead(reader: PartReader, handle: Callable[[Part], Awaitable[None]]) -> None:
-    """handle(part) for every part, in order, the next part read in a worker thread while the
-    current one is handled (the database merges a batch while Python decodes the next)."""
-    pending = asyncio.ensure_future(asyncio.to_thread(reader.next_part))
-    try:
-        while True:
+async def _read_ahead(reader: PartReader, handle: Callable[[Part, Callable[[], None]], Awaitable[None]]) -> None:
+    """handle(part, read_next) for every part, in order, the next part read in a worker thread while the
+    current one is handled (the database merges a batch while Python decodes the next).
+
+    When the next read starts decides what it overlaps. Where the lines are mostly new (the reader
+    checks them as it reads: check_ahead), it starts when handle calls read_next, which the writer does
+    as PostgreSQL starts merging the batch (RunWriter.write's `merging`): begun with the part, the
+    reader's Python ran beside the writer's own (resolving, staging), the two taking turns at the GIL,
+    and was done before the database's long work, which then had nothing beside it (100,000 new runs:
+    17.7 -> 14.7 s, the same CPU). Where the lines are live runs already (an unchanged file: no merge),
+    it starts with the part, as the lookup is the database's work. read_next is called after handle
+    in any case, and more than once is once."""
+    part = await asyncio.to_thread(reader.next_part)
+    while part is not None:
+        pending: asyncio.Future[Part | None] | None = None
+
+        def read_next() -> None:
+            nonlocal pending
+            if pending is None:
+                pending = asyncio.ensure_future(asyncio.to_thread(reader.next_part))
+
+        if not reader.check_ahead:
+            read_next()
+        try:
+            await handle(part, read_next)
+            read_next()
+            assert pending is not None
             part = await pending
-            if part is None:
-                return
-            pending = asyncio.ensure_future(asyncio.to_thread(reader.next_part))
-            await handle(part)
-    finally:
-        if not pending.done():
-            # A thread cannot be cancelled: let it finish its part before the file is closed under it.
-            await asyncio.wait([pending])
+        finally:
+            if pending is not None and not pending.done():
+                # A thread cannot be cancelled: let it finish its part before the file is closed under it.
+                await asyncio.wait([pending])
 
 
 # -- writing: through the one pipeline (kernelindex.ingest.pipeline) -----------------------------
@@ -275,7 +292,7 @@ async def ingest_runs_file(
             progress=("ingest runs (bytes)", size) if progress else None,
         ) as pipeline:
 
-            async def handle(part: Part) -> None:
+            async def handle(part: Part, read_next: Callable[[], None]) -> None:
                 pipeline.problems(part.problems, entries=part.bad_lines + part.catalogue_refused)
                 if part.catalogue:
                     # Hardware and workload revisions first: the runs after them refer to them.
@@ -287,7 +304,7 @@ async def ingest_runs_file(
                 if part.pending:
                     async with pipeline.unit() as session:
                         await _settle_pending(session, pipeline.writer, part, tally, reader)
-                await pipeline.write(part.records)
+                await pipeline.write(part.records, merging=read_next)
                 pipeline.advance(part.bytes_read)
 
             await _read_ahead(reader, handle)

@@ -29,6 +29,7 @@ comes in through kernelindex.hardware/1 catalogue lines).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from sqlalchemy import text
@@ -75,7 +76,12 @@ class RunWriter:
         """Drop every id this writer has resolved (after a rollback they may name rows that are gone)."""
         self.resolver.forget()
 
-    async def write(self, session: AsyncSession, records: list[RunRecord], *, dry_run: bool = False) -> IngestSummary:
+    async def write(
+        self, session: AsyncSession, records: list[RunRecord], *, dry_run: bool = False, merging: Callable[[], None] | None = None,
+    ) -> IngestSummary:
+        """One batch (see the module). merging: called once the batch is staged, as PostgreSQL starts merging
+        it, the longest stretch in which this thread only waits (the `ingest runs` reader starts on its next
+        part then, so that its Python runs while the database works, not against this batch's for the GIL)."""
         dry_run = dry_run or self.dry_run
         if not records:
             return IngestSummary()
@@ -88,6 +94,8 @@ class RunWriter:
         merged = MergeResult()
         if rows:
             await self.stage.runs(session, rows)
+            if merging is not None:
+                merging()
             merged = await merge_stage(
                 session, resolved, now=self.now, fleet_worker=self.fleet_worker is not None, dry_run=dry_run,
                 # Without keys kept across batches a batch's own repeats are all there is to refuse.

@@ -203,9 +203,11 @@ def test_new_lines_are_checked_once_each_ahead_of_their_part_and_known_ones_stil
     assert (summary.found, summary.inserted, summary.unchanged, summary.rejected) == (60, 39, 20, 1)
     assert [(p.where, p.key) for p in summary.problems] == [("line 36", "status")]
     # The first part is checked as it is settled; from the third on (read after the first was found
-    # new) ahead, in the reader's thread, the known ones among them too (then dropped).
-    assert ahead[0] == 0 and ahead[2:] == [10, 10, 10, 10]
-    assert checks["n"] == 60
+    # new) ahead, in the reader's thread, the known ones among them too (then dropped), until a part is
+    # found known: that part merges nothing, so the part after it is read once it was settled, and is
+    # not checked (runs._read_ahead: a new part is read from the merge on, so it follows the latest verdict).
+    assert ahead[0] == 0 and ahead[2:] == [10, 10, 10, 0]
+    assert checks["n"] == 50  # parts 1 and 2 as settled, 3 to 5 ahead (5's known lines dropped), 6 (known) never
     assert _live_runs(db_url) == before + 39
     # A digest worked out ahead, in the reader's thread, is the stage's own.
     from kernelindex.ingest.digests import content_digest
@@ -217,3 +219,35 @@ def test_new_lines_are_checked_once_each_ahead_of_their_part_and_known_ones_stil
     again = _ingest(db_url, path, batch_size=10)
     assert (again.inserted, again.unchanged, again.rejected) == (0, 59, 1)
     assert sum(ahead[2:]) == 0 and checks["n"] <= 1 + ahead[1]  # the bad line (never stored) is checked each time
+
+
+def test_a_new_part_is_read_while_the_part_before_is_merged_not_while_it_is_staged(db_url, tmp_path, monkeypatch):
+    """runs._read_ahead: while the lines are new, the next part is read from the moment the database
+    starts merging the batch before (its Python then runs beside PostgreSQL's work, not beside the
+    writer's own staging for the GIL); every part is still read once, in order, and the import is whole."""
+    from kernelindex.ingest.stage import Stage
+
+    staged = {"batches": 0}
+    staged_at_read: list[int] = []
+    real_runs, real_next = Stage.runs, runs_module.PartReader.next_part
+
+    async def runs(self, session, rows):
+        await real_runs(self, session, rows)
+        staged["batches"] += 1
+
+    def next_part(self):
+        staged_at_read.append(staged["batches"])
+        return real_next(self)
+
+    monkeypatch.setattr(Stage, "runs", runs)
+    monkeypatch.setattr(runs_module.PartReader, "next_part", next_part)
+    path = tmp_path / "runs.jsonl"
+    _write(path, synthetic_records(50))
+    before = _live_runs(db_url)
+    summary = _ingest(db_url, path, batch_size=10)
+    assert (summary.found, summary.inserted) == (50, 50)
+    assert _live_runs(db_url) == before + 50
+    # Parts 1 and 2 are read before anything is known of the lines; part 3 on (and the last read, which
+    # finds the end) once the part before was staged: as its merge starts. Read at the start of each
+    # part instead, these would be [0, 0, 1, 2, 3, 4].
+    assert staged_at_read == [0, 0, 2, 3, 4, 5]
