@@ -336,6 +336,8 @@ async def refresh_after_arrivals(
     which reads no values: `arrived` may then be the new runs' ids alone.
     Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py and, for the SQL delta,
     test_records_arrivals_deferred.py, on random writes."""
+    if events and not isinstance(arrived, Mapping):
+        raise TypeError("refresh_after_arrivals with events judges the new runs from their values: arrived must map ids to NewRun")
     now = now or datetime.now(UTC)
     keys = sorted(set(cohorts))
     summary = RefreshSummary(cohorts=len(keys))
@@ -356,8 +358,7 @@ async def refresh_after_arrivals(
         full |= more_full
         summary.flagged_runs += flagged
     elif delta:
-        if not isinstance(arrived, Mapping):
-            raise TypeError("refresh_after_arrivals with events judges the new runs from their values: arrived must map ids to NewRun")
+        assert isinstance(arrived, Mapping)  # checked above
         arrivals = await _Arrivals.load(session, context, delta, arrived)
         full |= arrivals.need_full
         delta = [k for k in delta if k not in arrivals.need_full]

@@ -242,3 +242,16 @@ def test_an_outdated_baseline_still_judges_new_runs(db_url, twin_db_url, monkeyp
     delta, full_tables = asyncio.run(_tables(db_url)), asyncio.run(_tables(twin_db_url))
     assert [row[1] for row in delta["run_flags"]] == ["implausible_speedup"]
     assert delta == full_tables
+
+
+def test_the_python_delta_refuses_ids_without_the_runs_values(db_url):
+    # The SQL delta (events deferred) reads the new runs where they are stored and takes their ids alone;
+    # the Python delta judges them from their writer's values, and says so before reading anything.
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.services.records import refresh_after_arrivals
+
+    async def ids_alone(session) -> None:
+        await refresh_after_arrivals(session, [(1, "cfg", 1, 1)], [1, 2], events=True)
+
+    with pytest.raises(TypeError, match="arrived must map ids to NewRun"):
+        asyncio.run(in_own_transaction(db_url, ids_alone))
