@@ -14,7 +14,7 @@ in the same transaction, so readers see a batch's runs and its records together.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -62,6 +62,32 @@ class MergeResult:
     written: list[RunKey] = field(default_factory=list)  # the natural keys of the runs inserted
     left: set[CohortKey] = field(default_factory=set)  # the cohorts of the runs superseded
     refused: list[Refused] = field(default_factory=list)
+    # merge_stage(..., planned=True): the INSERT, not run yet (the counts, ids and keys above are its plan).
+    plan: PlannedInsert | None = None
+
+
+@dataclass
+class PlannedInsert:
+    """The runs a merge inserts, decided before its INSERT runs (merge_stage(..., planned=True)): the
+    staged rows (ords) whose natural key has no live run once the changed ones were superseded, each
+    with the id the INSERT gives it. So a caller can judge the new runs while PostgreSQL inserts them
+    (kernelindex.services.records.refresh_after_arrivals' `storing`). `insert(session)` runs the INSERT,
+    refuses (RuntimeError) any other outcome than the plan, and links the runs it superseded to them."""
+
+    ords: list[int]
+    ids: list[int]
+    superseded: list[tuple[int, RunKey]]  # (the superseded run's id, its natural key)
+    new_of: dict[RunKey, int]  # the id planned for each natural key inserted
+
+    async def insert(self, session: AsyncSession) -> None:
+        if self.ords:
+            stored = (await session.execute(_INSERT_PLANNED, {"ords": self.ords, "ids": self.ids})).scalars().all()
+            if sorted(stored) != self.ids:
+                # Under the index write lock no other writer can change what the plan read: a fault, not a race.
+                raise RuntimeError(f"the runs inserted ({len(stored)}) are not the {len(self.ids)} planned")
+        if self.superseded:
+            pairs = [(old, self.new_of[key]) for old, key in self.superseded]
+            await session.execute(_LINK_SUPERSEDED, {"old": [p[0] for p in pairs], "new": [p[1] for p in pairs]})
 
 
 _SAME_KEY = " AND ".join(f"r.{c} = s.{c}" for c in KEY_COLUMNS)
@@ -97,6 +123,16 @@ _INSERT_NEW = text(
     f"INSERT INTO runs ({', '.join(RUN_NAMES)}) SELECT {', '.join(f's.{c}' for c in RUN_NAMES)} FROM ingest_stage s "
     f"ORDER BY s.ord ON CONFLICT ({KEYS}) WHERE superseded_at IS NULL DO NOTHING RETURNING id, {KEYS}"
 )
+# The same insert with the ids planned before it (plan_insert): one per staged row, in stage order, as the
+# sequence gives them to the INSERT above (ON CONFLICT takes one for a row it skips, too), so the ids are
+# the same either way.
+_INSERT_PLANNED = text(
+    f"INSERT INTO runs (id, {', '.join(RUN_NAMES)}) SELECT v.id, {', '.join(f's.{c}' for c in RUN_NAMES)} FROM ingest_stage s "
+    "JOIN unnest(CAST(:ords AS int[]), CAST(:ids AS bigint[])) AS v(ord, id) ON v.ord = s.ord "
+    f"ORDER BY s.ord ON CONFLICT ({KEYS}) WHERE superseded_at IS NULL DO NOTHING RETURNING id"
+)
+_STAGED_LIVE = text(f"SELECT s.ord FROM ingest_stage s JOIN runs r ON r.superseded_at IS NULL AND {_SAME_KEY}")
+_RUN_IDS = text("SELECT nextval(pg_get_serial_sequence('runs', 'id')) FROM generate_series(1, :n)")
 _LINK_SUPERSEDED = text(
     "UPDATE runs SET superseded_by_id = v.new_id FROM unnest(CAST(:old AS bigint[]), CAST(:new AS bigint[])) "
     "AS v(old_id, new_id) WHERE runs.id = v.old_id"
@@ -136,13 +172,17 @@ def _stated_twice(item: Placed, first: str | None) -> Refused:
 
 async def merge_stage(
     session: AsyncSession, staged: Sequence[Placed], *, now: datetime, fleet_worker: bool, dry_run: bool,
-    keys: Sequence[tuple[RunKey, str]] | None = None,
+    keys: Sequence[tuple[RunKey, str]] | None = None, planned: bool = False,
 ) -> MergeResult:
     """Merge the stage, whose row `ord` is the record staged[ord]: refuse the runs already stated
     (in this batch, or earlier in the import), then insert, supersede or count each as unchanged.
     keys: each staged row's natural key and place, in stage order, from a writer that refuses only a
     batch's own repeats (no keys kept across batches): those are found here, not through ingest_keys
-    (an INSERT of every key, ~5 ms of a submitRuns call of 1,000 records)."""
+    (an INSERT of every key, ~5 ms of a submitRuns call of 1,000 records).
+    planned (with keys): everything but the INSERT, which is planned (PlannedInsert, in result.plan) for
+    the caller to run; the result's counts, ids and keys are the plan's."""
+    if planned and (keys is None or dry_run):
+        raise ValueError("a planned insert needs the staged rows' keys, and writes")
     result = MergeResult()
     if keys is None:
         claimed = set((await session.execute(_CLAIM_KEYS)).scalars().all())
@@ -171,6 +211,9 @@ async def merge_stage(
         result.unchanged = same
         return result
     superseded = (await session.execute(_SUPERSEDE, {"now": now})).all()
+    if planned:
+        assert keys is not None
+        return await _plan_insert(session, result, sorted(claimed), keys, superseded)
     inserted = (await session.execute(_INSERT_NEW)).all()
     result.inserted = len(inserted)
     result.superseded = len(superseded)
@@ -182,6 +225,28 @@ async def merge_stage(
         new_of = {RunKey(*row[1:]): row[0] for row in inserted}
         pairs = [(row[0], new_of[RunKey(*row[1:])]) for row in superseded]
         await session.execute(_LINK_SUPERSEDED, {"old": [p[0] for p in pairs], "new": [p[1] for p in pairs]})
+    return result
+
+
+async def _plan_insert(
+    session: AsyncSession, result: MergeResult, staged: list[int], keys: Sequence[tuple[RunKey, str]], superseded: Sequence[Any],
+) -> MergeResult:
+    """The rest of merge_stage with the INSERT planned (PlannedInsert): the staged rows still without a live
+    run of their key (the changed ones' were superseded) are the ones it will insert; one id per staged row,
+    in stage order, is what the sequence gives the INSERT (ON CONFLICT takes one for a row it skips too)."""
+    live = set((await session.execute(_STAGED_LIVE)).scalars().all())
+    ids = list((await session.execute(_RUN_IDS, {"n": len(staged)})).scalars().all()) if staged else []
+    planned = [(ord_, run_id) for ord_, run_id in zip(staged, ids, strict=True) if ord_ not in live]
+    written = [keys[ord_][0] for ord_, _ in planned]
+    result.inserted = len(planned)
+    result.superseded = len(superseded)
+    result.unchanged = len(staged) - len(planned)
+    result.inserted_run_ids = [run_id for _, run_id in planned]
+    result.written = written
+    old = [(row[0], RunKey(*row[1:])) for row in superseded]
+    result.left = {key.cohort for _, key in old}
+    result.plan = PlannedInsert([ord_ for ord_, _ in planned], result.inserted_run_ids, old,
+                                dict(zip(written, result.inserted_run_ids)))
     return result
 
 
@@ -272,6 +337,20 @@ _ARRIVED_IN = text(
 )
 
 
+def _once(run: Callable[[], Awaitable[None]] | None) -> Callable[[], Awaitable[None]]:
+    """run() the first time the result is awaited, nothing after (and nothing at all for None)."""
+    done = run is None
+
+    async def once() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            assert run is not None
+            await run()
+
+    return once
+
+
 def _after(key: CohortKey | None) -> dict[str, Any]:
     return {} if key is None else {"rev": key[0], "cfg": key[1], "proto": key[2], "env": key[3]}
 
@@ -301,7 +380,7 @@ class CohortRefresh:
 
     async def after_merge(
         self, session: AsyncSession, arrivals: Mapping[CohortKey, Sequence[int]], *, left: set[CohortKey],
-        new_runs: Mapping[int, NewRun] | None,
+        new_runs: Mapping[int, NewRun] | None, storing: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """The precomputed records (cohort_bests, flags, record events) of the cohorts runs joined
         (`arrivals`: each cohort's new runs), in the same transaction: from the new runs and the stored
@@ -310,13 +389,18 @@ class CohortRefresh:
         multi-row statements must stay under PostgreSQL's 32,767 parameters. new_runs: the arrived runs
         as the writer staged them (by id), so their facts are not read back; None where the refresh
         never reads them (`judges_in_python` false: the deferred batches' delta, in SQL, reads the new
-        runs where they are stored)."""
-        if not arrivals:
-            return
+        runs where they are stored). storing: the statement that stores the new runs, not run yet
+        (merge_stage's PlannedInsert): the refresh runs it while it judges them, and it has run, once,
+        by the time this returns."""
+        stored = _once(storing)
         for chunk in chunks(sorted(arrivals), COHORTS_PER_REFRESH):
             ids = [run_id for key in chunk for run_id in arrivals[key]]
             arrived: Collection[int] = ids if new_runs is None else {run_id: new_runs[run_id] for run_id in ids}
-            await refresh_after_arrivals(session, chunk, arrived, left=left, now=self.now, events=not self.defer_events)
+            await refresh_after_arrivals(session, chunk, arrived, left=left, now=self.now, events=not self.defer_events,
+                                         storing=stored)
+        await stored()  # no cohort to refresh (runs of an older revision, say): stored all the same
+        if not arrivals:
+            return
         if self.defer_events:
             await self._remember(session, set(arrivals), {run_id for ids in arrivals.values() for run_id in ids})
 

@@ -100,6 +100,9 @@ class RunWriter:
                 session, resolved, now=self.now, fleet_worker=self.fleet_worker is not None, dry_run=dry_run,
                 # Without keys kept across batches a batch's own repeats are all there is to refuse.
                 keys=None if self.stage.track_keys else [(key, row.place) for key, row in zip(row_keys, rows)],
+                # Where the refresh judges the new runs in Python (a write of its own: submitRuns, the fleet,
+                # seed), their INSERT is planned, ids and all, and runs while they are judged (after_merge).
+                planned=self.refresh.judges_in_python and not dry_run and not self.stage.track_keys,
             )
             if self.statistics is not None and not dry_run:
                 await self.statistics.grew(session, merged.inserted)
@@ -118,7 +121,9 @@ class RunWriter:
                 staged_as.setdefault(key, row)
             new_runs = {run_id: new_run(run_id, staged_as[key])
                         for run_id, key in zip(merged.inserted_run_ids, merged.written) if key.cohort in record_cohorts}
-        await self.refresh.after_merge(session, arrivals, left=merged.left, new_runs=new_runs)
+        plan = merged.plan
+        await self.refresh.after_merge(session, arrivals, left=merged.left, new_runs=new_runs,
+                                       storing=None if plan is None else lambda: plan.insert(session))
         if self.resolver.whole_sources and not dry_run:
             # A whole snapshot of a source (a record in the stated form names one) outdates the older
             # ones, or is outdated by a newer one, as when an adapter imports it (source_import).

@@ -9,10 +9,12 @@ plausibility decides the flags, ranking decides eligibility and order, history d
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import BigInteger, and_, bindparam, delete, func, select, text
@@ -315,6 +317,7 @@ class _RefreshContext:
 async def refresh_after_arrivals(
     session: AsyncSession, cohorts: Iterable[CohortKey], arrived: Mapping[int, NewRun] | Collection[int], *,
     left: Collection[CohortKey] = (), now: datetime | None = None, events: bool = True,
+    storing: Callable[[], Awaitable[None]] | None = None,
 ) -> RefreshSummary:
     """The records of these cohorts after a write that added the runs `arrived` to them: the same
     flags, bests and events as refresh_cohorts, computed from the new runs and the stored bests
@@ -334,14 +337,25 @@ async def refresh_after_arrivals(
     from those values instead of being read back (kernelindex.services.facts.NewRun).
     With events=False (an import's batches) the delta is computed in SQL over the stored new runs (_SqlDelta),
     which reads no values: `arrived` may then be the new runs' ids alone.
+    storing: the statement that stores the new runs, not run yet (a write's INSERT with its run ids
+    planned: kernelindex.ingest.merge.PlannedInsert), awaited here before anything reads or names the new
+    runs; the Python delta reads what its judgement needs first (stored rows only) and judges them while
+    PostgreSQL inserts them. It may be awaited again (by the caller, for cohorts not refreshed here): it
+    must run once however often it is awaited. None: the new runs are stored.
     Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py and, for the SQL delta,
     test_records_arrivals_deferred.py, on random writes."""
     if events and not isinstance(arrived, Mapping):
         raise TypeError("refresh_after_arrivals with events judges the new runs from their values: arrived must map ids to NewRun")
+
+    async def stored() -> None:
+        if storing is not None:
+            await storing()
+
     now = now or datetime.now(UTC)
     keys = sorted(set(cohorts))
     summary = RefreshSummary(cohorts=len(keys))
     if not keys:
+        await stored()
         return summary
     full = set(keys) & set(left)
     if (await session.execute(_STALE_FLAGS, {"stale": sorted(plausibility.STALE_FLOOR_VERSIONS)})).scalar_one():
@@ -354,18 +368,21 @@ async def refresh_after_arrivals(
     if delta and not events:
         # An import's batches (their history deferred to its end): flags and bests in SQL, over the
         # new runs where they are stored (_SqlDelta).
+        await stored()
         more_full, flagged = await _SqlDelta(session, context, delta, arrived).refresh()
         full |= more_full
         summary.flagged_runs += flagged
     elif delta:
         assert isinstance(arrived, Mapping)  # checked above
-        arrivals = await _Arrivals.load(session, context, delta, arrived)
-        full |= arrivals.need_full
-        delta = [k for k in delta if k not in arrivals.need_full]
-        if delta:
-            part, made = await _refresh_delta(session, context, arrivals, delta, arrived, now=now, events=events)
-            summary.flagged_runs += part.flagged_runs
-            drafts += made
+        state = await _DeltaState.load(session, context, delta, arrived, events=events)
+        judge = partial(_judge_delta, context, state, delta, arrived, now)
+        judged = judge() if storing is None else await _judged_while_storing(judge, stored)
+        need_full = await _need_full(session, state, judged.first, arrived)
+        full |= need_full
+        part, made = await _write_delta(session, state, judged, [k for k in delta if k not in need_full])
+        summary.flagged_runs += part.flagged_runs
+        drafts += made
+    await stored()
     if full:
         part, made = await _judge_cohorts(session, sorted(full), now, arrived=arrived, events=events, context=context)
         summary.flagged_runs += part.flagged_runs
@@ -435,25 +452,30 @@ _Ranked = tuple[float, datetime, int]  # ranking.order_key of a run: (figure, ob
 
 
 @dataclass
-class _Arrivals:
-    """The new runs of the cohorts a delta refresh judges, the cohorts' stored bests and the best
-    baseline each had before (its order key), and the cohorts that must be refreshed in full."""
+class _DeltaState:
+    """What the Python delta reads before it judges: stored rows only (none of the new runs, so it may be
+    read before they are inserted). The new runs that compete, with their dimensions loaded; the cohorts'
+    stored bests and the best baseline each had before (its order key); the headline cohorts' standing
+    holders (latest events); and the facts and holds of the stored runs the judgement reads."""
 
-    runs: dict[CohortKey, list[RunFacts]]
+    passed: list[NewRun]
     stored: dict[CohortKey, dict[int, dict[str, Any]]]  # cohort → implementation → its stored best row
     baseline_before: dict[CohortKey, _Ranked]
     baseline_implementations: set[int]
-    need_full: set[CohortKey]
+    headline: set[CohortKey]
+    latest: dict[CohortKey, tuple[int | None, float | None]]
+    top_before: dict[CohortKey, int | None]
+    stored_facts: dict[int, RunFacts]
+    holds: dict[int, Any]
 
     @classmethod
     async def load(
-        cls, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Mapping[int, NewRun],
-    ) -> _Arrivals:
-        wanted = set(keys)
-        runs: dict[CohortKey, list[RunFacts]] = defaultdict(list)
-        for facts in await _arrived_facts(session, context.builder, arrived):
-            if facts.cohort_key in wanted:
-                runs[facts.cohort_key].append(facts)
+        cls, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Mapping[int, NewRun], *,
+        events: bool,
+    ) -> _DeltaState:
+        # A run written by this very write is live (neither superseded nor retracted yet): only its status decides.
+        passed = [run for run in arrived.values() if run.values.status == "passed"]
+        await context.builder.load_dimensions(session, passed)
         columns = cohort_columns(keys)
         stored: dict[CohortKey, dict[int, dict[str, Any]]] = defaultdict(dict)
         for row in (await session.execute(text(_STORED_BESTS.format(columns=", ".join(f"b.{c}" for c in BEST_COLUMNS))), columns)).all():
@@ -474,42 +496,134 @@ class _Arrivals:
                 key = (rev, cfg, proto, env)
                 if key not in before or (figure, observed_at, run_id) < before[key]:
                     before[key] = (figure, observed_at, run_id)
-        # A cohort whose stored runs were judged without a baseline, now given one, is judged in full
-        # when any stored run could be implausibly fast beside it (a margin of two on the rule's ratio;
-        # at ix_runs_cohort_top's clamped figure, which stored figures never leave): usually none is.
-        first: dict[CohortKey, float] = {}
-        for key in keys:
-            figures = [r.figure for r in runs.get(key, ()) if r.implementation.is_baseline and r.figure is not None]
-            if key not in before and figures:
-                first[key] = min(figures) / (plausibility.MAX_PLAUSIBLE_SPEEDUP / 2)
-        need_full = {key for key, bound in first.items() if bound <= _LEAST_FIGURE}
-        asked = sorted(key for key in first if key not in need_full)
-        if asked:
-            need_full |= {(r[0], r[1], r[2], r[3]) for r in (await session.execute(_FAST_BESIDE_FIRST_BASELINE, {
-                **cohort_columns(asked), "bounds": [first[k] for k in asked], "impls": sorted(baselines), "arrived": sorted(arrived),
-            })).all()}
-        return cls(runs, stored, before, baselines, need_full)
+        headline = {k for k in keys if events and context.is_headline(k)}
+        latest = await _latest_events(session, sorted(headline)) if headline else {}
+        # The stored runs the judgement reads: each cohort's baseline before and, for events, the standing
+        # holder and the stored top (the fastest of the cohort's stored eligible runs: its fastest best).
+        top_before = {key: _stored_top(stored.get(key, {})) for key in headline}
+        wanted = {before[k][2] for k in keys if k in before}
+        wanted |= {holder for k in headline if (holder := latest.get(k, (None, None))[0]) is not None}
+        wanted |= {top for top in top_before.values() if top is not None}
+        stored_facts = {facts.id: facts for facts in await _live_runs_by_id(session, context.builder, wanted)}
+        # Only stored runs are judged by their holds (new runs have none yet): none stored, nothing to read.
+        holds = await load_holds(session, sorted(stored_facts)) if headline and stored_facts else {}
+        return cls(passed, stored, before, baselines, headline, latest, top_before, stored_facts, holds)
 
 
-async def _refresh_delta(
-    session: AsyncSession, context: _RefreshContext, arrivals: _Arrivals, keys: list[CohortKey], arrived: Collection[int],
-    *, now: datetime, events: bool,
+@dataclass
+class _DeltaVerdict:
+    """What the Python delta decides for one cohort: the flags its new runs earn, its fresh bests (every
+    implementation with a new eligible run), the sources they name and its new events."""
+
+    flags: list[dict] = field(default_factory=list)
+    fresh: list[dict] = field(default_factory=list)
+    named: set[tuple[int, str, int, int]] = field(default_factory=set)
+    drafts: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class _DeltaJudged:
+    """The Python delta's verdicts by cohort, and the cohorts given their first baseline with the bound a
+    stored run must beat to be judged in full (_NEED_FULL_ASKED)."""
+
+    verdicts: dict[CohortKey, _DeltaVerdict]
+    first: dict[CohortKey, float]
+
+
+def _judge_delta(context: _RefreshContext, state: _DeltaState, keys: list[CohortKey], arrived: Collection[int], now: datetime) -> _DeltaJudged:
+    """Judge the new runs of these cohorts from what state read (no statement: a function of its inputs,
+    run in a worker thread while the new runs are inserted; refresh_after_arrivals)."""
+    wanted = set(keys)
+    runs: dict[CohortKey, list[RunFacts]] = defaultdict(list)
+    for facts in _arrived_facts(context.builder, state.passed):
+        if facts.cohort_key in wanted:
+            runs[facts.cohort_key].append(facts)
+    # A cohort whose stored runs were judged without a baseline, now given one, is judged in full
+    # when any stored run could be implausibly fast beside it (a margin of two on the rule's ratio;
+    # at ix_runs_cohort_top's clamped figure, which stored figures never leave): usually none is.
+    first: dict[CohortKey, float] = {}
+    for key in keys:
+        figures = [r.figure for r in runs.get(key, ()) if r.implementation.is_baseline and r.figure is not None]
+        if key not in state.baseline_before and figures:
+            first[key] = min(figures) / (plausibility.MAX_PLAUSIBLE_SPEEDUP / 2)
+    verdicts: dict[CohortKey, _DeltaVerdict] = {}
+    for key in keys:
+        revision = context.revisions.get(key[0])
+        cohort_runs = runs.get(key, [])
+        if revision is None or not cohort_runs:
+            continue
+        verdict = verdicts[key] = _DeltaVerdict()
+        workload = context.workloads[revision.workload_id]
+        facts_of_workload = context.workload_facts(revision)
+        baseline = min(
+            [r for r in cohort_runs if r.implementation.is_baseline]
+            + ([state.stored_facts[state.baseline_before[key][2]]] if key in state.baseline_before else []),
+            key=ranking.order_key, default=None,
+        )
+        judged: list[RunFacts] = []
+        for run in cohort_runs:  # new runs: no flag or review is stored for them yet
+            found = plausibility.flags_for(run, baseline, context.floors.floor_for(run, revision))
+            for flag in found:
+                verdict.flags.append({"run_id": run.id, "code": flag.code, "reason": flag.detail,
+                                      "rule_version": plausibility.PLAUSIBILITY_VERSION})
+            held = plausibility.is_held_for_review(plausibility.holding_flags(run, found), ())
+            judged.append(replace(run, held_for_review=held) if run.held_for_review != held else run)
+        eligible = eligibility.eligible_in_cohort(judged, facts_of_workload)
+        _append_bests(verdict.fresh, key, workload.id, eligible, {r.id: r.source.id for r in eligible})
+        verdict.named = {(best["workload_revision_id"], best["configuration_key"], sid, best["workload_id"])
+                         for best in verdict.fresh for sid in best["source_snapshot_ids"]}
+        if key not in state.headline:
+            continue
+        holder_id, holder_mean = state.latest.get(key, (None, None))
+        # The cohort's eligible runs as events_for reads them: the new ones, the stored top and the
+        # standing holder while it still counts (judged as refresh_cohorts judges a stored run).
+        holds = state.holds
+        counted = [
+            r for r in (state.stored_facts.get(i) for i in {holder_id, state.top_before[key]} if i is not None) if r is not None
+            and eligibility.cohort_ineligibility_reason(replace(r, held_for_review=plausibility.is_held_for_review(
+                plausibility.holding_flags(r, holds[r.id].flags), holds[r.id].reviews)), facts_of_workload) is None
+        ]
+        by_id = {r.id: r for r in eligible + counted}
+        verdict.drafts = _event_rows(key, workload.id, now, events_for(
+            holder_id, holder_mean, sorted(by_id.values(), key=ranking.order_key), arrived))
+    return _DeltaJudged(verdicts, first)
+
+
+async def _judged_while_storing(judge: Callable[[], _DeltaJudged], storing: Callable[[], Awaitable[None]]) -> _DeltaJudged:
+    """judge() in a worker thread while storing() runs its statement on the session: PostgreSQL inserts
+    the new runs while Python judges them (each side otherwise waits for the other, and a submitRuns call
+    of 1,000 new records spent ~35 ms in each). The statement always ends before this returns or raises,
+    so the session is never left with a statement in flight; its error, if any, is the one raised."""
+    store = asyncio.ensure_future(storing())
+    try:
+        return await asyncio.to_thread(judge)
+    finally:
+        await asyncio.wait([store])
+        if not store.cancelled() and (error := store.exception()) is not None:
+            raise error
+
+
+async def _need_full(
+    session: AsyncSession, state: _DeltaState, first: dict[CohortKey, float], arrived: Collection[int],
+) -> set[CohortKey]:
+    """The cohorts given their first baseline in which a stored run could be implausibly fast beside it
+    (see _judge_delta): judged in full. Reads stored runs only (the new ones by id excluded)."""
+    need_full = {key for key, bound in first.items() if bound <= _LEAST_FIGURE}
+    asked = sorted(key for key in first if key not in need_full)
+    if asked:
+        need_full |= {(r[0], r[1], r[2], r[3]) for r in (await session.execute(_FAST_BESIDE_FIRST_BASELINE, {
+            **cohort_columns(asked), "bounds": [first[k] for k in asked], "impls": sorted(state.baseline_implementations),
+            "arrived": sorted(arrived),
+        })).all()}
+    return need_full
+
+
+async def _write_delta(
+    session: AsyncSession, state: _DeltaState, judged: _DeltaJudged, keys: list[CohortKey],
 ) -> tuple[RefreshSummary, list[dict]]:
-    """refresh_after_arrivals for the cohorts that need no full refresh (the events returned, in cohort
-    order, for the caller to write)."""
+    """The Python delta's verdicts for these cohorts (those it judges: not in full) written: the flags,
+    the bests and the sources they name; the events returned, in cohort order, for the caller to write."""
     summary = RefreshSummary()
-    headline = {k for k in keys if events and context.is_headline(k)}
-    latest = await _latest_events(session, sorted(headline)) if headline else {}
-    # The stored runs the judgement reads: each cohort's baseline before and, for events, the standing
-    # holder and the stored top (the fastest of the cohort's stored eligible runs: its fastest best).
-    top_before = {key: _stored_top(arrivals.stored.get(key, {})) for key in headline}
-    wanted = {arrivals.baseline_before[k][2] for k in keys if k in arrivals.baseline_before}
-    wanted |= {holder for k in headline if (holder := latest.get(k, (None, None))[0]) is not None}
-    wanted |= {top for top in top_before.values() if top is not None}
-    stored_facts = {facts.id: facts for facts in await _live_runs_by_id(session, context.builder, wanted)}
-    # Only stored runs are judged by their holds (new runs have none yet): none stored, nothing to read.
-    holds = await load_holds(session, sorted(stored_facts)) if headline and stored_facts else {}
-
     new_flags: list[dict] = []
     changed: list[dict] = []  # bests that replace a stored one
     added: list[dict] = []  # bests of an implementation the cohort had none of
@@ -518,51 +632,20 @@ async def _refresh_delta(
     named: set[tuple[int, str, int, int]] = set()
     drafts: list[dict] = []
     for key in keys:
-        revision = context.revisions.get(key[0])
-        runs = arrivals.runs.get(key, [])
-        if revision is None or not runs:
+        verdict = judged.verdicts.get(key)
+        if verdict is None:
             continue
-        workload = context.workloads[revision.workload_id]
-        facts_of_workload = context.workload_facts(revision)
-        baseline = min(
-            [r for r in runs if r.implementation.is_baseline]
-            + ([stored_facts[arrivals.baseline_before[key][2]]] if key in arrivals.baseline_before else []),
-            key=ranking.order_key, default=None,
-        )
-        judged: list[RunFacts] = []
-        for run in runs:  # new runs: no flag or review is stored for them yet
-            found = plausibility.flags_for(run, baseline, context.floors.floor_for(run, revision))
-            for flag in found:
-                new_flags.append({"run_id": run.id, "code": flag.code, "reason": flag.detail,
-                                  "rule_version": plausibility.PLAUSIBILITY_VERSION})
-                summary.flagged_runs.append(run.id)
-            held = plausibility.is_held_for_review(plausibility.holding_flags(run, found), ())
-            judged.append(replace(run, held_for_review=held) if run.held_for_review != held else run)
-        eligible = eligibility.eligible_in_cohort(judged, facts_of_workload)
-        stored = arrivals.stored.get(key, {})
-        fresh: list[dict] = []
-        _append_bests(fresh, key, workload.id, eligible, {r.id: r.source.id for r in eligible})
-        named |= {(best["workload_revision_id"], best["configuration_key"], sid, best["workload_id"])
-                  for best in fresh for sid in best["source_snapshot_ids"]}
-        for best in fresh:
+        new_flags += verdict.flags
+        summary.flagged_runs += [flag["run_id"] for flag in verdict.flags]
+        named |= verdict.named
+        stored = state.stored.get(key, {})
+        for best in verdict.fresh:
             before = stored.get(best["implementation_id"])
             if before is None:
                 added.append(best)
             else:
                 changed.append(_merged_best(before, best))
-        if key not in headline:
-            continue
-        holder_id, holder_mean = latest.get(key, (None, None))
-        # The cohort's eligible runs as events_for reads them: the new ones, the stored top and the
-        # standing holder while it still counts (judged as refresh_cohorts judges a stored run).
-        counted = [
-            r for r in (stored_facts.get(i) for i in {holder_id, top_before[key]} if i is not None) if r is not None
-            and eligibility.cohort_ineligibility_reason(replace(r, held_for_review=plausibility.is_held_for_review(
-                plausibility.holding_flags(r, holds[r.id].flags), holds[r.id].reviews)), facts_of_workload) is None
-        ]
-        by_id = {r.id: r for r in eligible + counted}
-        drafts += _event_rows(key, workload.id, now, events_for(
-            holder_id, holder_mean, sorted(by_id.values(), key=ranking.order_key), arrived))
+        drafts += verdict.drafts
     if new_flags:
         await session.execute(pg_insert(RunFlag).on_conflict_do_nothing(index_elements=["run_id", "code"]), new_flags)
     if added:
@@ -586,7 +669,7 @@ async def _refresh_delta(
 
 # -- the delta refresh of an import's batch, in SQL ----------------------------------------------------
 #
-# What _Arrivals.load and _refresh_delta do for cohorts whose events are deferred, as statements over the
+# What _DeltaState.load, _judge_delta and _write_delta do for cohorts whose events are deferred, as statements over the
 # new runs where the merge stored them: no facts are built for the runs that raise no flag. The new runs
 # that compete (passed) are gathered into a temporary table with what judging them reads; each cohort's
 # baseline (its best baseline run among the new ones and the stored one: the fastest baseline best, or an
@@ -636,7 +719,7 @@ _SET_FLOORS = text(
     "WHERE d.rev = v.rev AND d.hardware_id = v.hw AND d.cfg = v.cfg AND d.bkey = v.bkey "
     "AND d.latency AND NOT d.base AND NOT d.checked AND d.figure IS NOT NULL"
 )
-# Each cohort's baseline and whether it is judged in full (_Arrivals.load, in one statement). The stored
+# Each cohort's baseline and whether it is judged in full (_DeltaState.load and _need_full, in one statement). The stored
 # baseline: the fastest of the cohort's baseline bests and of its outdated snapshots' baseline runs (by
 # their stored order key), read back as a live run; the cohort's baseline: the faster of it and the
 # best new baseline run. A cohort without a stored baseline given one is judged in full when a stored
@@ -807,7 +890,7 @@ class _SqlDelta:
 
     async def _flags(self) -> tuple[list[dict], list[int]]:
         """The flags of the new runs that could earn one, from plausibility.flags_for on their facts, in
-        cohort order (as _refresh_delta raises them)."""
+        cohort order (as _write_delta returns them)."""
         candidates = (await self.session.execute(_FLAG_CANDIDATES, {"max_ratio": plausibility.MAX_PLAUSIBLE_SPEEDUP})).all()
         if not candidates:
             return [], []
@@ -1127,12 +1210,9 @@ async def _live_runs_by_id(session: AsyncSession, builder: FactsBuilder, ids: Co
     return [builder.run_of_columns(row) for row in rows]
 
 
-async def _arrived_facts(session: AsyncSession, builder: FactsBuilder, arrived: Mapping[int, NewRun]) -> list[RunFacts]:
-    """The facts of those of these new runs that compete for a record, made from the values their writer
-    holds. A run written by this very write is live (neither superseded nor retracted yet), so only its
-    status decides."""
-    passed = [run for run in arrived.values() if run.values.status == "passed"]
-    await builder.load_dimensions(session, passed)
+def _arrived_facts(builder: FactsBuilder, passed: Sequence[NewRun]) -> list[RunFacts]:
+    """The facts of the new runs that compete for a record, made from the values their writer holds
+    (their dimensions loaded: _DeltaState.load), equal to those read back once they are stored."""
     return [builder.run_of_values(run) for run in passed]
 
 

@@ -32,15 +32,21 @@ async def test_new_runs_facts_equal_the_facts_read_back(db_url, monkeypatch: pyt
     from kernelindex.ingest.records import RunRecord
     from kernelindex.ingest.writer import RunWriter
     from kernelindex.services import records as records_service
-    from kernelindex.services.facts import FactsBuilder
+    from kernelindex.services.facts import FactsBuilder, NewRun
 
     compared: list[int] = []
-    made_from_values = records_service._arrived_facts
+    made: list = []
+    made_from_values, write_delta = records_service._arrived_facts, records_service._write_delta
 
-    async def checked(session, builder, arrived):
-        made = await made_from_values(session, builder, arrived)
-        assert isinstance(arrived, dict), "the writer hands the refresh its new runs' values"
-        read = await records_service._live_runs_by_id(session, FactsBuilder(), sorted(arrived))
+    def recorded(builder, passed):
+        # Made while the runs are being inserted (refresh_after_arrivals' storing): compared once they are stored.
+        assert all(isinstance(run, NewRun) for run in passed), "the writer hands the refresh its new runs' values"
+        found = made_from_values(builder, passed)
+        made.extend(found)
+        return found
+
+    async def checked(session, state, judged, keys):
+        read = await records_service._live_runs_by_id(session, FactsBuilder(), sorted(f.id for f in made))
         made_by_id, read_by_id = {f.id: f for f in made}, {f.id: f for f in read}
         assert made_by_id.keys() == read_by_id.keys()
         for run_id, facts in made_by_id.items():
@@ -49,9 +55,10 @@ async def test_new_runs_facts_equal_the_facts_read_back(db_url, monkeypatch: pyt
             assert facts.observed_at.tzinfo == read_by_id[run_id].observed_at.tzinfo
             assert type(facts.samples_ms) is type(read_by_id[run_id].samples_ms)
         compared.extend(made_by_id)
-        return made
+        return await write_delta(session, state, judged, keys)
 
-    monkeypatch.setattr(records_service, "_arrived_facts", checked)
+    monkeypatch.setattr(records_service, "_arrived_facts", recorded)
+    monkeypatch.setattr(records_service, "_write_delta", checked)
     records = _records()
 
     async def write(session):

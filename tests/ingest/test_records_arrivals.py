@@ -96,7 +96,9 @@ async def _writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.Mon
     from kernelindex.services import records as records_service
 
     if full:
-        async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True):
+        async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True, storing=None):
+            if storing is not None:  # the new runs' INSERT, planned: run before the cohorts are read
+                await storing()
             return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)
         monkeypatch.setattr(merge, "refresh_after_arrivals", every_cohort_in_full)
     else:
@@ -195,7 +197,9 @@ def test_arrivals_in_an_import_equal_a_full_refresh(db_url, twin_db_url, tmp_pat
     path = tmp_path / "arrivals.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in seen.values()))
 
-    async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True):
+    async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True, storing=None):
+        if storing is not None:  # the new runs' INSERT, planned: run before the cohorts are read
+            await storing()
         return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)
 
     for url, full in ((db_url, False), (twin_db_url, True)):
@@ -233,7 +237,9 @@ def test_an_outdated_baseline_still_judges_new_runs(db_url, twin_db_url, monkeyp
     from kernelindex.ingest import merge
     from kernelindex.services import records as records_service
 
-    async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True):
+    async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True, storing=None):
+        if storing is not None:  # the new runs' INSERT, planned: run before the cohorts are read
+            await storing()
         return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)
 
     for url, full in ((db_url, False), (twin_db_url, True)):
@@ -255,3 +261,70 @@ def test_the_python_delta_refuses_ids_without_the_runs_values(db_url):
 
     with pytest.raises(TypeError, match="arrived must map ids to NewRun"):
         asyncio.run(in_own_transaction(db_url, ids_alone))
+
+
+RUNS = "SELECT id, workload_revision_id, configuration_key, implementation_id, environment_id, protocol_id, " \
+       "source_snapshot_id, content_sha256, superseded_at IS NOT NULL, superseded_by_id, figure FROM runs ORDER BY id"
+
+
+async def _writes_with_unchanged(db_url: str, seed: int) -> None:
+    """write_at_random, then two batches where stored runs come again unchanged between new ones (an
+    unchanged row takes no run, but it did take an id from the sequence: the next runs' ids show it)."""
+    from kernelindex.db.engine import in_own_transaction
+    from kernelindex.ingest.records import RunRecord
+    from kernelindex.ingest.writer import RunWriter
+
+    await write_at_random(db_url, seed, defer_events=False)
+    fresh = synthetic_records(6, start=900)
+    for batch in (fresh[:3], [fresh[0], fresh[3], fresh[1], fresh[4], fresh[2], fresh[5]]):
+        async def write(session, batch=batch):
+            return await RunWriter(now=NOW).write(session, [RunRecord(r, "mixed", f"line {i + 1}") for i, r in enumerate(batch)])
+
+        await in_own_transaction(db_url, write)
+
+
+async def _plain_inserts(db_url: str, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """_writes_with_unchanged with the INSERT run before the refresh, as an import's writer does (not planned)."""
+    from kernelindex.ingest import merge, writer
+
+    async def unplanned(*args, **options):
+        return await merge.merge_stage(*args, **{**options, "planned": False})
+
+    monkeypatch.setattr(writer, "merge_stage", unplanned)
+    try:
+        await _writes_with_unchanged(db_url, seed)
+    finally:
+        monkeypatch.setattr(writer, "merge_stage", merge.merge_stage)
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_a_planned_insert_stores_what_the_plain_one_does(db_url, twin_db_url, seed, monkeypatch):
+    """A write of its own (submitRuns, the fleet, seed) plans its INSERT (merge.PlannedInsert: which
+    staged rows go in, with which ids) and runs it while the refresh judges the new runs. The same random
+    writes (new, changed, unchanged and repeated keys, retractions, reviews, an outdated snapshot) store the
+    same runs with the same ids, the same superseded links and the same records as with the INSERT run first."""
+    from kernelindex.ingest import merge
+
+    plans: list[int] = []
+    real = merge.PlannedInsert.insert
+
+    async def counted(self, session):
+        plans.append(len(self.ids))
+        await real(self, session)
+
+    monkeypatch.setattr(merge.PlannedInsert, "insert", counted)
+    asyncio.run(_writes_with_unchanged(db_url, seed))
+    asyncio.run(_plain_inserts(twin_db_url, seed, monkeypatch))
+    assert len(plans) == 12 and plans[-1] == 3, plans  # every write planned (the first database's); the last, 3 of 6 new
+
+    async def runs(url: str) -> list[tuple]:
+        conn = await asyncpg.connect(to_libpq_url(url))
+        try:
+            return [tuple(row) for row in await conn.fetch(RUNS)]
+        finally:
+            await conn.close()
+
+    planned, plain = asyncio.run(runs(db_url)), asyncio.run(runs(twin_db_url))
+    assert any(row[8] for row in planned) and any(row[9] for row in planned), "some run was superseded and linked"
+    assert planned == plain
+    assert asyncio.run(_tables(db_url)) == asyncio.run(_tables(twin_db_url))
