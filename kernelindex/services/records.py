@@ -524,7 +524,7 @@ class _DeltaVerdict:
 @dataclass
 class _DeltaJudged:
     """The Python delta's verdicts by cohort, and the cohorts given their first baseline with the bound a
-    stored run must beat to be judged in full (_NEED_FULL_ASKED)."""
+    stored run must beat to be judged in full (_need_full)."""
 
     verdicts: dict[CohortKey, _DeltaVerdict]
     first: dict[CohortKey, float]
