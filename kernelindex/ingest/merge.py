@@ -85,9 +85,7 @@ class PlannedInsert:
             if sorted(stored) != self.ids:
                 # Under the index write lock no other writer can change what the plan read: a fault, not a race.
                 raise RuntimeError(f"the runs inserted ({len(stored)}) are not the {len(self.ids)} planned")
-        if self.superseded:
-            pairs = [(old, self.new_of[key]) for old, key in self.superseded]
-            await session.execute(_LINK_SUPERSEDED, {"old": [p[0] for p in pairs], "new": [p[1] for p in pairs]})
+        await _link_superseded(session, self.superseded, self.new_of)
 
 
 _SAME_KEY = " AND ".join(f"r.{c} = s.{c}" for c in KEY_COLUMNS)
@@ -215,17 +213,28 @@ async def merge_stage(
         assert keys is not None
         return await _plan_insert(session, result, sorted(claimed), keys, superseded)
     inserted = (await session.execute(_INSERT_NEW)).all()
+    old = _superseded(result, superseded)
     result.inserted = len(inserted)
-    result.superseded = len(superseded)
     result.unchanged = len(claimed) - len(inserted)
     result.inserted_run_ids = [row[0] for row in inserted]
     result.written = [RunKey(*row[1:]) for row in inserted]
-    result.left = {RunKey(*row[1:]).cohort for row in superseded}
-    if superseded:
-        new_of = {RunKey(*row[1:]): row[0] for row in inserted}
-        pairs = [(row[0], new_of[RunKey(*row[1:])]) for row in superseded]
-        await session.execute(_LINK_SUPERSEDED, {"old": [p[0] for p in pairs], "new": [p[1] for p in pairs]})
+    await _link_superseded(session, old, dict(zip(result.written, result.inserted_run_ids)))
     return result
+
+
+def _superseded(result: MergeResult, rows: Sequence[Any]) -> list[tuple[int, RunKey]]:
+    """_SUPERSEDE's rows as (the superseded run's id, its natural key), counted into the result with the
+    cohorts they left."""
+    old = [(row[0], RunKey(*row[1:])) for row in rows]
+    result.superseded = len(old)
+    result.left = {key.cohort for _, key in old}
+    return old
+
+
+async def _link_superseded(session: AsyncSession, old: list[tuple[int, RunKey]], new_of: Mapping[RunKey, int]) -> None:
+    """Each superseded run linked to the new run of its natural key."""
+    if old:
+        await session.execute(_LINK_SUPERSEDED, {"old": [run_id for run_id, _ in old], "new": [new_of[key] for _, key in old]})
 
 
 async def _plan_insert(
@@ -237,16 +246,13 @@ async def _plan_insert(
     live = set((await session.execute(_STAGED_LIVE)).scalars().all())
     ids = list((await session.execute(_RUN_IDS, {"n": len(staged)})).scalars().all()) if staged else []
     planned = [(ord_, run_id) for ord_, run_id in zip(staged, ids, strict=True) if ord_ not in live]
-    written = [keys[ord_][0] for ord_, _ in planned]
+    old = _superseded(result, superseded)
     result.inserted = len(planned)
-    result.superseded = len(superseded)
     result.unchanged = len(staged) - len(planned)
     result.inserted_run_ids = [run_id for _, run_id in planned]
-    result.written = written
-    old = [(row[0], RunKey(*row[1:])) for row in superseded]
-    result.left = {key.cohort for _, key in old}
+    result.written = [keys[ord_][0] for ord_, _ in planned]
     result.plan = PlannedInsert([ord_ for ord_, _ in planned], result.inserted_run_ids, old,
-                                dict(zip(written, result.inserted_run_ids)))
+                                dict(zip(result.written, result.inserted_run_ids)))
     return result
 
 
@@ -396,8 +402,9 @@ class CohortRefresh:
         for chunk in chunks(sorted(arrivals), COHORTS_PER_REFRESH):
             ids = [run_id for key in chunk for run_id in arrivals[key]]
             arrived: Collection[int] = ids if new_runs is None else {run_id: new_runs[run_id] for run_id in ids}
+            # None where nothing waits to be stored: the refresh then judges here, with no thread beside a no-op.
             await refresh_after_arrivals(session, chunk, arrived, left=left, now=self.now, events=not self.defer_events,
-                                         storing=stored)
+                                         storing=None if storing is None else stored)
         await stored()  # no cohort to refresh (runs of an older revision, say): stored all the same
         if not arrivals:
             return
