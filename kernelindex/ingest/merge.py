@@ -387,6 +387,7 @@ class CohortRefresh:
     async def after_merge(
         self, session: AsyncSession, arrivals: Mapping[CohortKey, Sequence[int]], *, left: set[CohortKey],
         new_runs: Mapping[int, NewRun] | None, storing: Callable[[], Awaitable[None]] | None = None,
+        new_environments: Collection[int] = (),
     ) -> None:
         """The precomputed records (cohort_bests, flags, record events) of the cohorts runs joined
         (`arrivals`: each cohort's new runs), in the same transaction: from the new runs and the stored
@@ -397,14 +398,15 @@ class CohortRefresh:
         never reads them (`judges_in_python` false: the deferred batches' delta, in SQL, reads the new
         runs where they are stored). storing: the statement that stores the new runs, not run yet
         (merge_stage's PlannedInsert): the refresh runs it while it judges them, and it has run, once,
-        by the time this returns."""
+        by the time this returns. new_environments: the environments this batch created (Resolver.new_environments):
+        nothing stored is read for their cohorts, which hold none of it."""
         stored = _once(storing)
         for chunk in chunks(sorted(arrivals), COHORTS_PER_REFRESH):
             ids = [run_id for key in chunk for run_id in arrivals[key]]
             arrived: Collection[int] = ids if new_runs is None else {run_id: new_runs[run_id] for run_id in ids}
             # None where nothing waits to be stored: the refresh then judges here, with no thread beside a no-op.
             await refresh_after_arrivals(session, chunk, arrived, left=left, now=self.now, events=not self.defer_events,
-                                         storing=None if storing is None else stored)
+                                         storing=None if storing is None else stored, new_environments=new_environments)
         await stored()  # no cohort to refresh (runs of an older revision, say): stored all the same
         if not arrivals:
             return

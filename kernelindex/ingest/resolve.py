@@ -378,6 +378,9 @@ class Resolver:
         self._sources: dict[str, int] = {}
         self._snapshots: dict[tuple[int, str], int] = {}  # (source id, revision)
         self.whole_sources: set[int] = set()  # sources with a whole snapshot this resolver named first
+        # The environments the last ensure inserted: no run names one but that batch's own (the rows are
+        # this transaction's, unseen by any other), so their cohorts hold nothing stored to read.
+        self.new_environments: set[int] = set()
 
     async def hardware_index(self, session: AsyncSession) -> HardwareIndex:
         if self._known is not None:
@@ -488,7 +491,9 @@ class Resolver:
                     "name": src["name"], "url": src.get("url"), "licence": src.get("licence"), "key": src.get("key"),
                     "kind": src.get("kind"), "terms": src.get("terms"), "attribution": src.get("attribution"),
                 }
-        await self._ensure(session, table_of(Environment), self._environments, environments, ["fingerprint"], dry_run)
+        self.new_environments = set()
+        await ensure_rows(session, table_of(Environment), environments, ["fingerprint"], known=self._environments,
+                          dry_run=dry_run, placeholders=self._placeholders, created=self.new_environments)
         await self._ensure(session, table_of(Implementation), self._implementations, implementations, ["slug"], dry_run)
         await self._ensure(session, table_of(Protocol), self._protocols, protocols, ["name", "version"], dry_run)
         await self._ensure(session, table_of(Source), self._sources, sources, ["name"], dry_run)
@@ -532,15 +537,16 @@ class Resolver:
 async def ensure_rows(
     session: AsyncSession, table: Table, wanted: Mapping[Any, dict[str, Any]], key_columns: Sequence[str], *,
     known: dict[Any, int] | None = None, dry_run: bool = False, placeholders: Iterator[int] | None = None,
+    created: set[int] | None = None,
 ) -> dict[Any, int]:
     """Each wanted row's id by its natural key (a single value, or a tuple of key_columns' values),
     the row inserted when missing; an existing row is kept as it is. `known`: ids found before (a
     resolver's cache), filled in and returned. The stored rows are looked up first, so an unchanged
     re-import inserts nothing (an INSERT … ON CONFLICT of thousands of rows was a third of its time);
-    then the missing ones go in, one statement (staged when many: its RETURNING gives their ids; few
-    are read back): a fixed
-    number of round trips however many rows. dry_run: nothing is written, and a missing key gets the
-    next of `placeholders` (ids below zero)."""
+    then the missing ones go in, one statement (staged when many) whose RETURNING gives their ids: a
+    fixed number of round trips however many rows. dry_run: nothing is written, and a missing key gets the
+    next of `placeholders` (ids below zero). created: gets the ids of the rows this call inserted (its
+    INSERT's RETURNING: none another writer inserted meanwhile), rows nothing else can name yet."""
     ids = known if known is not None else {}
     missing = [k for k in wanted if k not in ids]
     if not missing:
@@ -549,20 +555,25 @@ async def ensure_rows(
     await _look_up(session, table, columns, missing, ids)
     missing = [k for k in missing if k not in ids]
     if missing and not dry_run:
+        inserted: Sequence[Any]
         if len(missing) > STAGE_DIMENSIONS_FROM:
             # The rows it inserted come back with their ids; only keys another writer inserted meanwhile
             # (none, under the index write lock) are looked up again.
-            for row in await _insert_staged(session, table, [wanted[k] for k in missing], key_columns):
-                ids[row[1] if len(columns) == 1 else tuple(row[1:])] = row[0]
-            again = [k for k in missing if k not in ids]
-            if again:
-                await _look_up(session, table, columns, again, ids)
+            inserted = await _insert_staged(session, table, [wanted[k] for k in missing], key_columns)
         else:
-            # executemany of one cached statement (a multi-row VALUES would be compiled anew each time).
-            await session.execute(
-                pg_insert(table).on_conflict_do_nothing(index_elements=list(key_columns)), [wanted[k] for k in missing]
-            )
-            await _look_up(session, table, columns, missing, ids)
+            # executemany of one cached statement (a multi-row VALUES would be compiled anew each time),
+            # its RETURNING gathered by SQLAlchemy's insertmanyvalues.
+            inserted = (await session.execute(
+                pg_insert(table).on_conflict_do_nothing(index_elements=list(key_columns)).returning(table.c.id, *columns),
+                [wanted[k] for k in missing],
+            )).all()
+        for row in inserted:
+            ids[row[1] if len(columns) == 1 else tuple(row[1:])] = row[0]
+        if created is not None:
+            created.update(row[0] for row in inserted)
+        again = [k for k in missing if k not in ids]
+        if again:
+            await _look_up(session, table, columns, again, ids)
     for k in missing:
         if k not in ids:
             if not dry_run or placeholders is None:

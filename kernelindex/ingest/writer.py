@@ -123,7 +123,8 @@ class RunWriter:
                         for run_id, key in zip(merged.inserted_run_ids, merged.written) if key.cohort in record_cohorts}
         plan = merged.plan
         await self.refresh.after_merge(session, arrivals, left=merged.left, new_runs=new_runs,
-                                       storing=None if plan is None else lambda: plan.insert(session))
+                                       storing=None if plan is None else lambda: plan.insert(session),
+                                       new_environments=self.resolver.new_environments)
         if self.resolver.whole_sources and not dry_run:
             # A whole snapshot of a source (a record in the stated form names one) outdates the older
             # ones, or is outdated by a newer one, as when an adapter imports it (source_import).

@@ -317,7 +317,7 @@ class _RefreshContext:
 async def refresh_after_arrivals(
     session: AsyncSession, cohorts: Iterable[CohortKey], arrived: Mapping[int, NewRun] | Collection[int], *,
     left: Collection[CohortKey] = (), now: datetime | None = None, events: bool = True,
-    storing: Callable[[], Awaitable[None]] | None = None,
+    storing: Callable[[], Awaitable[None]] | None = None, new_environments: Collection[int] = (),
 ) -> RefreshSummary:
     """The records of these cohorts after a write that added the runs `arrived` to them: the same
     flags, bests and events as refresh_cohorts, computed from the new runs and the stored bests
@@ -342,6 +342,9 @@ async def refresh_after_arrivals(
     runs; the Python delta reads what its judgement needs first (stored rows only) and judges them while
     PostgreSQL inserts them. It may be awaited again (by the caller, for cohorts not refreshed here): it
     must run once however often it is awaited. None: the new runs are stored.
+    new_environments: environments this write created (kernelindex.ingest.resolve.Resolver.new_environments):
+    a cohort on one holds no stored run, best or event, so the Python delta reads none for it (a call of
+    1,000 records from 1,000 new machines would otherwise look up 1,000 cohorts' stored state, and find none).
     Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py and, for the SQL delta,
     test_records_arrivals_deferred.py, on random writes."""
     if events and not isinstance(arrived, Mapping):
@@ -374,7 +377,7 @@ async def refresh_after_arrivals(
         summary.flagged_runs += flagged
     elif delta:
         assert isinstance(arrived, Mapping)  # checked above
-        state = await _DeltaState.load(session, context, delta, arrived, events=events)
+        state = await _DeltaState.load(session, context, delta, arrived, events=events, new_environments=new_environments)
         judge = partial(_judge_delta, context, state, delta, arrived, now)
         judged = judge() if storing is None else await _judged_while_storing(judge, stored)
         need_full = await _need_full(session, state, judged.first, arrived)
@@ -467,18 +470,24 @@ class _DeltaState:
     top_before: dict[CohortKey, int | None]
     stored_facts: dict[int, RunFacts]
     holds: dict[int, Any]
+    unread: set[CohortKey]  # the cohorts on an environment this write created: nothing stored was read (none is there)
 
     @classmethod
     async def load(
         cls, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Mapping[int, NewRun], *,
-        events: bool,
+        events: bool, new_environments: Collection[int] = (),
     ) -> _DeltaState:
         # A run written by this very write is live (neither superseded nor retracted yet): only its status decides.
         passed = [run for run in arrived.values() if run.values.status == "passed"]
         await context.builder.load_dimensions(session, passed)
-        columns = cohort_columns(keys)
+        fresh = set(new_environments)
+        unread = {k for k in keys if k[3] in fresh}
+        read = [k for k in keys if k not in unread]
+        columns = cohort_columns(read)
         stored: dict[CohortKey, dict[int, dict[str, Any]]] = defaultdict(dict)
-        for row in (await session.execute(text(_STORED_BESTS.format(columns=", ".join(f"b.{c}" for c in BEST_COLUMNS))), columns)).all():
+        best_rows = (await session.execute(
+            text(_STORED_BESTS.format(columns=", ".join(f"b.{c}" for c in BEST_COLUMNS))), columns)).all() if read else []
+        for row in best_rows:
             best = dict(zip(BEST_COLUMNS, row, strict=True))
             stored[(best["workload_revision_id"], best["configuration_key"], best["protocol_id"], best["environment_id"])][
                 best["implementation_id"]] = best
@@ -488,7 +497,7 @@ class _DeltaState:
             ranked = [(b["figure"], b["observed_at"], b["run_id"]) for impl, b in by_impl.items() if impl in baselines]
             if ranked:
                 before[key] = min(ranked)
-        outdated = (await session.execute(_OUTDATED_SNAPSHOTS)).scalars().all()
+        outdated = (await session.execute(_OUTDATED_SNAPSHOTS)).scalars().all() if read else []
         if outdated and baselines:
             for rev, cfg, proto, env, run_id, figure, observed_at in (await session.execute(_OUTDATED_BASELINES, {
                 **columns, "impls": sorted(baselines), "snapshots": list(outdated), "arrived": sorted(arrived),
@@ -497,7 +506,7 @@ class _DeltaState:
                 if key not in before or (figure, observed_at, run_id) < before[key]:
                     before[key] = (figure, observed_at, run_id)
         headline = {k for k in keys if events and context.is_headline(k)}
-        latest = await _latest_events(session, sorted(headline)) if headline else {}
+        latest = await _latest_events(session, sorted(headline - unread)) if headline - unread else {}
         # The stored runs the judgement reads: each cohort's baseline before and, for events, the standing
         # holder and the stored top (the fastest of the cohort's stored eligible runs: its fastest best).
         top_before = {key: _stored_top(stored.get(key, {})) for key in headline}
@@ -507,7 +516,7 @@ class _DeltaState:
         stored_facts = {facts.id: facts for facts in await _live_runs_by_id(session, context.builder, wanted)}
         # Only stored runs are judged by their holds (new runs have none yet): none stored, nothing to read.
         holds = await load_holds(session, sorted(stored_facts)) if headline and stored_facts else {}
-        return cls(passed, stored, before, baselines, headline, latest, top_before, stored_facts, holds)
+        return cls(passed, stored, before, baselines, headline, latest, top_before, stored_facts, holds, unread)
 
 
 @dataclass
@@ -609,7 +618,8 @@ async def _need_full(
     """The cohorts given their first baseline in which a stored run could be implausibly fast beside it
     (see _judge_delta): judged in full. Reads stored runs only (the new ones by id excluded)."""
     need_full = {key for key, bound in first.items() if bound <= _LEAST_FIGURE}
-    asked = sorted(key for key in first if key not in need_full)
+    # A cohort with no stored run (on an environment this write created) has none to be fast.
+    asked = sorted(key for key in first if key not in need_full and key not in state.unread)
     if asked:
         need_full |= {(r[0], r[1], r[2], r[3]) for r in (await session.execute(_FAST_BESIDE_FIRST_BASELINE, {
             **cohort_columns(asked), "bounds": [first[k] for k in asked], "impls": sorted(state.baseline_implementations),

@@ -96,7 +96,7 @@ async def _writes(db_url: str, seed: int, *, full: bool, monkeypatch: pytest.Mon
     from kernelindex.services import records as records_service
 
     if full:
-        async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True, storing=None):
+        async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True, storing=None, new_environments=()):
             if storing is not None:  # the new runs' INSERT, planned: run before the cohorts are read
                 await storing()
             return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)
@@ -197,7 +197,7 @@ def test_arrivals_in_an_import_equal_a_full_refresh(db_url, twin_db_url, tmp_pat
     path = tmp_path / "arrivals.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in seen.values()))
 
-    async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True, storing=None):
+    async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True, storing=None, new_environments=()):
         if storing is not None:  # the new runs' INSERT, planned: run before the cohorts are read
             await storing()
         return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)
@@ -237,7 +237,7 @@ def test_an_outdated_baseline_still_judges_new_runs(db_url, twin_db_url, monkeyp
     from kernelindex.ingest import merge
     from kernelindex.services import records as records_service
 
-    async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True, storing=None):
+    async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True, storing=None, new_environments=()):
         if storing is not None:  # the new runs' INSERT, planned: run before the cohorts are read
             await storing()
         return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)

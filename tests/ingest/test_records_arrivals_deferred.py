@@ -22,7 +22,7 @@ async def _deferred_writes(db_url: str, seed: int, *, full: bool, monkeypatch: p
     from kernelindex.services import records as records_service
 
     if full:
-        async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True, storing=None):
+        async def every_cohort_in_full(session, cohorts, arrived, *, left=(), now=None, events=True, storing=None, new_environments=()):
             if storing is not None:  # the new runs' INSERT, planned: run before the cohorts are read
                 await storing()
             return await records_service.refresh_cohorts(session, cohorts, now=now, arrived=arrived, events=events)
