@@ -42,6 +42,7 @@ from kernelindex.db.models import (
     Workload,
     WorkloadRevision,
 )
+from kernelindex.db.scratch import SCRATCH, emptied
 from kernelindex.ingest.digests import environment_fingerprint_memo
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.records import RunRecord
@@ -632,8 +633,8 @@ async def _insert_staged(
     # session's transaction (a stage made in a transaction that rolled back is gone with it).
     connection = await driver_connection(session)
     await connection.execute(
-        f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} AS SELECT {', '.join(names)}, 0 AS ord FROM {table.name} WITH NO DATA;\n"
-        f"TRUNCATE {stage}"
+        f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} {SCRATCH} AS SELECT {', '.join(names)}, 0 AS ord FROM {table.name} "
+        f"WITH NO DATA;\n{emptied(stage)}"
     )
     as_json = {name for name in names if isinstance(table.c[name].type, JSONB)}
     values = [

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernelindex.db.copy import copy_rows, driver_connection
 from kernelindex.db.engine import decode_json
+from kernelindex.db.scratch import SCRATCH, emptied
 from kernelindex.ingest.digests import FIGURE_FIELDS, configuration_key_memo, content_digest, stated_content_digest
 from kernelindex.ingest.resolve import DimensionIds, ResolvedRecord
 from kernelindex.services.facts import NewRun, RunValues
@@ -94,13 +95,14 @@ KEY_COLUMNS = (
 KEYS = ", ".join(KEY_COLUMNS)
 
 _CREATE_STAGE = (
-    f"CREATE TEMPORARY TABLE IF NOT EXISTS ingest_stage ({', '.join(f'{n} {t}' for n, t in _STAGE_TYPES.items())})",
-    # The keys staged so far (by this batch, or by every batch of an import: track_keys) and where.
+    f"CREATE TEMPORARY TABLE IF NOT EXISTS ingest_stage ({', '.join(f'{n} {t}' for n, t in _STAGE_TYPES.items())}) {SCRATCH}",
+    # The keys staged so far (by this batch, or by every batch of an import: track_keys) and where: kept
+    # across an import's commits, so not a scratch table.
     "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_keys (workload_revision_id int, configuration_key text, "
     "implementation_id int, environment_id int, protocol_id int, source_snapshot_id int, upstream_id text, ord int, place text, "
     f"PRIMARY KEY ({KEYS}))",
     # Lines whose very bytes may be a live run already (skip_known): their digest and the revision they name.
-    "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_lines (ord int, place text, line_sha bytea, workload_revision_id int)",
+    f"CREATE TEMPORARY TABLE IF NOT EXISTS ingest_lines (ord int, place text, line_sha bytea, workload_revision_id int) {SCRATCH}",
 )
 
 
@@ -250,12 +252,12 @@ class Stage:
             # The keys staged by earlier batches are in the old connection's temporary table.
             raise RuntimeError("the import's database connection changed between batches: run it again (it is idempotent)")
         self._connection = connection
-        await create_stage(session, "TRUNCATE ingest_stage" if self.track_keys else "TRUNCATE ingest_stage, ingest_keys")
+        await create_stage(session, emptied("ingest_stage") if self.track_keys else emptied("ingest_stage", "ingest_keys"))
         await copy_rows(session, "ingest_stage", STAGE_NAMES, rows)
 
     async def lines(self, session: AsyncSession, candidates: list[KnownLineCandidate]) -> None:
         """Lines that may be live runs already into a fresh `ingest_lines`, by COPY."""
-        await create_stage(session, "TRUNCATE ingest_lines")
+        await create_stage(session, emptied("ingest_lines"))
         await copy_rows(session, "ingest_lines", KnownLineCandidate._fields, candidates)
 
 

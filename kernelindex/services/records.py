@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from kernelindex.db.arrays import unnested
 from kernelindex.db.copy import copy_rows, dict_rows
 from kernelindex.db.models import CohortBest, Protocol, Run, RunFlag, Workload, WorkloadRevision
+from kernelindex.db.scratch import SCRATCH, emptied
 from kernelindex.rules import eligibility, plausibility, ranking
 from kernelindex.rules import headroom_v1 as headroom
 from kernelindex.rules.facts import HardwareFacts, RunFacts, WorkloadFacts
@@ -691,10 +692,10 @@ async def _write_delta(
 _DELTA_TABLES = (
     "CREATE TEMPORARY TABLE IF NOT EXISTS delta_runs (id bigint PRIMARY KEY, rev int, cfg text, proto int, env int, "
     "impl int, workload_id int, hardware_id int, snapshot_id bigint, figure float8, observed_at timestamptz, evidence text, "
-    "base bool, latency bool, checked bool, counts bool, bindings jsonb, bkey text, floor float8)",
+    f"base bool, latency bool, checked bool, counts bool, bindings jsonb, bkey text, floor float8) {SCRATCH}",
     "CREATE TEMPORARY TABLE IF NOT EXISTS delta_cohorts (rev int, cfg text, proto int, env int, base_id bigint, "
-    "base_figure float8, full_refresh bool, PRIMARY KEY (rev, cfg, proto, env))",
-    "TRUNCATE delta_runs, delta_cohorts",
+    f"base_figure float8, full_refresh bool, PRIMARY KEY (rev, cfg, proto, env)) {SCRATCH}",
+    emptied("delta_runs", "delta_cohorts"),
 )
 # readable(): NaN and None are none, anything else held to measurements-v1's bounds.
 _READABLE_FIGURE = (
@@ -1142,8 +1143,8 @@ _BEST_KEY = ("workload_revision_id", "configuration_key", "protocol_id", "enviro
 # few thousand bests against the touched cohorts' rows: about 0.8 s a call ingesting 100k runs; on a 1M-run
 # perf.dataset database, 8,000 bests against their cohorts' 60,000 rows took 22 s, keyed 0.25 s).
 _CREATE_REFRESH_BESTS = (
-    f"CREATE TEMPORARY TABLE IF NOT EXISTS refresh_bests (LIKE cohort_bests, PRIMARY KEY ({', '.join(_BEST_KEY)}))",
-    "TRUNCATE refresh_bests",
+    f"CREATE TEMPORARY TABLE IF NOT EXISTS refresh_bests (LIKE cohort_bests, PRIMARY KEY ({', '.join(_BEST_KEY)})) {SCRATCH}",
+    emptied("refresh_bests"),
 )
 
 
