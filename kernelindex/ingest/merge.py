@@ -387,7 +387,7 @@ class CohortRefresh:
     async def after_merge(
         self, session: AsyncSession, arrivals: Mapping[CohortKey, Sequence[int]], *, left: set[CohortKey],
         new_runs: Mapping[int, NewRun] | None, storing: Callable[[], Awaitable[None]] | None = None,
-        new_environments: Collection[int] = (),
+        new_environments: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> None:
         """The precomputed records (cohort_bests, flags, record events) of the cohorts runs joined
         (`arrivals`: each cohort's new runs), in the same transaction: from the new runs and the stored
@@ -398,8 +398,8 @@ class CohortRefresh:
         never reads them (`judges_in_python` false: the deferred batches' delta, in SQL, reads the new
         runs where they are stored). storing: the statement that stores the new runs, not run yet
         (merge_stage's PlannedInsert): the refresh runs it while it judges them, and it has run, once,
-        by the time this returns. new_environments: the environments this batch created (Resolver.new_environments):
-        nothing stored is read for their cohorts, which hold none of it."""
+        by the time this returns. new_environments: the environments this batch created, with the values it inserted
+        (Resolver.new_environments): nothing stored is read for their cohorts, which hold none of it."""
         stored = _once(storing)
         for chunk in chunks(sorted(arrivals), COHORTS_PER_REFRESH):
             ids = [run_id for key in chunk for run_id in arrivals[key]]

@@ -379,9 +379,10 @@ class Resolver:
         self._sources: dict[str, int] = {}
         self._snapshots: dict[tuple[int, str], int] = {}  # (source id, revision)
         self.whole_sources: set[int] = set()  # sources with a whole snapshot this resolver named first
-        # The environments the last ensure inserted: no run names one but that batch's own (the rows are
-        # this transaction's, unseen by any other), so their cohorts hold nothing stored to read.
-        self.new_environments: set[int] = set()
+        # The environments the last ensure inserted, by id, with the values it inserted: no run names one
+        # but that batch's own (the rows are this transaction's, unseen by any other), so their cohorts
+        # hold nothing stored to read, and their facts need not be read back.
+        self.new_environments: dict[int, dict[str, Any]] = {}
 
     async def hardware_index(self, session: AsyncSession) -> HardwareIndex:
         if self._known is not None:
@@ -492,9 +493,12 @@ class Resolver:
                     "name": src["name"], "url": src.get("url"), "licence": src.get("licence"), "key": src.get("key"),
                     "kind": src.get("kind"), "terms": src.get("terms"), "attribution": src.get("attribution"),
                 }
-        self.new_environments = set()
+        created: set[int] = set()
         await ensure_rows(session, table_of(Environment), environments, ["fingerprint"], known=self._environments,
-                          dry_run=dry_run, placeholders=self._placeholders, created=self.new_environments)
+                          dry_run=dry_run, placeholders=self._placeholders, created=created)
+        self.new_environments = {
+            self._environments[fingerprint]: row for fingerprint, row in environments.items() if self._environments[fingerprint] in created
+        }
         await self._ensure(session, table_of(Implementation), self._implementations, implementations, ["slug"], dry_run)
         await self._ensure(session, table_of(Protocol), self._protocols, protocols, ["name", "version"], dry_run)
         await self._ensure(session, table_of(Source), self._sources, sources, ["name"], dry_run)

@@ -5,7 +5,7 @@ dimension between the runs that have it."""
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any, NamedTuple
 
@@ -340,6 +340,16 @@ class FactsBuilder:
         # A named tuple of the run's columns: run_facts reads them by name, and a Row's attribute
         # look-up costs about twenty times a tuple field's (half of this method's time).
         return run_facts(_RunColumns._make(row[:_IMPLEMENTATION_AT]), impl, env, protocol, source)
+
+    def know_environments(self, rows: Mapping[int, Mapping[str, Any]]) -> None:
+        """The facts of environments whose columns the caller holds (a writer's new rows, by id), where the
+        builder knows their hardware already (the refresh loads the catalogue): the values the rows hold,
+        so facts made so equal those load_dimensions would read."""
+        for env_id, row in rows.items():
+            hw = self._hw.get(row["hardware_id"])
+            if hw is not None and env_id not in self._env:
+                self._env[env_id] = EnvironmentFacts(
+                    id=env_id, hardware=hw, **{name: row[name] for name in _ENVIRONMENT_READ if name != "id"})
 
     async def load_dimensions(self, session: AsyncSession, runs: Sequence[NewRun]) -> None:
         """The facts of every dimension these runs name that the builder lacks, read with the very

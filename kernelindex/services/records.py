@@ -318,7 +318,7 @@ class _RefreshContext:
 async def refresh_after_arrivals(
     session: AsyncSession, cohorts: Iterable[CohortKey], arrived: Mapping[int, NewRun] | Collection[int], *,
     left: Collection[CohortKey] = (), now: datetime | None = None, events: bool = True,
-    storing: Callable[[], Awaitable[None]] | None = None, new_environments: Collection[int] = (),
+    storing: Callable[[], Awaitable[None]] | None = None, new_environments: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> RefreshSummary:
     """The records of these cohorts after a write that added the runs `arrived` to them: the same
     flags, bests and events as refresh_cohorts, computed from the new runs and the stored bests
@@ -343,9 +343,11 @@ async def refresh_after_arrivals(
     runs; the Python delta reads what its judgement needs first (stored rows only) and judges them while
     PostgreSQL inserts them. It may be awaited again (by the caller, for cohorts not refreshed here): it
     must run once however often it is awaited. None: the new runs are stored.
-    new_environments: environments this write created (kernelindex.ingest.resolve.Resolver.new_environments):
-    a cohort on one holds no stored run, best or event, so the Python delta reads none for it (a call of
-    1,000 records from 1,000 new machines would otherwise look up 1,000 cohorts' stored state, and find none).
+    new_environments: environments this write created, by id, with the columns it inserted
+    (kernelindex.ingest.resolve.Resolver.new_environments): a cohort on one holds no stored run, best or
+    event, so the Python delta reads none for it, nor the environment's row (a call of 1,000 records from
+    1,000 new machines would otherwise look up 1,000 cohorts' stored state, find none, and read back the
+    1,000 rows it had just written).
     Kept equal to refresh_cohorts by tests/ingest/test_records_arrivals.py and, for the SQL delta,
     test_records_arrivals_deferred.py, on random writes."""
     if events and not isinstance(arrived, Mapping):
@@ -476,12 +478,13 @@ class _DeltaState:
     @classmethod
     async def load(
         cls, session: AsyncSession, context: _RefreshContext, keys: list[CohortKey], arrived: Mapping[int, NewRun], *,
-        events: bool, new_environments: Collection[int] = (),
+        events: bool, new_environments: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> _DeltaState:
         # A run written by this very write is live (neither superseded nor retracted yet): only its status decides.
         passed = [run for run in arrived.values() if run.values.status == "passed"]
+        fresh = new_environments or {}
+        context.builder.know_environments(fresh)
         await context.builder.load_dimensions(session, passed)
-        fresh = set(new_environments)
         unread = {k for k in keys if k[3] in fresh}
         read = [k for k in keys if k not in unread]
         columns = cohort_columns(read)

@@ -61,9 +61,16 @@ async def test_new_runs_facts_equal_the_facts_read_back(db_url, monkeypatch: pyt
     monkeypatch.setattr(records_service, "_write_delta", checked)
     records = _records()
 
+    writer = RunWriter()
+
     async def write(session):
-        return await RunWriter().write(session, [RunRecord(r, "facts", f"line {i + 1}") for i, r in enumerate(records)])
+        return await writer.write(session, [RunRecord(r, "facts", f"line {i + 1}") for i, r in enumerate(records)])
 
     summary = await in_own_transaction(db_url, write)
     assert summary.inserted == 6 and summary.rejected == 1  # the key stated again is refused
     assert len(compared) == 5  # every passed run written (the failed one competes for no record)
+    # Their machines were new to the database: those facts were made from the values the writer inserted
+    # (FactsBuilder.know_environments), not read back, and equal the facts read back all the same.
+    new = writer.resolver.new_environments
+    assert new and {f.environment.id for f in made} <= set(new)
+    assert any(f.environment.torch_version and f.environment.label for f in made)
