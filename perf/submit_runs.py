@@ -3,13 +3,17 @@
     python -m perf.submit_runs                 # 5 calls of 1,000 new records, then the same again
     python -m perf.submit_runs --records 200 --calls 10
     python -m perf.submit_runs --http          # to `kernelindex serve` in a child process, over a socket
+    python -m perf.submit_runs --machines 4    # every call's records on the same 4 machines (many configurations)
     python -m perf.submit_runs --database-url URL   # into a database kept by perf.dataset (1M runs), not a new one
 
 Starts an embedded PostgreSQL in a temporary folder, migrates and seeds it, makes a `runs:write`
 token, and posts the mutation to the application in this process (httpx's ASGI transport: the
 whole request path, without a socket), or with --http to `kernelindex serve` (uvicorn) on a loopback
 port, as a client elsewhere would. Prints each call's wall time and the median, for calls whose
-records are all new and for the same records again (all unchanged).
+records are all new and for the same records again (all unchanged). By default each record names a
+machine of its own, new to the index (a call brings 1,000 machines); --machines N spreads every call's
+records over the same N machines instead (a new configuration each, so the runs are still new), the
+shape of a producer that benchmarks one pool of machines.
 
 In process, the CPU time this process spent on each call is printed too (the application's own
 work, PostgreSQL's not included): on a busy machine it moves far less than the wall time. So is the
@@ -43,7 +47,9 @@ mutation Submit($records: [JSON!]!) {
 """
 
 
-async def measure(url: str, records: int, calls: int, http: bool = False, kept: bool = False) -> dict[str, list[float]]:
+async def measure(
+    url: str, records: int, calls: int, http: bool = False, kept: bool = False, machines: int | None = None,
+) -> dict[str, list[float]]:
     import httpx
     from sqlalchemy import text
 
@@ -72,7 +78,8 @@ async def measure(url: str, records: int, calls: int, http: bool = False, kept: 
     # Into a kept database, machines it has not seen (a number of the clock's): each run of this script
     # writes new runs there, as it does into a new database.
     first = time.time_ns() // 1000 % 10**12 if kept else 0
-    lines = list(synthetic_lines(records * calls, workloads, environments=records * calls, samples=0, first_environment=first))
+    lines = list(synthetic_lines(records * calls, workloads, environments=machines or records * calls, samples=0,
+                                 first_environment=first))
     batches = [[json.loads(line) for line in lines[i * records:(i + 1) * records]] for i in range(calls)]
     times: dict[str, list[float]] = {"new": [], "unchanged": [], "client encode": [], "new cpu": [], "unchanged cpu": [],
                                      "new server cpu": [], "unchanged server cpu": []}
@@ -123,9 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--http", action="store_true", help="post to `kernelindex serve` in a child process over a loopback socket")
     parser.add_argument("--database-url", help="a migrated, seeded database to write into (e.g. perf.dataset's, 1M runs; it keeps "
                         "the records x calls new runs) instead of a new embedded one")
+    parser.add_argument("--machines", type=int, help="the machines every call's records name, in all (default: one per record, "
+                        "each new to the index)")
     args = parser.parse_args(argv)
     if args.database_url:
-        times = asyncio.run(measure(args.database_url, args.records, args.calls, args.http, kept=True))
+        times = asyncio.run(measure(args.database_url, args.records, args.calls, args.http, kept=True, machines=args.machines))
         _report(times, args)
         return 0
 
@@ -138,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server = EmbeddedPostgres(tmp / "db", delete_on_stop=True)
         upgrade(server.url)
-        times = asyncio.run(measure(server.url, args.records, args.calls, args.http))
+        times = asyncio.run(measure(server.url, args.records, args.calls, args.http, machines=args.machines))
     finally:
         if server is not None:
             server.stop()
@@ -149,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _report(times: dict[str, list[float]], args: argparse.Namespace) -> None:
     where = "over HTTP to `kernelindex serve`" if args.http else "in process (ASGI)"
+    if args.machines:
+        where += f", on {args.machines:,} machines in all"
     for kind, values in times.items():
         each = ", ".join(f"{v:.0f}" for v in values)
         if kind == "client encode":
