@@ -426,15 +426,19 @@ _OUTDATED_BASELINES = text(
     "AND r.id <> ALL(CAST(:arrived AS bigint[])) "
     "ORDER BY r.workload_revision_id, r.configuration_key, r.protocol_id, r.environment_id, r.figure, r.observed_at, r.id"
 )
-# The cohorts with a stored run (not a baseline's) faster than a bound: through ix_runs_cohort_top.
+# The cohorts with a stored run (not a baseline's) faster than a bound: one probe of ix_runs_cohort_top a
+# cohort (a LATERAL subquery with a LIMIT, whatever the statistics say). As an EXISTS, a young index's
+# statistics (runs thought to hold a few rows: no ANALYZE yet) had PostgreSQL hash every passed run of the
+# index, each tested against every arrived id: 50 ms of a submitRuns call 20,000 runs into a new index,
+# and growing with it.
 _LEAST_FIGURE = 1e-06  # the index expression's clamp, as migration 0010 wrote it
 _FAST_BESIDE_FIRST_BASELINE = text(
     "SELECT k.rev, k.cfg, k.proto, k.env FROM unnest(CAST(:revs AS int[]), CAST(:cfgs AS text[]), CAST(:protos AS int[]), "
-    "CAST(:envs AS int[]), CAST(:bounds AS float8[])) AS k(rev, cfg, proto, env, bound) WHERE EXISTS (SELECT 1 FROM runs r "
+    "CAST(:envs AS int[]), CAST(:bounds AS float8[])) AS k(rev, cfg, proto, env, bound) CROSS JOIN LATERAL (SELECT 1 FROM runs r "
     "WHERE r.workload_revision_id = k.rev AND r.configuration_key = k.cfg AND r.protocol_id = k.proto "
     f"AND r.environment_id = k.env AND {_LIVE_PASSED} "
     "AND least(greatest(r.figure, '1e-06'::double precision), '86400000'::double precision) < k.bound "
-    "AND r.implementation_id <> ALL(CAST(:impls AS int[])) AND r.id <> ALL(CAST(:arrived AS bigint[])))"
+    "AND r.implementation_id <> ALL(CAST(:impls AS int[])) AND r.id <> ALL(CAST(:arrived AS bigint[])) LIMIT 1) fast"
 )
 # A snapshot's source name and revision, by its id: a lateral look-up by primary key, whatever the
 # statistics say. Joined as a set, a young database's stale ones (a source thought to have 9 snapshots
