@@ -89,15 +89,21 @@ class PlannedInsert:
 
 
 _SAME_KEY = " AND ".join(f"r.{c} = s.{c}" for c in KEY_COLUMNS)
-# The live run of each staged row's natural key, if any: one probe of uq_runs_natural_key_live a row (a
-# LATERAL subquery: at most one live run has a key). As a plain join, a young index's statistics (runs
-# thought to hold a few rows: no ANALYZE since they came) had PostgreSQL hash every live run of the index
-# for each batch, a cost that grew with the index: 7-9 ms a statement of a submitRuns call 20,000 runs into
-# a new index, against 1-2 at the start.
-_LIVE_OF_STAGED = (
-    "CROSS JOIN LATERAL (SELECT r.id, r.fleet_worker_id, r.content_sha256 FROM runs r "
-    f"WHERE r.superseded_at IS NULL AND {_SAME_KEY} {{more}}LIMIT 1) r"
-)
+
+
+def _live_of_staged(more: str = "", *, left: bool = False) -> str:
+    """The live run of each staged row's natural key, joined onto the stage as `r` (id, fleet_worker_id,
+    content_sha256), `more` narrowing it; left: a staged row without one is kept (r's columns null).
+
+    One probe of uq_runs_natural_key_live a row (a LATERAL subquery: at most one live run has a key). As a
+    plain join, a young index's statistics (runs thought to hold a few rows: no ANALYZE since they came)
+    had PostgreSQL hash every live run of the index for each batch, a cost that grew with the index: 7-9 ms
+    a statement of a submitRuns call 20,000 runs into a new index, against 1-2 at the start."""
+    probe = (f"(SELECT r.id, r.fleet_worker_id, r.content_sha256 FROM runs r WHERE r.superseded_at IS NULL AND {_SAME_KEY} "
+             f"{more}LIMIT 1) r")
+    return f"LEFT JOIN LATERAL {probe} ON true" if left else f"CROSS JOIN LATERAL {probe}"
+
+
 _CLAIM_KEYS = text(
     f"INSERT INTO ingest_keys ({KEYS}, ord, place) SELECT {KEYS}, ord, place FROM ingest_stage "
     "ORDER BY ord ON CONFLICT DO NOTHING RETURNING ord"
@@ -112,16 +118,14 @@ _DROP_STAGED = text("DELETE FROM ingest_stage WHERE ord = ANY(CAST(:ords AS int[
 # here keeps it so whatever the caller does. Without a registered worker there is nothing to look
 # for: the uncorrelated EXISTS is a one-time filter, so an index without a fleet pays no join.
 _FLEET_HELD = text(
-    f"SELECT s.ord, r.id FROM ingest_stage s {_LIVE_OF_STAGED.format(more='')} "
+    f"SELECT s.ord, r.id FROM ingest_stage s {_live_of_staged()} "
     "WHERE EXISTS (SELECT 1 FROM fleet_workers) "
     "AND s.fleet_worker_id IS NULL AND r.fleet_worker_id IS NOT NULL AND r.content_sha256 <> s.content_sha256"
 )
 # The live runs whose staged row states other content, by id (an index scan of the primary key).
 _SUPERSEDE = text(
     "UPDATE runs SET superseded_at = :now WHERE id = ANY(ARRAY(SELECT r.id FROM ingest_stage s "
-    + _LIVE_OF_STAGED.format(
-        more="AND (r.fleet_worker_id IS NULL OR s.fleet_worker_id IS NOT NULL) AND r.content_sha256 <> s.content_sha256 ",
-    )
+    + _live_of_staged("AND (r.fleet_worker_id IS NULL OR s.fleet_worker_id IS NOT NULL) AND r.content_sha256 <> s.content_sha256 ")
     + f")) AND superseded_at IS NULL RETURNING id, {KEYS}"
 )
 # Superseded runs have left the live-key index by now, so "no live run" is new or changed content.
@@ -141,7 +145,7 @@ _INSERT_PLANNED = text(
     "JOIN unnest(CAST(:ords AS int[]), CAST(:ids AS bigint[])) AS v(ord, id) ON v.ord = s.ord "
     f"ORDER BY s.ord ON CONFLICT ({KEYS}) WHERE superseded_at IS NULL DO NOTHING RETURNING id"
 )
-_STAGED_LIVE = text(f"SELECT s.ord FROM ingest_stage s {_LIVE_OF_STAGED.format(more='')}")
+_STAGED_LIVE = text(f"SELECT s.ord FROM ingest_stage s {_live_of_staged()}")
 _RUN_IDS = text("SELECT nextval(pg_get_serial_sequence('runs', 'id')) FROM generate_series(1, :n)")
 _LINK_SUPERSEDED = text(
     "UPDATE runs SET superseded_by_id = v.new_id FROM unnest(CAST(:old AS bigint[]), CAST(:new AS bigint[])) "
@@ -150,8 +154,7 @@ _LINK_SUPERSEDED = text(
 # A dry run's merge: what the statements above would do, counted.
 _COUNT_MERGE = text(
     "SELECT count(*) FILTER (WHERE r.id IS NULL), count(*) FILTER (WHERE r.content_sha256 <> s.content_sha256), "
-    "count(*) FILTER (WHERE r.content_sha256 = s.content_sha256) FROM ingest_stage s LEFT JOIN LATERAL "
-    f"(SELECT r.id, r.content_sha256 FROM runs r WHERE r.superseded_at IS NULL AND {_SAME_KEY} LIMIT 1) r ON true"
+    f"count(*) FILTER (WHERE r.content_sha256 = s.content_sha256) FROM ingest_stage s {_live_of_staged(left=True)}"
 )
 
 

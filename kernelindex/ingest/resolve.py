@@ -494,8 +494,7 @@ class Resolver:
                     "kind": src.get("kind"), "terms": src.get("terms"), "attribution": src.get("attribution"),
                 }
         created: set[int] = set()
-        await ensure_rows(session, table_of(Environment), environments, ["fingerprint"], known=self._environments,
-                          dry_run=dry_run, placeholders=self._placeholders, created=created)
+        await self._ensure(session, table_of(Environment), self._environments, environments, ["fingerprint"], dry_run, created)
         self.new_environments = {
             self._environments[fingerprint]: row for fingerprint, row in environments.items() if self._environments[fingerprint] in created
         }
@@ -533,10 +532,12 @@ class Resolver:
         wanted: dict[Any, dict[str, Any]],
         key_columns: Sequence[str],
         dry_run: bool,
+        created: set[int] | None = None,
     ) -> None:
-        """Make sure every wanted key has a row and its id is in cache (ensure_rows); in a dry run a
-        key with no row gets a placeholder id."""
-        await ensure_rows(session, table, wanted, key_columns, known=cache, dry_run=dry_run, placeholders=self._placeholders)
+        """Make sure every wanted key has a row and its id is in cache (ensure_rows; `created` gets the
+        ids of the rows inserted); in a dry run a key with no row gets a placeholder id."""
+        await ensure_rows(session, table, wanted, key_columns, known=cache, dry_run=dry_run, placeholders=self._placeholders,
+                          created=created)
 
 
 async def ensure_rows(

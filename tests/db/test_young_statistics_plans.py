@@ -1,7 +1,7 @@
 """The statements a write runs against `runs` for each staged row or cohort probe an index per row, whatever
 the planner's statistics say. A young index is the case that matters: runs arrive faster than autovacuum
 analyses them, so the planner thinks the table holds a few rows, and a join there hashed every live run
-for each batch (a cost that grew with the index: kernelindex.ingest.merge._LIVE_OF_STAGED,
+for each batch (a cost that grew with the index: kernelindex.ingest.merge._live_of_staged,
 kernelindex.services.records._FAST_BESIDE_FIRST_BASELINE)."""
 
 from __future__ import annotations
