@@ -47,7 +47,7 @@ from kernelindex.ingest.digests import environment_fingerprint_memo
 from kernelindex.ingest.errors import InputProblem
 from kernelindex.ingest.records import RunRecord
 from kernelindex.ingest.summary import Refused
-from kernelindex.ingest.workloads import revision_matches
+from kernelindex.ingest.workloads import is_git_hash, revision_matches
 from kernelindex.rules.names import hardware_key, hardware_name_problem, skeleton
 from kernelindex.rules.run_record import METRIC_UNITS
 
@@ -213,7 +213,9 @@ def resolve_workload_ref(
         return ResolvedWorkload(w, revision_id)
     if source_revision and w.snapshot_revisions:
         found = w.snapshot_revisions.get(source_revision)
-        if found is None:
+        # Only a git hash can be another spelling of a stored revision: any other (a producer's own build
+        # name, a new one on every record) names no snapshot the workload does not hold under it exactly.
+        if found is None and is_git_hash(source_revision):
             found = next(
                 (rid for rev, rid in sorted(w.snapshot_revisions.items()) if revision_matches(rev, source_revision)), None
             )
@@ -231,16 +233,29 @@ def workload_resolver(
     by_slug: dict[str, WorkloadRef], by_triple: dict[WorkloadTriple, WorkloadRef], by_key: dict[SuiteKey, WorkloadRef] | None = None,
 ) -> Callable[[dict[str, Any], str | None], WorkloadResolution]:
     """resolve_workload_ref against these workloads, remembered per reference and source revision
-    (a batch names a few workloads thousands of times, and finding a snapshot's revision walks them)."""
+    (a batch names a few workloads thousands of times, and finding a snapshot's revision walks them).
+    A source revision that can name none of the workload's snapshots (not one of their revisions, and
+    not a git hash, the only spelling that can abbreviate one) resolves as a reference without one:
+    remembered once for the reference, not once a revision (a producer that stamps every run with its
+    own build would otherwise miss on every record)."""
     memo: dict[tuple[Any, ...], WorkloadResolution] = {}
 
     def resolve(ref: dict[str, Any], source_revision: str | None) -> WorkloadResolution:
         # The reference's keys and values as written (the same reference in another key order only misses).
         try:
-            key = (source_revision, *ref.items())
-            found = memo.get(key)
+            items = tuple(ref.items())
+            plain = memo.get((None, *items))
         except TypeError:  # an unhashable value where a name belongs: not remembered
             return resolve_workload_ref(ref, by_slug, by_triple, source_revision, by_key)
+        if plain is None:
+            plain = memo[(None, *items)] = resolve_workload_ref(ref, by_slug, by_triple, None, by_key)
+        if not source_revision or (
+            isinstance(plain, ResolvedWorkload) and source_revision not in plain.workload.snapshot_revisions
+            and not is_git_hash(source_revision)
+        ):
+            return plain
+        key = (source_revision, *items)
+        found = memo.get(key)
         if found is None:
             found = memo[key] = resolve_workload_ref(ref, by_slug, by_triple, source_revision, by_key)
         return found

@@ -403,12 +403,18 @@ async def _set_current(session: AsyncSession, workload_id: int, old: int | None,
 _GIT_HASH = re.compile(r"[0-9a-f]{7,64}")
 
 
+def is_git_hash(revision: str) -> bool:
+    """Whether a revision is spelled as a git hash, whole or abbreviated (≥ 7 hex digits): the only
+    spelling another one can match besides itself (revision_matches)."""
+    return _GIT_HASH.fullmatch(revision) is not None
+
+
 def revision_matches(stored: str, given: str) -> bool:
     """Two spellings of one upstream revision: equal, or both git hashes and one an abbreviation
     (≥ 7 hex digits) of the other (`git log --abbrev=7` gives 423217d; the seed states the full hash)."""
     if stored == given:
         return True
-    if not (_GIT_HASH.fullmatch(stored) and _GIT_HASH.fullmatch(given)):
+    if not (is_git_hash(stored) and is_git_hash(given)):
         return False
     shorter, longer = sorted((stored, given), key=len)
     return longer.startswith(shorter)

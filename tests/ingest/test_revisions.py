@@ -422,6 +422,63 @@ def test_revision_spellings_and_suite_changes():
     ]
 
 
+def test_source_revision_resolves_to_its_snapshot_in_any_spelling():
+    """A record's source revision picks the workload's revision in the suite snapshot of that revision,
+    spelled whole or abbreviated; any other revision (a producer's build name, which resolve_workload_ref
+    no longer compares spelling by spelling) falls to the current revision."""
+    from kernelindex.ingest.resolve import ResolvedWorkload, WorkloadRef, resolve_workload_ref
+    from kernelindex.ingest.workloads import is_git_hash
+
+    full = "423217d9fda91e0c2d67e4a43bf62f96f6d104f1"
+    w = WorkloadRef(id=1, slug="w", current_revision_id=9, snapshot_revisions={full: 7, "release-1": 8})
+    by_slug = {"w": w}
+
+    def revision(source_revision: str | None) -> int:
+        found = resolve_workload_ref({"slug": "w"}, by_slug, {}, source_revision)
+        assert isinstance(found, ResolvedWorkload)
+        return found.revision_id
+
+    assert [revision(r) for r in (full, "423217d", "423217d9fda9", "release-1")] == [7, 7, 7, 8]
+    assert [revision(r) for r in ("423217e", "release-10", "bench-17", "423217", None)] == [9, 9, 9, 9, 9]
+    assert is_git_hash("423217d") and is_git_hash(full)
+    assert not is_git_hash("423217") and not is_git_hash("bench-17") and not is_git_hash("423217D")
+
+
+def test_workload_resolver_remembers_revisions_that_name_no_snapshot_once(monkeypatch):
+    """workload_resolver gives what resolve_workload_ref gives for every spelling of a source revision;
+    revisions that can name no snapshot (a producer's build names, a new one on every record) are
+    resolved once for the reference, not once a revision."""
+    import kernelindex.ingest.resolve as resolve_module
+    from kernelindex.ingest.resolve import WorkloadRef, resolve_workload_ref, workload_resolver
+
+    full = "423217d9fda91e0c2d67e4a43bf62f96f6d104f1"
+    by_slug = {
+        "w": WorkloadRef(id=1, slug="w", current_revision_id=9, snapshot_revisions={full: 7, "release-1": 8}),
+        # No current revision: only a snapshot's revision resolves it.
+        "young": WorkloadRef(id=2, slug="young", current_revision_id=None, snapshot_revisions={full: 5}),
+        "plain": WorkloadRef(id=3, slug="plain", current_revision_id=4),
+    }
+    revisions = [full, "423217d", "423217e", "release-1", "release-10", "", None, *(f"bench-{i}" for i in range(50))]
+    refs = [{"slug": "w"}, {"slug": "young"}, {"slug": "plain"}, {"slug": "missing"}]
+    expected = [[resolve_workload_ref(ref, by_slug, {}, rev) for rev in revisions] for ref in refs]
+
+    calls = []
+
+    def counted(ref, by_slug, by_triple, source_revision=None, by_key=None):
+        calls.append((ref["slug"], source_revision))
+        return resolve_workload_ref(ref, by_slug, by_triple, source_revision, by_key)
+
+    monkeypatch.setattr(resolve_module, "resolve_workload_ref", counted)
+    resolve = workload_resolver(by_slug, {})
+    for _ in range(2):
+        assert [[resolve(ref, rev) for rev in revisions] for ref in refs] == expected
+    bench = [call for call in calls if call[1] and call[1].startswith("bench-")]
+    # The builds' names reach resolve_workload_ref only where the reference itself is refused (a
+    # missing workload, one without a current revision): there a revision could still decide.
+    assert {slug for slug, _ in bench} == {"young", "missing"}
+    assert len(calls) == len(set(calls))  # each remembered: the second pass resolved nothing again
+
+
 def test_a_number_no_latest_snapshot_settles_is_ambiguous(cli, db_url, tmp_path, capsys):
     """Two partial snapshots put two problems under one number: by number it is refused, by slug it lands."""
     from datetime import date
