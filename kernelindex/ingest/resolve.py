@@ -213,8 +213,8 @@ def resolve_workload_ref(
         return ResolvedWorkload(w, revision_id)
     if source_revision and w.snapshot_revisions:
         found = w.snapshot_revisions.get(source_revision)
-        # Only a git hash can be another spelling of a stored revision: any other (a producer's own build
-        # name, a new one on every record) names no snapshot the workload does not hold under it exactly.
+        # Only a git hash can be another spelling of a stored revision: any other that the workload's
+        # snapshots do not hold exactly (a producer's own build name, a new one on every record) names none.
         if found is None and is_git_hash(source_revision):
             found = next(
                 (rid for rev, rid in sorted(w.snapshot_revisions.items()) if revision_matches(rev, source_revision)), None
