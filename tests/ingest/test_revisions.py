@@ -469,14 +469,18 @@ def test_workload_resolver_remembers_revisions_that_name_no_snapshot_once(monkey
         return resolve_workload_ref(ref, by_slug, by_triple, source_revision, by_key)
 
     monkeypatch.setattr(resolve_module, "resolve_workload_ref", counted)
-    resolve = workload_resolver(by_slug, {})
-    for _ in range(2):
-        assert [[resolve(ref, rev) for rev in revisions] for ref in refs] == expected
-    bench = [call for call in calls if call[1] and call[1].startswith("bench-")]
-    # The builds' names reach resolve_workload_ref only where the reference itself is refused (a
-    # missing workload, one without a current revision): there a revision could still decide.
-    assert {slug for slug, _ in bench} == {"young", "missing"}
-    assert len(calls) == len(set(calls))  # each remembered: the second pass resolved nothing again
+    # Both orders, each with a resolver of its own: what one revision leaves in the memo never decides another's.
+    for order in (revisions, revisions[::-1]):
+        calls.clear()
+        resolve = workload_resolver(by_slug, {})
+        for _ in range(2):
+            assert [[resolve(ref, rev) for rev in order] for ref in refs] == [
+                [row[revisions.index(rev)] for rev in order] for row in expected]
+        bench = [call for call in calls if call[1] and call[1].startswith("bench-")]
+        # The builds' names reach resolve_workload_ref only where the reference itself is refused (a
+        # missing workload, one without a current revision): there a revision could still decide.
+        assert {slug for slug, _ in bench} == {"young", "missing"}
+        assert len(calls) == len(set(calls))  # each remembered: the second pass resolved nothing again
 
 
 def test_a_number_no_latest_snapshot_settles_is_ambiguous(cli, db_url, tmp_path, capsys):
