@@ -175,11 +175,14 @@ class PartReader:
             else:
                 part.records.append(item)
         if self.check_ahead:
-            # Checked here, in the reader's thread, while the database merges the part before (a
-            # check is a function of the line's bytes alone): which of them are live runs already
-            # is still decided in order, after that merge (_settle_pending), and theirs are dropped.
-            part.checked = {line.number: _checked_ahead(line, self.label) for line in part.pending}
+            self.check(part)
         return part if seen else None
+
+    def check(self, part: Part) -> None:
+        """Check the part's pending lines ahead, in the reader's thread, while the database merges the part
+        before (a check is a function of the line's bytes alone): which of them are live runs already is
+        still decided in order, after that merge (_settle_pending), and theirs are dropped."""
+        part.checked = {line.number: _checked_ahead(line, self.label) for line in part.pending}
 
     def settled(self, pending: int, known: int, size: int) -> None:
         """A part's `pending` lines (`size` bytes in all) were looked up and `known` of them were live
@@ -215,15 +218,25 @@ async def _read_ahead(reader: PartReader, handle: Callable[[Part, Callable[[], N
     and was done before the database's long work, which then had nothing beside it (100,000 new runs:
     17.7 -> 14.7 s, the same CPU). Where the lines are live runs already (an unchanged file: no merge),
     it starts with the part, as the lookup is the database's work. read_next is called after handle
-    in any case, and more than once is once."""
+    in any case, and more than once is once.
+
+    A part read with the part before it, before anything was known of that one's lines (the second part
+    of an import, or the part after one found known), is read unchecked; when those lines turn out new,
+    it is checked in a worker thread as the database starts merging them, as a part read then would have
+    been (else its 5,000 lines were checked in this thread, between two batches, the database idle)."""
     part = await asyncio.to_thread(reader.next_part)
     while part is not None:
         pending: asyncio.Future[Part | None] | None = None
+        checking = False
 
         def read_next() -> None:
-            nonlocal pending
+            nonlocal pending, checking
             if pending is None:
                 pending = asyncio.ensure_future(asyncio.to_thread(reader.next_part))
+                checking = reader.check_ahead  # read from now on, the part follows the verdict itself
+            elif reader.check_ahead and not checking:
+                checking = True
+                pending = asyncio.ensure_future(_checked_late(reader, pending))
 
         if not reader.check_ahead:
             read_next()
@@ -236,6 +249,14 @@ async def _read_ahead(reader: PartReader, handle: Callable[[Part, Callable[[], N
             if pending is not None and not pending.done():
                 # A thread cannot be cancelled: let it finish its part before the file is closed under it.
                 await asyncio.wait([pending])
+
+
+async def _checked_late(reader: PartReader, reading: asyncio.Future[Part | None]) -> Part | None:
+    """The part being read, its pending lines checked in a worker thread unless the reader checked them."""
+    part = await reading
+    if part is not None and part.pending and not part.checked:
+        await asyncio.to_thread(reader.check, part)
+    return part
 
 
 # -- writing: through the one pipeline (kernelindex.ingest.pipeline) -----------------------------

@@ -207,7 +207,9 @@ def test_new_lines_are_checked_once_each_ahead_of_their_part_and_known_ones_stil
     # found known: that part merges nothing, so the part after it is read once it was settled, and is
     # not checked (runs._read_ahead: a new part is read from the merge on, so it follows the latest verdict).
     assert ahead[0] == 0 and ahead[2:] == [10, 10, 10, 0]
-    assert checks["n"] == 50  # parts 1 and 2 as settled, 3 to 5 ahead (5's known lines dropped), 6 (known) never
+    # Part 1 as settled, 2 (read unchecked with part 1) once part 1 was found new, as it merges; 3 to 5 ahead
+    # (5's known lines dropped), 6 (known) never.
+    assert checks["n"] == 50
     assert _live_runs(db_url) == before + 39
     # A digest worked out ahead, in the reader's thread, is the stage's own.
     from kernelindex.ingest.digests import content_digest
@@ -219,6 +221,41 @@ def test_new_lines_are_checked_once_each_ahead_of_their_part_and_known_ones_stil
     again = _ingest(db_url, path, batch_size=10)
     assert (again.inserted, again.unchanged, again.rejected) == (0, 59, 1)
     assert sum(ahead[2:]) == 0 and checks["n"] <= 1 + ahead[1]  # the bad line (never stored) is checked each time
+
+
+def test_the_second_part_is_checked_beside_the_first_merge_and_both_orders_of_new_and_known_parts_hold(db_url, tmp_path, monkeypatch):
+    """runs._read_ahead: the second part is read with the first, before anything is known of its lines,
+    so unchecked; once the first part's lines turn out new, the second's are checked in a worker thread
+    as the database merges the first (not in the writer's thread, between two batches). Only the first
+    part's lines are checked in the writer's thread; each line still once. A file whose first part is
+    known and whose second is new (the other order) checks the second as it is settled, as before."""
+    import threading
+
+    where: list[bool] = []  # per check: in the writer's (main) thread
+    real = runs_module.check_pending
+
+    def check_pending(line, file):
+        where.append(threading.current_thread() is threading.main_thread())
+        return real(line, file)
+
+    monkeypatch.setattr(runs_module, "check_pending", check_pending)
+    records = synthetic_records(80)
+    path = tmp_path / "new.jsonl"
+    _write(path, records[:50])
+    before = _live_runs(db_url)
+    summary = _ingest(db_url, path, batch_size=10)
+    assert (summary.found, summary.inserted, summary.rejected) == (50, 50, 0)
+    assert _live_runs(db_url) == before + 50
+    assert len(where) == 50 and where.count(True) == 10  # part 1 alone in the writer's thread (was 20)
+
+    # The other order: a known part first (not checked), then new parts.
+    where.clear()
+    other = tmp_path / "known_then_new.jsonl"
+    _write(other, records[:10] + records[50:80])
+    summary = _ingest(db_url, other, batch_size=10)
+    assert (summary.found, summary.inserted, summary.unchanged, summary.rejected) == (40, 30, 10, 0)
+    assert _live_runs(db_url) == before + 80
+    assert len(where) == 30  # each new line once, the known ones never
 
 
 def test_a_new_part_is_read_while_the_part_before_is_merged_not_while_it_is_staged(db_url, tmp_path, monkeypatch):
