@@ -34,7 +34,8 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	else \
 		$(BIN)/pip install -q "$(TORCH_CPU)"; \
 	fi
-	$(BIN)/pip install -q -e '.[test]' -e './clients/python[pandas,polars]'
+	# The torch extra beside the torch just installed: what KernelBench problems import besides it (einops).
+	$(BIN)/pip install -q -e '.[test,torch]' -e './clients/python[pandas,polars]'
 	touch $(STAMP)
 
 # Without npm the API is served all the same; /graphql then says how to install GraphiQL.

@@ -55,10 +55,12 @@ def tree() -> tuple[dict[tuple[int, str], dict], list[Entry], dict[str, object]]
         for path in sorted((SHARED_KERNELBENCH / "KernelBench" / f"level{level}").glob("*.py")):
             try:
                 analyses[(level, path.name)] = trace_problem(path.read_text(encoding="utf-8"), path.name).to_json()
-            except ProblemTraceError:  # no analysis, no floor (issue 26, point 3: 4 of levels 1–3 here)
+            except ProblemTraceError:  # no analysis, no floor (issue 26, point 3)
                 failed.append((level, path.name))
-    # Every untraced problem is named; the rest (246 of 250) have a floor.
-    assert len(failed) <= 4 and len(analyses) + len(failed) == 250, failed
+    # Every untraced problem is named; the rest (248 of 250) have a floor. The two that cannot trace call .item() on
+    # a meta tensor (level 3: 29_SwinMLP, 30_SwinTransformerV2); the Mamba2 ones trace, einops being installed
+    # with the torch extra.
+    assert len(failed) <= 2 and len(analyses) + len(failed) == 250, failed
     by_driver_name = {name: hw for hw in seed_catalogue() for name in hw.driver_product_names}
     entries: list[Entry] = []
     for path, _folder, config in discover_timing_files(SHARED_KERNELBENCH):
