@@ -181,7 +181,7 @@ class WorkloadRevision(Base):
     identity_sha256: Mapped[str] = mapped_column(Text)
     # What the meta-device trace measured: bytes, parameters, FLOPs by class (headroom-v2 input).
     analysis: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
-    # The tracer that produced `analysis` ("problem-trace/1 torch 2.13.0+cpu"); NULL: unknown (the
+    # The tracer that produced `analysis` ("problem-trace/2 torch 2.13.0+cpu"); NULL: unknown (the
     # seed's declarations, older imports). An import reuses a trace only when this is what it would
     # trace with now (kernelindex.ingest.kernelbench).
     traced_with: Mapped[str | None] = mapped_column(Text)

@@ -23,7 +23,10 @@ warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 
 # The filter must be in place before torch is first imported, hence these imports below it.
 import torch  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+from torch.utils._pytree import tree_flatten  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+from torch.utils.weak import WeakIdKeyDictionary  # noqa: E402
 
 from benchmarks import sandbox  # noqa: E402
 from benchmarks.problems import (  # noqa: E402
@@ -111,12 +114,12 @@ def trace_problem(
     shortcut = _NoShortcut() if stepwise_recurrent else RecurrentShortcut()
     try:
         with torch.device(_META), PinToMeta(), torch.no_grad(), shortcut:
-            module = _at_stage(filename, "import", load_module, source, filename, overrides)
-            namespace = vars(module)
+            with SmallValues():  # the model built, a value of it read (not counted: the forward pass is)
+                module = _at_stage(filename, "import", load_module, source, filename, overrides)
+                namespace = vars(module)
+                init_inputs = _at_stage(filename, "get_init_inputs", _call_list_factory, namespace, "get_init_inputs")
+                model = _at_stage(filename, "construct", _construct_model, namespace, init_inputs)
             constants = int_constants(module)
-
-            init_inputs = _at_stage(filename, "get_init_inputs", _call_list_factory, namespace, "get_init_inputs")
-            model = _at_stage(filename, "construct", _construct_model, namespace, init_inputs)
             param_count, param_bytes, buffer_bytes = _at_stage(filename, "construct", _model_sizes, model)
             inputs = _at_stage(filename, "get_inputs", _call_list_factory, namespace, "get_inputs")
             _at_stage(filename, "get_inputs", _check_values, inputs, "get_inputs()")
@@ -289,6 +292,128 @@ class RecurrentShortcut:
             return outputs
 
         return recurrent
+
+
+class SmallValues(TorchFunctionMode):
+    """While active, a small tensor computed on the meta device from factories alone keeps its values in a
+    CPU twin, and reading a value of it (``item()``, ``tolist()``, ``bool()``, ``int()``, ``float()``) reads the
+    twin's, where on meta it raises "Tensor.item() cannot be called on meta tensors".
+
+    A problem may read values while it builds its model: KernelBench's Swin models (level 3, 29 and 30) set
+    each block's stochastic depth from ``[x.item() for x in torch.linspace(0, rate, sum(depths))]``, and could
+    not be traced at all. A twin is made for a result of at most SMALL_VALUES elements of an op whose every
+    tensor input has one (a factory has none), by the same op on the twins, on the CPU (in place where the op
+    is in place); a random op gets none (its values mean nothing, and it would draw from the CPU generator).
+    Only the values of what has a twin are readable; everything else stays on meta as before. Not active in
+    the forward pass: the FLOP counter would count the twins' arithmetic too."""
+
+    SMALL_VALUES = 1 << 16
+    _READS = frozenset({
+        torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__bool__, torch.Tensor.__int__, torch.Tensor.__float__,
+        torch.Tensor.__index__,
+    })
+
+    def __init__(self) -> None:
+        super().__init__()
+        # meta tensor -> its CPU twin, by identity (a tensor's == is elementwise); dropped with the tensor.
+        self._twins: Any = WeakIdKeyDictionary()  # Any: torch ships this dictionary untyped
+
+    def __torch_function__(
+        self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        if func in self._READS and args and _is_tensor(args[0]) and args[0].is_meta:
+            twin = self._twins.get(args[0])
+            if twin is not None:
+                with torch._C.DisableTorchFunction():
+                    return func(twin, *args[1:], **kwargs)
+        result = func(*args, **kwargs)
+        if _mutates(func, args, kwargs):
+            self._mirror(func, args, kwargs)
+        else:
+            self._twin(func, args, kwargs, result)
+        return result
+
+    def _twin(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        """Twins for what a pure op made, where it is small and every tensor it read has one."""
+        made, _ = tree_flatten(result)
+        made_meta = [t for t in made if _is_tensor(t) and t.is_meta]
+        if not made_meta or any(t.numel() > self.SMALL_VALUES for t in made_meta) or _is_random(func):
+            return
+        twin_result = self._on_twins(func, args, kwargs)
+        if twin_result is None:
+            return  # no twin: reading its value fails as it did without this mode
+        twins, _ = tree_flatten(twin_result)
+        if len(twins) != len(made):
+            return
+        for meta, twin in zip(made, twins):
+            if _is_tensor(meta) and meta.is_meta and _is_tensor(twin) and not twin.is_meta and twin.shape == meta.shape:
+                self._twins[meta] = twin
+
+    def _mirror(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """An op that wrote into a tensor (in place, out=): done on the twins too where it wrote into one, so
+        a value read later is the one written. Where that cannot be done (a random op, a written value this
+        mode has no twin of), no twin is trusted any more: a view shares what was written."""
+        written, _ = tree_flatten((args[:1], kwargs.get("out")))
+        if not any(_is_tensor(t) and t.is_meta and t in self._twins for t in written):
+            return
+        if _is_random(func) or self._on_twins(func, args, kwargs) is None:
+            self._twins = WeakIdKeyDictionary()
+
+    def _on_twins(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """func on the CPU twins of its meta tensors (None where one has none, or where it raises)."""
+        inputs, spec = tree_flatten((args, kwargs))
+        on_cpu: list[Any] = []
+        for value in inputs:
+            if _is_tensor(value) and value.is_meta:
+                twin = self._twins.get(value)
+                if twin is None:
+                    return None  # a value this mode never saw (a parameter, an input)
+                value = twin
+            elif isinstance(value, (torch.device, str)) and _names_device(value):
+                value = "cpu"
+            on_cpu.append(value)
+        twin_args, twin_kwargs = spec.unflatten(on_cpu)
+        if "device" in twin_kwargs:
+            twin_kwargs = {**twin_kwargs, "device": "cpu"}
+        try:
+            with torch._C.DisableTorchFunction():
+                found = func(*twin_args, **twin_kwargs)
+        except Exception:
+            return None
+        return _WROTE if found is None else found
+
+
+_WROTE = object()  # what _on_twins returns for an op that returns nothing (x[i] = v)
+_IN_PLACE_DUNDERS = frozenset({
+    "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
+    "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__",
+})
+
+
+def _mutates(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether the op writes into a tensor it was given: x.add_(1), x[i] = v, torch.add(a, b, out=x), F.relu(x, inplace=True)."""
+    name = getattr(func, "__name__", "")
+    return ((name.endswith("_") and not name.startswith("__")) or name in _IN_PLACE_DUNDERS
+            or kwargs.get("out") is not None or kwargs.get("inplace") is True)
+
+
+_RANDOM_OPS = frozenset({
+    "bernoulli", "bernoulli_", "cauchy_", "dropout", "exponential_", "geometric_", "log_normal_", "multinomial",
+    "normal", "normal_", "poisson", "random_", "uniform_",
+})
+
+
+def _is_random(func: Callable[..., Any]) -> bool:
+    name = getattr(func, "__name__", "")
+    return name.startswith("rand") or name in _RANDOM_OPS
+
+
+def _names_device(value: torch.device | str) -> bool:
+    """A device argument (torch.device("meta"), "cuda:0"), not any string (an einsum equation, a mode name)."""
+    if isinstance(value, torch.device):
+        return True
+    return value in ("meta", "cpu") or value.startswith(("cuda", "xpu", "mps"))
 
 
 class _NoShortcut:

@@ -27,7 +27,7 @@ __all__ = [
 
 # Bump when a change to the tracer could change what it reports for the same file: stored traces
 # made by another revision (or another torch) are then traced again, not reused.
-TRACER_REVISION = "problem-trace/1"
+TRACER_REVISION = "problem-trace/2"
 
 TRACE_STAGES = ("import", "get_init_inputs", "construct", "get_inputs", "forward")
 ISOLATION_STAGES = ("timeout", "crash")

@@ -263,3 +263,100 @@ def test_a_process_lost_to_the_machine_gets_one_more_try_a_real_crash_stays_a_cr
     assert calls == [2, 2]  # both retried once: the lost one and the one that ended its process
     assert isinstance(relu_trace, ProblemTrace) and relu_trace.bindings == {"batch_size": 16, "dim": 128}
     assert isinstance(crash, ProblemTraceError) and crash.stage == "crash"
+
+
+# A model whose construction reads values, as KernelBench's Swin models do (level 3, 29 and 30: each block's
+# stochastic depth from `[x.item() for x in torch.linspace(0, rate, sum(depths))]`): on the meta device alone
+# it could not be traced ("Tensor.item() cannot be called on meta tensors").
+READS_WHILE_BUILDING = '''
+import torch
+import torch.nn as nn
+
+depths = [2, 2, 6, 2]
+batch_size = 4
+width = 32
+
+class Block(nn.Module):
+    def __init__(self, width, rate):
+        super().__init__()
+        self.rate = rate
+        self.fc = nn.Linear(width, width) if rate > 0.05 else nn.Identity()
+
+    def forward(self, x):
+        return self.fc(x)
+
+class Model(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        rates = [x.item() for x in torch.linspace(0, 0.1, sum(depths))]
+        self.blocks = nn.Sequential(*[Block(width, r) for r in rates])
+        table = torch.arange(6).reshape(2, 3)
+        table[0, 0] = 40                      # written in place: the value read is the one written
+        self.extra = int(table.sum())         # 40 + 1 + 2 + 3 + 4 + 5
+        self.head = nn.Linear(width, self.extra)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+def get_inputs():
+    return [torch.randn(batch_size, width)]
+
+def get_init_inputs():
+    return [width]
+'''
+
+
+def test_a_model_that_reads_small_values_while_it_is_built_traces():
+    """kernelindex.ingest.problem_trace.SmallValues: values the model reads while it is built come from CPU twins
+    of the small tensors they were computed from; the model, its parameters and its FLOPs are what the values
+    make it (the first six of 12 blocks skip their layer: rate ≤ 0.05), counted on meta as ever."""
+    trace = trace_problem(READS_WHILE_BUILDING, "reads.py")
+    rates = [0.1 * i / 11 for i in range(12)]
+    layers = sum(rate > 0.05 for rate in rates)
+    assert layers == 6
+    assert trace.param_count == layers * (32 * 32 + 32) + 32 * 55 + 55
+    assert trace.flops_by_class["matmul"] == 2 * 4 * (layers * 32 * 32 + 32 * 55)  # the twins' arithmetic is not counted
+    assert trace.outputs[0]["concrete_shape"] == [4, 55]
+
+
+@pytest.mark.parametrize(
+    ("step", "why"),
+    [
+        # A value written from what has no twin (a parameter) cannot be known: the read fails as it did.
+        ("t = torch.arange(4).float()\n        t.copy_(nn.Linear(2, 2).weight.flatten())\n        n = int(t.sum())", "meta"),
+        # Random values have no twin.
+        ("n = int(torch.rand(3).sum() > 0)", "meta"),
+        # Nor does anything large.
+        ("n = int(torch.ones(1 << 17).sum())", "meta"),
+    ],
+)
+def test_values_without_a_twin_still_cannot_be_read(step, why):
+    source = f'''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {step}
+
+    def forward(self, x):
+        return x
+
+def get_inputs():
+    return [torch.randn(2, 2)]
+
+def get_init_inputs():
+    return []
+'''
+    with pytest.raises(ProblemTraceError) as caught:
+        trace_problem(source, "unreadable.py")
+    assert caught.value.stage == "construct" and why in caught.value.message
+
+
+def test_a_value_read_in_the_forward_pass_still_fails():
+    """The twins are made while the model is built, not in the forward pass (FLOPs are counted there)."""
+    source = READS_WHILE_BUILDING.replace("return self.head(self.blocks(x))", "return self.head(self.blocks(x)) * torch.arange(3).sum().item()")
+    with pytest.raises(ProblemTraceError) as caught:
+        trace_problem(source, "reads_in_forward.py")
+    assert caught.value.stage == "forward" and "meta" in caught.value.message

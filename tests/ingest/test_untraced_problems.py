@@ -2,7 +2,8 @@
 
 - a problem whose trace fails keeps its timing entries, at the configuration its constants state (read
   without running it); its page says why it has no semantics and the summary names the module to install;
-- a failed trace is not tried again until the file, the tracer or the installed modules change;
+- a failed trace is not tried again until the file, the tracer or the installed modules change; traced then,
+  the problem ends as in a database that traced it at once;
 - `seed` between imports changes nothing an unchanged re-import then redoes: it traces nothing, adds no row;
 - Ctrl+C stops an import within 2 s with every finished trace kept, and the re-run traces only the rest.
 """
@@ -94,6 +95,60 @@ def test_a_failed_trace_is_retried_only_when_the_modules_change(cli, db_url, che
     monkeypatch.setattr(trace_cache, "modules_fingerprint", lambda: "something was installed")
     assert cli("ingest", "kernelbench", str(checkout), *ARGS) == 0
     assert _traced(capsys.readouterr().err) == (1, problems - 1)  # only the failed one
+
+
+def _state(db_url: str) -> dict[str, list]:
+    """What an import decided, without ids or times: the revisions' semantics and configurations, the live
+    runs, the records and the record history."""
+    return {
+        "revisions": fetch(db_url, "SELECT w.slug, r.semantics, r.semantics_error IS NULL AS explained, r.identity_sha256, "
+                                   "r.canonical_bindings, r.canonical_configuration_key FROM workload_revisions r "
+                                   "JOIN workloads w ON w.id = r.workload_id ORDER BY w.slug, r.id"),
+        "runs": fetch(db_url, "SELECT w.slug, r.configuration_key, r.mean_ms, r.content_sha256 FROM runs r "
+                              "JOIN workloads w ON w.id = r.workload_id WHERE r.superseded_at IS NULL ORDER BY 1, 2, 3, 4"),
+        "bests": fetch(db_url, "SELECT w.slug, b.configuration_key, b.figure, b.run_count FROM cohort_bests b "
+                               "JOIN workloads w ON w.id = b.workload_id ORDER BY 1, 2, 3"),
+        "events": fetch(db_url, "SELECT w.slug, e.kind, e.configuration_key FROM record_events e "
+                                "JOIN workloads w ON w.id = e.workload_id ORDER BY 1, 2, 3"),
+    }
+
+
+def test_a_problem_traced_only_at_a_later_import_ends_as_if_traced_at_once(db_url, pg_url, checkout, tmp_path, monkeypatch):
+    """The path a new tracer revision takes for a problem the old one could not trace (problem-trace/2 traces the
+    Swin models problem-trace/1 failed on; any newly installed module does the same): traced at a later import, it
+    gains its semantics, and the index ends as in a database that traced it at once. Both orders: failed then
+    traced, and traced at once (a database of its own)."""
+    import asyncio
+
+    from kernelindex.ingest import trace_cache
+    from kernelindex.ingest.kernelbench import import_kernelbench
+    from tests.conftest import TEMPLATE_DB, _admin, _fresh_database, _with_database
+
+    _untraceable_checkout(checkout)
+    module = tmp_path / "modules"
+    module.mkdir()
+
+    def run(url):
+        import_kernelbench(url, checkout, revision=ARGS[1], observed=ARGS[3], progress=False)
+
+    run(db_url)  # the module absent: no semantics, the timings at the stated configuration
+    (untraced,) = [r for r in _state(db_url)["revisions"] if r["slug"] == "kernelbench-l3-p50-untraceable"]
+    assert untraced["semantics"] is None and not untraced["explained"]
+    (module / f"{MISSING}.py").write_text("def mix(x):\n    return x * 2\n")
+    monkeypatch.syspath_prepend(str(module))
+    monkeypatch.setattr(trace_cache, "modules_fingerprint", lambda: "the module was installed")
+    run(db_url)
+    later = _state(db_url)
+    (traced,) = [r for r in later["revisions"] if r["slug"] == "kernelbench-l3-p50-untraceable"]
+    assert traced["semantics"] is not None and traced["explained"]
+
+    name = _fresh_database(pg_url, TEMPLATE_DB)
+    try:
+        at_once_url = _with_database(pg_url, name)
+        run(at_once_url)
+        assert _state(at_once_url) == later
+    finally:
+        asyncio.run(_admin(pg_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def test_seed_between_imports_changes_nothing_a_reimport_redoes(cli, db_url, checkout, capsys):
