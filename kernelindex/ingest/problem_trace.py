@@ -317,6 +317,7 @@ class SmallValues(TorchFunctionMode):
         super().__init__()
         # meta tensor -> its CPU twin, by identity (a tensor's == is elementwise); dropped with the tensor.
         self._twins: Any = WeakIdKeyDictionary()  # Any: torch ships this dictionary untyped
+        self._storages: set[int] = set()  # the meta storages of twinned tensors (what an alias would write into)
 
     def __torch_function__(
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
@@ -349,16 +350,26 @@ class SmallValues(TorchFunctionMode):
         for meta, twin in zip(made, twins):
             if _is_tensor(meta) and meta.is_meta and _is_tensor(twin) and not twin.is_meta and twin.shape == meta.shape:
                 self._twins[meta] = twin
+                self._storages.add(_storage_of(meta))
 
     def _mirror(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """An op that wrote into a tensor (in place, out=): done on the twins too where it wrote into one, so
         a value read later is the one written. Where that cannot be done (a random op, a written value this
-        mode has no twin of), no twin is trusted any more: a view shares what was written."""
-        written, _ = tree_flatten((args[:1], kwargs.get("out")))
-        if not any(_is_tensor(t) and t.is_meta and t in self._twins for t in written):
-            return
-        if _is_random(func) or self._on_twins(func, args, kwargs) is None:
-            self._twins = WeakIdKeyDictionary()
+        mode has no twin of) or where it wrote through an alias without a twin (nn.Parameter(t) shares t's
+        storage, and nn.init writes through the parameter), no twin is trusted any more: a wrong value read
+        would be worse than none. Which of its tensors it wrote into is not known in general (nn.init.constant_
+        takes it as tensor=), so every one it was given counts."""
+        leaves, _ = tree_flatten((args, kwargs))
+        written = [t for t in leaves if _is_tensor(t) and t.is_meta]
+        if any(t in self._twins for t in written):
+            if _is_random(func) or self._on_twins(func, args, kwargs) is None:
+                self._forget()
+        elif any(_storage_of(t) in self._storages for t in written):
+            self._forget()
+
+    def _forget(self) -> None:
+        self._twins = WeakIdKeyDictionary()
+        self._storages = set()
 
     def _on_twins(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """func on the CPU twins of its meta tensors (None where one has none, or where it raises)."""
@@ -385,6 +396,11 @@ class SmallValues(TorchFunctionMode):
 
 
 _WROTE = object()  # what _on_twins returns for an op that returns nothing (x[i] = v)
+
+
+def _storage_of(tensor: torch.Tensor) -> int:
+    """Which storage a meta tensor's elements are in (its views and an nn.Parameter made of it share it)."""
+    return int(tensor.untyped_storage()._cdata)
 _IN_PLACE_DUNDERS = frozenset({
     "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
     "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__",

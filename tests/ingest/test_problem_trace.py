@@ -324,6 +324,8 @@ def test_a_model_that_reads_small_values_while_it_is_built_traces():
     [
         # A value written from what has no twin (a parameter) cannot be known: the read fails as it did.
         ("t = torch.arange(4).float()\n        t.copy_(nn.Linear(2, 2).weight.flatten())\n        n = int(t.sum())", "meta"),
+        # Nor one written through an alias without a twin: nn.Parameter(t) shares t's storage (read: 0, not 15).
+        ("t = torch.zeros(3)\n        p = nn.Parameter(t)\n        nn.init.constant_(p, 5.0)\n        n = int(t.sum())", "meta"),
         # Random values have no twin.
         ("n = int(torch.rand(3).sum() > 0)", "meta"),
         # Nor does anything large.
