@@ -77,6 +77,14 @@ def db_url(pg_url, template_url) -> str:
 
 
 @pytest.fixture
+def second_db_url(pg_url, template_url) -> str:
+    """Another database of its own, like db_url's: for a test that compares two histories (both orders)."""
+    name = _fresh_database(pg_url, TEMPLATE_DB)
+    yield _with_database(pg_url, name)
+    asyncio.run(_admin(pg_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
 def empty_db_url(pg_url) -> str:
     """A database of its own with nothing in it: not even the schema."""
     name = _fresh_database(pg_url, None)

@@ -329,7 +329,7 @@ class SmallValues(TorchFunctionMode):
                 with torch._C.DisableTorchFunction():
                     return func(twin, *args[1:], **kwargs)
         result = func(*args, **kwargs)
-        if _mutates(func, args, kwargs):
+        if _mutates(func, kwargs):
             self._mirror(func, args, kwargs)
         else:
             self._twin(func, args, kwargs, result)
@@ -401,13 +401,15 @@ _WROTE = object()  # what _on_twins returns for an op that returns nothing (x[i]
 def _storage_of(tensor: torch.Tensor) -> int:
     """Which storage a meta tensor's elements are in (its views and an nn.Parameter made of it share it)."""
     return int(tensor.untyped_storage()._cdata)
+
+
 _IN_PLACE_DUNDERS = frozenset({
     "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
     "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__",
 })
 
 
-def _mutates(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _mutates(func: Callable[..., Any], kwargs: dict[str, Any]) -> bool:
     """Whether the op writes into a tensor it was given: x.add_(1), x[i] = v, torch.add(a, b, out=x), F.relu(x, inplace=True)."""
     name = getattr(func, "__name__", "")
     return ((name.endswith("_") and not name.startswith("__")) or name in _IN_PLACE_DUNDERS

@@ -113,16 +113,13 @@ def _state(db_url: str) -> dict[str, list]:
     }
 
 
-def test_a_problem_traced_only_at_a_later_import_ends_as_if_traced_at_once(db_url, pg_url, checkout, tmp_path, monkeypatch):
+def test_a_problem_traced_only_at_a_later_import_ends_as_if_traced_at_once(db_url, second_db_url, checkout, tmp_path, monkeypatch):
     """The path a new tracer revision takes for a problem the old one could not trace (problem-trace/2 traces the
     Swin models problem-trace/1 failed on; any newly installed module does the same): traced at a later import, it
     gains its semantics, and the index ends as in a database that traced it at once. Both orders: failed then
     traced, and traced at once (a database of its own)."""
-    import asyncio
-
     from kernelindex.ingest import trace_cache
     from kernelindex.ingest.kernelbench import import_kernelbench
-    from tests.conftest import TEMPLATE_DB, _admin, _fresh_database, _with_database
 
     _untraceable_checkout(checkout)
     module = tmp_path / "modules"
@@ -142,13 +139,8 @@ def test_a_problem_traced_only_at_a_later_import_ends_as_if_traced_at_once(db_ur
     (traced,) = [r for r in later["revisions"] if r["slug"] == "kernelbench-l3-p50-untraceable"]
     assert traced["semantics"] is not None and traced["explained"]
 
-    name = _fresh_database(pg_url, TEMPLATE_DB)
-    try:
-        at_once_url = _with_database(pg_url, name)
-        run(at_once_url)
-        assert _state(at_once_url) == later
-    finally:
-        asyncio.run(_admin(pg_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    run(second_db_url)  # the module there from the start: traced at once
+    assert _state(second_db_url) == later
 
 
 def test_seed_between_imports_changes_nothing_a_reimport_redoes(cli, db_url, checkout, capsys):
