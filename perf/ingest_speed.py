@@ -7,6 +7,7 @@
     python -m perf.ingest_speed --lines 50000 --workloads 1 --environments 200 --implementations 2 --skip-kernelbench
     python -m perf.ingest_speed --lines 20000 --own-revisions --skip-kernelbench   # every run its own source revision
     python -m perf.ingest_speed --skip-kernelbench --without-foreign-keys   # what-if: runs' foreign keys dropped
+    python -m perf.ingest_speed --skip-kernelbench --repeat 5   # five rounds, each ratio and their median
 
 It starts an embedded PostgreSQL in a temporary folder, migrates and seeds it, writes N run records
 spread over the seeded workloads (with --all-workloads: every workload in the database, after the
@@ -27,6 +28,12 @@ present, the shared timing files (../shared/kernelbench/results/timing).
 Needs no GPU and no torch (problems are traced on the meta device when torch is there; without it
 they are imported without semantics, which times the same database work).
 
+--repeat N measures the floors and the imports N times, each round on its own copy of the prepared
+database (made before anything is timed, so every round starts from the same state), and prints each
+round's ratios and their median. A floor and its import are timed back to back, so a machine whose
+speed drifts (a shared VM's does, by 10-40% over minutes) moves both of a pair alike, where one pair
+taken in a slow stretch and compared with a floor taken in a fast one would not.
+
 --without-foreign-keys is a what-if, not a figure of the product: it drops the foreign keys of runs,
 record_events and cohort_bests in the test database before anything is timed, so the import runs
 without their per-row checks, as the floor's table does. The difference is what those checks cost.
@@ -40,6 +47,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -272,6 +280,68 @@ async def _drop_foreign_keys(url: str) -> list[str]:
     return [f"{table}.{name}" for table, name in keys]
 
 
+def _measure(url: str, runs_file: Path, env: dict[str, str], args: argparse.Namespace,
+             server: Callable[[], float | None]) -> dict:
+    """One round in the database at `url`: the floors, then the imports, each as main documents."""
+    env = dict(env, KERNELINDEX_DATABASE_URL=url)
+    figures: dict = {}
+    if not args.skip_floor:
+        figures["floor_first"] = run_floor(url, runs_file, env, "floor: decode, COPY, insert (all new)", server)
+        figures["floor_second"] = run_floor(url, runs_file, env, "floor: decode, COPY, compare (all present)", server)
+        asyncio.run(_drop_floor_table(url))
+    ingest = ["ingest", "runs", str(runs_file), "--batch-size", str(args.batch_size)]
+    if not args.skip_dry_run:
+        dry = run_command([*ingest, "--dry-run"], env, "ingest runs --dry-run (all new)", server)
+        dry["runs_per_s"] = round(args.lines / dry["wall_s"])
+        figures["dry_run"] = dry
+    first = run_command(ingest, env, "ingest runs (all new)", server)
+    first["runs_per_s"] = round(args.lines / first["wall_s"])
+    figures["first"] = first
+    if not args.skip_second:
+        second = run_command(ingest, env, "ingest runs again (all unchanged)", server)
+        second["runs_per_s"] = round(args.lines / second["wall_s"])
+        figures["second"] = second
+    return figures
+
+
+async def _copies(url: str, count: int) -> list[str]:
+    """--repeat: `count` new databases on the server, each a copy of the one at `url` (CREATE DATABASE …
+    TEMPLATE: nothing may be connected to it meanwhile), and their URLs."""
+    from sqlalchemy import make_url, text
+
+    from kernelindex.db.engine import make_engine
+
+    prepared = make_url(url)
+    engine = make_engine(prepared.set(database="postgres").render_as_string(hide_password=False), pool_size=1, max_overflow=0)
+    names = [f"{prepared.database}_round_{i + 1}" for i in range(count)]
+    try:
+        async with engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")  # CREATE DATABASE refuses a transaction
+            for name in names:
+                await conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{prepared.database}"'))
+    finally:
+        await engine.dispose()
+    return [prepared.set(database=name).render_as_string(hide_password=False) for name in names]
+
+
+# What --repeat sums up: each import beside the floor it is compared with.
+_VERSUS = (("dry_run", "floor_first"), ("first", "floor_first"), ("second", "floor_second"))
+
+
+def repeats_summary(rounds: list[dict]) -> str:
+    """Every round's ratio of each import to its floor, and their median: a floor and its import are
+    measured back to back in one round, so a machine that slows down between rounds moves both."""
+    lines = [f"{len(rounds)} rounds, each on its own copy of the prepared database (floor, then the imports):"]
+    for key, floor_key in _VERSUS:
+        pairs = [(r[key]["wall_s"], r[floor_key]["wall_s"]) for r in rounds if key in r and floor_key in r]
+        if not pairs:
+            continue
+        ratios = [wall / floor for wall, floor in pairs]
+        each = ", ".join(f"{wall:.2f}/{floor:.2f} s {ratio:.2f}×" for (wall, floor), ratio in zip(pairs, ratios, strict=True))
+        lines.append(f"  {rounds[0][key]['label']}: median {statistics.median(ratios):.2f}× its floor ({each})")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m perf.ingest_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lines", "--runs", type=int, default=100_000, dest="lines", help="run records to generate (default 100,000)")
@@ -291,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-second", action="store_true", help="do not time the second (all unchanged) ingest")
     parser.add_argument("--without-foreign-keys", action="store_true",
                         help="what-if: drop the foreign keys of runs, record_events and cohort_bests first (as the floor's table has none)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="measure the floors and the imports N times, each time on a fresh copy of the prepared database, "
+                             "and print every pair's ratio and their median (default 1)")
     parser.add_argument("--generate-only", metavar="FILE", help="write the synthetic file (seeded workloads) and stop")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (database and file)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
@@ -341,25 +414,18 @@ def main(argv: list[str] | None = None) -> int:
         figures["file_mb"] = round(size / 1e6, 1)
         figures["generate_s"] = round(time.perf_counter() - start, 2)
 
-        if not args.skip_floor:
-            figures["floor_first"] = run_floor(url, runs_file, env, "floor: decode, COPY, insert (all new)", cpu_of_server)
-            figures["floor_second"] = run_floor(url, runs_file, env, "floor: decode, COPY, compare (all present)", cpu_of_server)
-            asyncio.run(_drop_floor_table(url))
-        ingest = ["ingest", "runs", str(runs_file), "--batch-size", str(args.batch_size)]
-        if not args.skip_dry_run:
-            dry = run_command([*ingest, "--dry-run"], env, "ingest runs --dry-run (all new)", cpu_of_server)
-            dry["runs_per_s"] = round(args.lines / dry["wall_s"])
-            figures["dry_run"] = dry
-        first = run_command(ingest, env, "ingest runs (all new)", cpu_of_server)
-        first["runs_per_s"] = round(args.lines / first["wall_s"])
-        figures["first"] = first
-        if not args.skip_second:
-            second = run_command(ingest, env, "ingest runs again (all unchanged)", cpu_of_server)
-            second["runs_per_s"] = round(args.lines / second["wall_s"])
-            figures["second"] = second
+        # One copy of the prepared database per round (--repeat), made before anything is timed, so that
+        # every round starts from the same state; a single round runs in the prepared database itself.
+        databases = [url] if args.repeat <= 1 else asyncio.run(_copies(url, args.repeat))
+        rounds = [_measure(database, runs_file, env, args, cpu_of_server) for database in databases]
+        figures.update(rounds[0])
+        if len(rounds) > 1:
+            figures["repeats"] = rounds
         if not args.skip_kernelbench and kb_args:
             figures["shared_timing_files"] = SHARED_TIMING.is_dir()
-            figures["kernelbench"] = run_command(kb_args, env, "ingest kernelbench", cpu_of_server)
+            # Into the first round's database, the runs in it (as a single round always did).
+            figures["kernelbench"] = run_command(kb_args, dict(env, KERNELINDEX_DATABASE_URL=databases[0]),
+                                                 "ingest kernelbench", cpu_of_server)
     finally:
         if server is not None and not args.keep:
             server.stop()
@@ -396,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {name:<36} {value:>10,}")
         if "stderr_tail" in part:
             print("    stderr: " + part["stderr_tail"].replace("\n", "\n    "))
+    if "repeats" in figures:
+        print(repeats_summary(figures["repeats"]))
     if "kernelbench" in figures and not figures.get("shared_timing_files"):
         print("(no shared timing files at ../shared/kernelbench/results/timing: the KernelBench import had problems only)")
     return 0

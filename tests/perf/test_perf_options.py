@@ -69,3 +69,63 @@ def test_the_floors_sql_is_every_statement_the_request_ran_the_drivers_own_too(d
     assert by_driver and by_driver <= statements
     assert counts["page"] == len(sql["page"]) > len(by_driver)  # SQLAlchemy's statements are there too
     assert b'"workload"' in bodies["page"]
+
+
+def test_ingest_speed_repeats_give_each_rounds_ratio_and_their_median():
+    from perf.ingest_speed import repeats_summary
+
+    def part(label: str, wall: float) -> dict:
+        return {"label": label, "wall_s": wall}
+
+    rounds = [
+        {"floor_first": part("floor", 2.0), "first": part("ingest runs (all new)", 6.0),
+         "floor_second": part("floor again", 1.0), "second": part("ingest runs again", 0.5)},
+        {"floor_first": part("floor", 4.0), "first": part("ingest runs (all new)", 8.0),
+         "floor_second": part("floor again", 2.0), "second": part("ingest runs again", 0.6)},
+        {"floor_first": part("floor", 3.0), "first": part("ingest runs (all new)", 7.5),
+         "floor_second": part("floor again", 1.0), "second": part("ingest runs again", 0.4)},
+    ]
+    lines = repeats_summary(rounds).splitlines()
+    assert lines[0].startswith("3 rounds")
+    # Ratios 3.0, 2.0 and 2.5: the median is the middle one, not the ratio of the median walls (7.5 / 3.0).
+    assert lines[1] == ("  ingest runs (all new): median 2.50× its floor "
+                        "(6.00/2.00 s 3.00×, 8.00/4.00 s 2.00×, 7.50/3.00 s 2.50×)")
+    assert lines[2].startswith("  ingest runs again: median 0.40× its floor (0.50/1.00 s 0.50×, 0.60/2.00 s 0.30×")
+    assert len(lines) == 3  # no dry run was timed: no line for it
+
+
+def test_ingest_speed_rounds_start_from_copies_of_the_prepared_database(db_url):
+    import asyncio
+
+    import asyncpg
+
+    from kernelindex.db.urls import to_libpq_url
+    from perf.ingest_speed import _copies
+    from tests.conftest import _admin
+
+    async def prepare() -> None:
+        conn = await asyncpg.connect(to_libpq_url(db_url))
+        try:
+            await conn.execute("CREATE TABLE prepared_marker (n int); INSERT INTO prepared_marker VALUES (42)")
+        finally:
+            await conn.close()
+
+    async def marker(url: str) -> tuple[int, int]:
+        conn = await asyncpg.connect(to_libpq_url(url))
+        try:
+            return await conn.fetchval("SELECT n FROM prepared_marker"), await conn.fetchval("SELECT count(*) FROM hardware")
+        finally:
+            await conn.close()
+
+    asyncio.run(prepare())
+    copies = asyncio.run(_copies(db_url, 2))
+    try:
+        assert len(set(copies)) == 2 and db_url not in copies
+        seeded = asyncio.run(marker(db_url))[1]
+        assert seeded > 0
+        for url in copies:
+            assert asyncio.run(marker(url)) == (42, seeded)
+    finally:
+        for url in copies:
+            name = to_libpq_url(url).rsplit("/", 1)[1].split("?")[0]
+            asyncio.run(_admin(db_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
