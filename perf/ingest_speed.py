@@ -282,7 +282,8 @@ async def _drop_foreign_keys(url: str) -> list[str]:
 
 def _measure(url: str, runs_file: Path, env: dict[str, str], args: argparse.Namespace,
              server: Callable[[], float | None]) -> dict:
-    """One round in the database at `url`: the floors, then the imports, each as main documents."""
+    """One round in the database at `url`: the floors, then the imports (the dry run, the first, the second),
+    as main always timed them."""
     env = dict(env, KERNELINDEX_DATABASE_URL=url)
     figures: dict = {}
     if not args.skip_floor:
@@ -363,11 +364,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="what-if: drop the foreign keys of runs, record_events and cohort_bests first (as the floor's table has none)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="measure the floors and the imports N times, each time on a fresh copy of the prepared database, "
-                             "and print every pair's ratio and their median (default 1)")
+                             "and print every round's ratio and their median (default 1)")
     parser.add_argument("--generate-only", metavar="FILE", help="write the synthetic file (seeded workloads) and stop")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (database and file)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
 
     seeded = [("kernelbench-l3-p9-resnet18", {"batch_size": 2}, "fp32", 1.67), ("kernelbench-l3-p12-vgg19", {"batch_size": 10}, "fp32", 2.6)]
     if args.generate_only:
