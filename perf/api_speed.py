@@ -51,6 +51,7 @@ import sys
 import tempfile
 import types
 from pathlib import Path
+from typing import Any
 
 from perf.dataset import LIST_QUERY, PAGE_SLUG, build_dataset
 from perf.loadgen import measure, write_mix
@@ -183,7 +184,7 @@ def main() -> int:
                 wait_for(f"http://127.0.0.1:{port}/healthz")
             wait_for(f"http://127.0.0.1:{floor_port}/q/{next(iter(queries))}")
             dataset = {"database": "--database-url"} if args.database_url else {"runs": args.runs, "workloads": args.workloads + 2}
-            results = {"dataset": dataset, "client": "perf.loadgen",
+            results: dict[str, Any] = {"dataset": dataset, "client": "perf.loadgen",
                        "statements_per_request": {"executed": counts, "served from the response cache": 1}}
             for name, (query, variables) in queries.items():
                 payload = {"query": query, "variables": variables}

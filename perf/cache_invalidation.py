@@ -190,7 +190,7 @@ def main() -> int:
                 page = httpx.post(f"{base}/graphql", json={"query": WORKLOAD_PAGE_QUERY, "variables": {"slug": read[0][1]}},
                                   timeout=60).json()
                 assert "errors" not in page and page["data"]["workload"] is not None, str(page)[:300]
-                phases = [("none", WRITE_RUN, None)]
+                phases: list[tuple[str, str, float | None]] = [("none", WRITE_RUN, None)]
                 for label, statement in (("one workload", WRITE_RUN), ("new catalogue row", asyncio.run(new_catalogue_row(dsn))),
                                          ("catalogue edit", WRITE_CATALOGUE)):
                     phases += [(f"{label}, 1/s", statement, 1.0), (f"{label}, every 100 ms", statement, 0.1)]

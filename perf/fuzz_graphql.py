@@ -51,6 +51,7 @@ def run_mode(server: Server, token: str, mode: str, args, report_dir: Path) -> d
     env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HOOKS)}
     print(f"\n=== {mode}: st run … --max-examples {args.max_examples} --seed {args.seed} ===", flush=True)
     started = time.monotonic()
+    exit_code: int | str
     try:
         done = subprocess.run(command, env=env, cwd=report_dir, timeout=args.timeout_min * 60)
         exit_code = done.returncode
@@ -87,7 +88,7 @@ def main() -> int:
 
     results = []
     with tempfile.TemporaryDirectory(prefix="kernelindex-fuzz-") as tmp, Server() as server:
-        print(f"server {server.url} (pid {server.process.pid}, log {server.log_path})", flush=True)
+        print(f"server {server.url} (pid {server.pid}, log {server.log_path})", flush=True)
         token = create_token(server)
         for mode in args.modes.split(","):
             report_dir = Path(tmp) / mode

@@ -183,7 +183,7 @@ async def normal_traffic(url: str, stop: asyncio.Event, every_s: float = 0.1, mo
 
 async def drill(server: Server, args: argparse.Namespace) -> dict:
     port = server.port
-    memory = Memory(server.process.pid)
+    memory = Memory(server.pid)
     quiet = asyncio.Event()
     baseline_stop = asyncio.Event()
     baseline_task = asyncio.ensure_future(normal_traffic(server.url, baseline_stop))

@@ -54,6 +54,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kernelindex.ingest.records import RECORD_FORMAT
 from perf.dataset import reference_source
@@ -107,7 +108,7 @@ def synthetic_lines(count: int, workloads: list[tuple], environments: int, sampl
         base = (typical[0] if typical and typical[0] else 1.0) * scale * SKUS[sku]
         mean = round(base * (1 + ((i * 7919 + seed) % 10007) / 20014), 4)
         std = round(mean * 0.02, 5)
-        record = {
+        record: dict[str, Any] = {
             "format": RECORD_FORMAT,
             "workload": {"slug": slug},
             "configuration": {"bindings": bound, "dtype": dtype},
@@ -176,14 +177,14 @@ def run_command(args: list[str], env: dict[str, str], label: str, server: Callab
     return result
 
 
-async def _prepare(url: str) -> list[tuple[str, dict, str]]:
+async def _prepare(url: str) -> list[tuple[str, dict, str, float | None]]:
     from kernelindex.ingest.seed import seed_database
 
     await seed_database(url)
     return await _workloads(url)
 
 
-async def _workloads(url: str) -> list[tuple[str, dict, str]]:
+async def _workloads(url: str) -> list[tuple[str, dict, str, float | None]]:
     from sqlalchemy import text
 
     from kernelindex.db.engine import make_engine

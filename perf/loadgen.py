@@ -34,6 +34,7 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -67,7 +68,7 @@ class Connection(asyncio.Protocol):
     """One keep-alive connection, one request at a time; parses just enough of the answer to know
     where it ends (Content-Length or chunked)."""
 
-    def __init__(self, on_done):
+    def __init__(self, on_done: Callable[[Connection, int, float, float, str], None]):
         self.on_done = on_done  # (connection, kind, sent, latency, status or error)
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
@@ -81,9 +82,14 @@ class Connection(asyncio.Protocol):
         self.transport = transport
 
     def send(self, kind: int, request: bytes) -> None:
+        assert self.transport is not None, "create_connection hands a connection its transport before it is sent on"
         self.kind, self.busy = kind, True
         self.sent = clock()
         self.transport.write(request)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -133,6 +139,8 @@ def _complete_response(buffer: bytearray) -> str | None:
 class LoadGenerator:
     def __init__(self, url: str, mix: Mix, *, max_connections: int = 512, seed: int = 1, timeout_s: float = 30.0):
         parts = urlsplit(url)
+        if parts.hostname is None:
+            raise SystemExit(f"loadgen: {url!r} names no host")
         self.host, self.port = parts.hostname, parts.port or 80
         self.mix = mix
         self.max_connections = max_connections
@@ -176,7 +184,7 @@ class LoadGenerator:
             if not conn.closed and clock() - conn.last_used < KEEP_IDLE_S:
                 return conn
             if not conn.closed:
-                conn.transport.close()
+                conn.close()
             self.open -= 1
         return None
 
@@ -238,44 +246,47 @@ class LoadGenerator:
         kind = self.mix.pick(self.rng)
         conn.send(kind, self.mix.requests[kind])
         try:
-            conn = await asyncio.wait_for(asyncio.shield(answered), timeout=self.timeout_s)
+            answered_on: Connection | None = await asyncio.wait_for(asyncio.shield(answered), timeout=self.timeout_s)
         except TimeoutError:
             self.waiters.remove(answered)
             conn.busy = False
-            conn.transport.close()
+            conn.close()
             self.results.append((conn.sent, clock() - conn.sent, kind, f"no answer in {self.timeout_s:g} s"))
-            conn = None
-        if conn is None:  # the server closed the connection: go on with a new one, if it takes one
-            try:
-                conn = await self.connect()
-            except OSError as exc:
-                self.results.append((clock(), 0.0, -1, f"connect failed: {exc}"))
-                return None
-        return conn
+            return await self._reconnect()
+        if answered_on is None:  # the server closed the connection: go on with a new one, if it takes one
+            return await self._reconnect()
+        return answered_on
+
+    async def _reconnect(self) -> Connection | None:
+        try:
+            return await self.connect()
+        except OSError as exc:
+            self.results.append((clock(), 0.0, -1, f"connect failed: {exc}"))
+            return None
 
     async def closed_loop(self, clients: int, seconds: float) -> float:
         """Requests/s completed by `clients` connections that each send again as soon as answered."""
         deadline = clock() + seconds
 
         async def client() -> None:
-            conn = await self.connect()
+            conn: Connection | None = await self.connect()
             while conn is not None and clock() < deadline:
                 conn = await self._send_and_wait(conn)
             if conn is not None:
-                conn.transport.close()
+                conn.close()
 
         started = clock()
         await asyncio.gather(*(client() for _ in range(clients)))
         return sum(1 for r in self.results if r[0] < deadline and r[3] == "200") / (clock() - started)
 
     async def sequential(self, count: int) -> None:
-        conn = await self.connect()
+        conn: Connection | None = await self.connect()
         for _ in range(count):
             if conn is None:
                 break
             conn = await self._send_and_wait(conn)
         if conn is not None:
-            conn.transport.close()
+            conn.close()
 
     async def drain(self, pending: set) -> None:
         """Wait up to the timeout for the answers still out; the ones that do not come are errors."""
@@ -293,7 +304,7 @@ class LoadGenerator:
                 conn.busy = False
                 self.results.append((conn.sent, clock() - conn.sent, conn.kind, f"no answer in {self.timeout_s:g} s"))
             if not conn.closed:
-                conn.transport.close()
+                conn.close()
 
 
 REPO = Path(__file__).resolve().parent.parent

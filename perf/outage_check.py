@@ -99,7 +99,7 @@ def main() -> int:
     pg = OwnPostgres(prefix="kernelindex-outage-check-")
     try:
         with Server(database_url=pg.url) as server:
-            print(f"PostgreSQL {pg.url}\nserver {server.url} (pid {server.process.pid})", flush=True)
+            print(f"PostgreSQL {pg.url}\nserver {server.url} (pid {server.pid})", flush=True)
 
             def outage() -> None:
                 time.sleep(max(0.0, marks["load_start"] + args.outage_at - time.monotonic()))

@@ -100,6 +100,7 @@ async def measure(url: str, slugs: dict[int, str], repeat: int) -> list[dict]:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://page") as client:
             for size, slug in slugs.items():
                 times = []
+                response: httpx.Response | None = None  # the last one's page is what the row describes
                 for i in range(repeat + 2):
                     started = time.perf_counter()
                     response = await client.get(f"/workloads/{slug}.json")
@@ -108,6 +109,7 @@ async def measure(url: str, slugs: dict[int, str], repeat: int) -> list[dict]:
                     assert response.headers.get("x-cache") != "hit", "the response cache answered"
                     if i >= 2:
                         times.append(elapsed * 1000)
+                assert response is not None, "two warm-up requests at least"
                 page = response.json()
                 times.sort()
                 out.append({
@@ -157,6 +159,8 @@ def main() -> int:
               f"{r['median_ms']:>6.1f} ms {r['p90_ms']:>6.1f} ms")
     figures: dict = {"scaling": results}
     if split is not None:
+        from perf import page_split
+
         print()
         figures["split"] = page_split.report(split, "the page per cohort size; 3 rounds of 10 requests, medians", 10)
     if args.out:

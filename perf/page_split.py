@@ -211,8 +211,9 @@ def install(schema_cls: type, view_cls: type) -> None:
 
 
 def _subclasses(cls: type) -> list[type]:
-    out = []
-    for sub in cls.__subclasses__():
+    out: list[type] = []
+    direct: list[type] = cls.__subclasses__()
+    for sub in direct:
         out.append(sub)
         out.extend(_subclasses(sub))
     return out
@@ -251,8 +252,11 @@ def _patch_idle() -> None:
         return
     selectors.__page_split__ = True  # type: ignore[attr-defined]
 
-    for cls in {selectors.DefaultSelector, selectors.EpollSelector if hasattr(selectors, "EpollSelector") else None} - {None}:
-        original = cls.select  # type: ignore[union-attr]
+    classes: set[type[selectors.BaseSelector]] = {selectors.DefaultSelector}
+    if hasattr(selectors, "EpollSelector"):
+        classes.add(selectors.EpollSelector)
+    for cls in classes:
+        original = cls.select
 
         def select(self: Any, timeout: float | None = None, _original: Any = original) -> Any:
             start = _now()
@@ -261,7 +265,7 @@ def _patch_idle() -> None:
             finally:
                 if REC.on:
                     REC.idle_ns += _now() - start
-        cls.select = select  # type: ignore[union-attr]
+        cls.select = select  # type: ignore[method-assign]  # the idle timer: the selector waits in it
 
 
 def count_fields(value: Any) -> int:
@@ -306,10 +310,10 @@ def graphql_core_over_dicts(sdl: str, query: str, variables: dict, data: dict, r
         result = graphql.execute(schema, document, root_value=data, variable_values=variables)
         elapsed = _now() - start
         assert not inspect.isawaitable(result)
-        assert result.errors is None, result.errors[:3]  # type: ignore[union-attr]
+        assert result.errors is None, result.errors[:3]
+        assert result.data == data, "graphql-core over the page's own result gave another result"
         if i >= 2:
             times.append(elapsed / 1e6)
-    assert result.data == data, "graphql-core over the page's own result gave another result"  # type: ignore[union-attr]
     return {"execute_ms": statistics.median(times)}
 
 
@@ -411,6 +415,7 @@ async def measure(url: str, queries: dict[str, tuple[str, dict]], requests: int,
             cost = timer_cost_ns()
             for name, (query, variables) in queries.items():
                 per_round: list[dict[str, float]] = []
+                response: httpx.Response | None = None  # the last one's body is what the figures describe
                 for _ in range(rounds):
                     samples: list[dict[str, float]] = []
                     for i in range(requests + 2):
@@ -425,6 +430,7 @@ async def measure(url: str, queries: dict[str, tuple[str, dict]], requests: int,
                         if i >= 2:
                             samples.append(split)
                     per_round.append({k: statistics.median(s[k] for s in samples) for k in samples[0]})
+                assert response is not None, "rounds and requests are at least 1"
                 body = response.json()
                 assert "errors" not in body, body["errors"][:3]
                 fields = count_fields(body["data"])

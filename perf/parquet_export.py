@@ -97,7 +97,7 @@ def main() -> None:
         env = {"KERNELINDEX_EXPORT_TIMEOUT_S": str(args.export_timeout), "KERNELINDEX_ENVIRONMENT": "production"}
         for name in formats:
             with Server(database_url=pg.url, migrate_and_seed=False, extra_env=env) as server:
-                result = measure(server.url, server.process.pid, name, Path(out), args.export_timeout + 60)
+                result = measure(server.url, server.pid, name, Path(out), args.export_timeout + 60)
             print(json.dumps(result), file=sys.stderr)
             figures.append(result)
     print(f"{'format':<14}{'rows':>10}{'seconds':>9}{'rows/s':>9}{'MB':>8}{'RSS started':>13}{'before':>9}{'peak RSS':>10}"

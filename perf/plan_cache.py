@@ -76,6 +76,7 @@ async def time_statements(url: str, statements: list[tuple[str, tuple[Any, ...]]
                     await connection.execute(f"SET plan_cache_mode = {mode}")
                     prepared = await connection.prepare(sql)
                     times = []
+                    rows: list[Any] = []
                     for _ in range(executions):
                         started = time.perf_counter()
                         rows = await prepared.fetch(*parameters)

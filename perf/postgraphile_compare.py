@@ -101,6 +101,8 @@ async def _workload(url: str) -> dict:
             "JOIN workload_revisions r ON r.id = w.current_revision_id WHERE w.slug = $1", SLUG)
     finally:
         await conn.close()
+    if row is None:
+        raise SystemExit(f"postgraphile_compare: the dataset has no workload {SLUG!r}")
     return dict(row)
 
 

