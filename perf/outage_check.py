@@ -13,7 +13,11 @@ user); --outage-for seconds later it starts it again with the wheel's own option
 Reported: requests and failures before, during and after the outage; whether every failure was a
 proper 503 (GraphQL SERVICE_UNAVAILABLE, JSON error elsewhere); how fast the 503s came; and the
 recovery time: from PostgreSQL accepting connections again to the first successful API response.
-Exit status 1 when a request failed after recovery or any failure was not a proper 503.
+An export refused because every export slot was taken (the limiter's 503 with Retry-After: more
+clients asking for runs.csv at once than settings.export_concurrency) is load shed, not an outage
+answer nor a failure: it is counted in a column of its own, and its form is checked (busy_problem).
+Exit status 1 when a request failed after recovery or any failure was neither a proper 503 nor a
+proper busy answer.
 Bounded: the load stops at --duration, and at --max-requests at the latest.
 """
 
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 import httpx
 
 from perf.postgres import OwnPostgres
-from perf.responses import ok_problem, unavailable_problem
+from perf.responses import busy_problem, ok_problem, unavailable_problem
 from perf.server import Server
 
 RESNET18 = "kernelbench-l3-p9-resnet18"
@@ -55,6 +59,18 @@ class Outcome:
     ok: bool
     proper_503: bool
     problem: str | None
+    busy: bool = False  # the export limiter's proper answer (load shed): neither a success nor a failure
+
+
+def classify(kind: str, started: float, ended: float, response: httpx.Response) -> Outcome:
+    """A response as the drill counts it: a success, the export limiter's busy answer, a proper
+    outage 503, or a failure (with what is wrong with it as an outage answer)."""
+    if ok_problem(kind, response) is None:
+        return Outcome(kind, started, ended, True, False, None)
+    if kind == "runs.csv" and busy_problem(response) is None:
+        return Outcome(kind, started, ended, False, False, None, busy=True)
+    outage_issue = unavailable_problem(kind, response, single=False)
+    return Outcome(kind, started, ended, False, outage_issue is None, outage_issue)
 
 
 async def client_loop(base_url: str, index: int, deadline: float, timeout_s: float, outcomes: list, limit: int) -> None:
@@ -67,10 +83,7 @@ async def client_loop(base_url: str, index: int, deadline: float, timeout_s: flo
             started = time.monotonic()
             try:
                 response = await KINDS[kind](client)
-                ok_issue = ok_problem(kind, response)
-                outage_issue = unavailable_problem(kind, response, single=False) if ok_issue else None
-                outcomes.append(Outcome(kind, started, time.monotonic(), ok_issue is None,
-                                        ok_issue is not None and outage_issue is None, outage_issue))
+                outcomes.append(classify(kind, started, time.monotonic(), response))
             except httpx.HTTPError as exc:
                 outcomes.append(Outcome(kind, started, time.monotonic(), False, False, f"{type(exc).__name__}: {exc}"))
             await asyncio.sleep(0)
@@ -148,18 +161,20 @@ def main() -> int:
     # it can only end short (an incomplete chunked body, which clients detect), not become a 503.
     cut = [o for o in outcomes if o.kind == "runs.csv" and not o.ok and o.started < marks["stopped"]
            and (o.problem or "").startswith("RemoteProtocolError")]
-    improper = [o for o in outcomes if not o.ok and not o.proper_503 and o not in cut]
+    improper = [o for o in outcomes if not o.ok and not o.proper_503 and not o.busy and o not in cut]
     successes_after_ready = sorted(o.ended for o in outcomes if o.ok and o.ended >= ready)
     recovery = successes_after_ready[0] - ready if successes_after_ready else float("nan")
     first_started_after = sorted(o.ended for o in after if o.ok)
     recovery_fresh = first_started_after[0] - ready if first_started_after else float("nan")
-    failed_after = [o for o in after if not o.ok]
+    failed_after = [o for o in after if not o.ok and not o.busy]
     latencies_503 = [o.ended - o.started for o in during if o.proper_503]
 
     def line(name: str, group: list[Outcome]) -> str:
         ok = sum(o.ok for o in group)
         proper = sum(o.proper_503 for o in group)
-        return f"{name:>11}: {len(group):6} requests, {ok:6} ok, {proper:6} proper 503, {len(group) - ok - proper:4} other"
+        busy = sum(o.busy for o in group)
+        return (f"{name:>11}: {len(group):6} requests, {ok:6} ok, {proper:6} proper 503, {busy:4} busy (export limiter), "
+                f"{len(group) - ok - proper - busy:4} other")
 
     print(f"\nload: {args.clients} clients for {args.duration:.0f} s, {len(outcomes)} requests "
           f"({len(outcomes) / args.duration:.0f}/s); PostgreSQL stopped at {marks['stop_called'] - t0:.2f} s "

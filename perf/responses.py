@@ -1,5 +1,6 @@
-"""What is wrong with an API response, as a success or as an outage answer (a proper 503): the
-predicates that perf.outage_check counts with and tests/reliability/test_outage.py asserts with."""
+"""What is wrong with an API response, as a success, as an outage answer (a proper 503) or as the
+export limiter's busy answer: the predicates that perf.outage_check counts with and
+tests/reliability/test_outage.py and test_web_bounds.py assert with."""
 
 from __future__ import annotations
 
@@ -29,6 +30,24 @@ def unavailable_problem(kind: str, response: httpx.Response, *, single: bool = T
         if body.get("status") != "unavailable":
             return f"body {body}"
     elif body.get("error") != UNAVAILABLE_MESSAGE or not body.get("request_id"):
+        return f"body {body}"
+    return None
+
+
+def busy_problem(response: httpx.Response) -> str | None:
+    """What is wrong with this response as the export limiter's answer (every export slot taken:
+    kernelindex.web.exports); None when it is one: a 503 at once, with Retry-After, a JSON error that
+    says so and the request's id. Load shed while the service works, not an outage: a drill counts it
+    apart from both."""
+    if response.status_code != 503:
+        return f"status {response.status_code}"
+    if not response.headers.get("retry-after", "").isdigit():
+        return f"no Retry-After: {dict(response.headers)}"
+    try:
+        body = response.json()
+    except ValueError:
+        return f"not JSON: {response.text[:200]}"
+    if not str(body.get("error", "")).startswith("too many exports running") or not body.get("request_id"):
         return f"body {body}"
     return None
 

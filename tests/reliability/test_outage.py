@@ -17,7 +17,7 @@ import pytest
 
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE
 from perf.postgres import OwnPostgres
-from perf.responses import ok_problem, unavailable_problem
+from perf.responses import busy_problem, ok_problem, unavailable_problem
 from tests.reliability.helpers import make_token
 from tests.reliability.pg import migrate_and_seed
 from tests.serving import serve_in_thread
@@ -126,6 +126,7 @@ def test_requests_fail_with_503_during_an_outage_and_none_fail_after(own_postgre
                 started = time.monotonic()
                 response = send()
                 assert unavailable_problem(kind, response) is None, (kind, unavailable_problem(kind, response))
+                assert busy_problem(response) is not None, kind  # never taken for the export limiter's load shedding
                 assert time.monotonic() - started < 2.0, f"{kind}: the 503 took {time.monotonic() - started:.2f} s"
         time.sleep(0.3)
 

@@ -21,6 +21,7 @@ from kernelindex.graphql.request_state import request_state
 from kernelindex.settings import Settings
 from kernelindex.web.app import create_app
 from kernelindex.web.bounded_http import BoundedHttpToolsProtocol
+from perf.responses import busy_problem
 from tests.conftest import FIXED_NOW
 
 RESNET18 = "kernelbench-l3-p9-resnet18"
@@ -179,6 +180,7 @@ async def test_slow_export_readers_cannot_starve_graphql_or_healthz_and_extra_on
             assert refused.status_code == 503 and time.perf_counter() - started < 0.5
             assert int(refused.headers["retry-after"]) > 0
             assert "too many exports" in refused.json()["error"]
+            assert busy_problem(refused) is None, busy_problem(refused)  # what perf.outage_check counts as load shed
         # Meanwhile the request pool and /healthz are untouched.
         latencies = []
         for _ in range(20):
