@@ -37,6 +37,9 @@ from sqlalchemy.engine import Engine
 DRIVER_METHODS = ("execute", "executemany", "fetch", "fetchrow", "fetchval", "copy_records_to_table")
 
 
+_STARTED = "perf.statement_times started"  # the key of a statement's start in its connection's info
+
+
 def statement_key(sql: str, width: int = 110) -> str:
     """A statement's text on one line, spaces squeezed, cut to `width`: the key it is counted under."""
     return re.sub(r"\s+", " ", sql).strip()[:width]
@@ -55,14 +58,15 @@ class StatementTimes:
 
     @contextmanager
     def timing(self) -> Iterator[StatementTimes]:
-        started: list[float] = []  # SQLAlchemy's before/after pairs: one statement at a time per cursor
-
+        # SQLAlchemy's before/after pair of a statement, by its connection (one statement at a time on
+        # each, however many sessions an event loop runs at once).
         def before(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
-            started.append(time.perf_counter())
+            conn.info[_STARTED] = time.perf_counter()
 
         def after(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
-            if started:
-                self.add(statement_key(statement), time.perf_counter() - started.pop())
+            started = conn.info.pop(_STARTED, None)
+            if started is not None:
+                self.add(statement_key(statement), time.perf_counter() - started)
 
         originals: dict[str, Callable[..., Any]] = {name: getattr(asyncpg.Connection, name) for name in DRIVER_METHODS}
 

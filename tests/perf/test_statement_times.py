@@ -4,6 +4,8 @@ module with its own arguments and passes on its exit status."""
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 from sqlalchemy import text
 
@@ -56,3 +58,24 @@ def test_main_runs_the_module_with_its_arguments_and_its_exit_status(empty_db_ur
     out = capsys.readouterr().out
     assert f"probe got 42 ['--top', '{url}']" in out  # its arguments, even one named like the tool's
     assert "1x" in out and "SELECT 40 + 2" in out
+
+
+async def test_statements_of_sessions_that_overlap_are_each_timed_by_their_own_connection(empty_db_url):
+    times = StatementTimes()
+    engine = make_engine(empty_db_url, pool_size=2, max_overflow=0)
+
+    async def run(sql: str, after_s: float) -> None:
+        async with engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+            await asyncio.sleep(after_s)
+            await connection.execute(text(sql))
+
+    try:
+        with times.timing():
+            # The short one starts first and ends first: a start taken from the wrong statement would
+            # give it the long one's time or the other way round.
+            await asyncio.gather(run("SELECT pg_sleep(0.1)", 0), run("SELECT pg_sleep(0.5)", 0.05))
+    finally:
+        await engine.dispose()
+    assert 0.1 <= times.seconds["SELECT pg_sleep(0.1)"] < 0.4, dict(times.seconds)
+    assert times.seconds["SELECT pg_sleep(0.5)"] >= 0.5, dict(times.seconds)
