@@ -258,3 +258,28 @@ def test_values_a_request_carries_are_judged_the_same_by_both_paths(monkeypatch)
         assert fast == careful, (target, key)
         refused += bool(careful)
     assert 200 < refused < 1800, refused  # both kinds were tried
+
+
+def test_the_encoder_test_passes_only_what_the_walk_passes_and_a_plain_record_at_once():
+    """_plainly_storable (msgspec's bytes, decoded again where they hold a null: msgspec writes NaN
+    and ±Infinity as null) never passes a value the walk refuses, and passes a plain record, nulls
+    and all, without the walk (the speed of submitRuns' check)."""
+    values = [float("nan"), float("inf"), -float("inf"), "a\x00b", "\ud800", "ok", "\\u0000", 2**63, 2**64, -(2**63) - 1,
+              10**18, 1.5, True, None, "null", [1, "\udfff"], [float("nan"), None], [None, 2.5], {"k\x00": 1}, {"\ud83d": 2},
+              {"n": None, "v": float("-inf")}, "caf\u00e9"]
+    for i, value in enumerate(values * 4):
+        rec = good("values", i % 20)
+        target = [rec["environment"]["details"], rec["implementation"], rec, rec["environment"]][i // len(values)]
+        target["x"] = value
+        if records_module._plainly_storable(rec):
+            assert records_module._value_problems(rec) == [], value
+        else:
+            # Walked: a value it refuses, or one of the false alarms the bytes cannot tell apart (a NUL's
+            # escape written out, a 19-digit integer within 64 bits).
+            assert records_module._value_problems(rec) or value in ("\\u0000", 10**18), value
+    plain = [good("values", i) for i in range(20)]
+    assert all(b"null" in json.dumps(rec).encode() for rec in plain)  # nulls and all
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(records_module, "_value_problems", lambda data: pytest.fail("walked a plain record"))
+        assert all(records_module._plainly_storable(rec) for rec in plain)
+        assert all(isinstance(records_module.check_run(rec), dict) for rec in plain)
