@@ -7,6 +7,7 @@ from __future__ import annotations
 import httpx
 
 from kernelindex.graphql.errors import UNAVAILABLE_MESSAGE
+from kernelindex.web.exports import EXPORTS_BUSY
 
 
 def unavailable_problem(kind: str, response: httpx.Response, *, single: bool = True) -> str | None:
@@ -47,7 +48,7 @@ def busy_problem(response: httpx.Response) -> str | None:
         body = response.json()
     except ValueError:
         return f"not JSON: {response.text[:200]}"
-    if not str(body.get("error", "")).startswith("too many exports running") or not body.get("request_id"):
+    if not str(body.get("error", "")).startswith(EXPORTS_BUSY) or not body.get("request_id"):
         return f"body {body}"
     return None
 

@@ -474,12 +474,12 @@ _PLAIN_DECODER = msgspec.json.Decoder()
 
 
 def _plainly_storable(data: Any) -> bool:
-    """True only where _value_problems(data) finds nothing, decided in C by msgspec (a quarter of
-    json.dumps's cost): its encoder refuses a lone surrogate (UTF-8 has none) and writes NUL as
-    \\u0000, but writes NaN and ±Infinity as null; so where its bytes hold a null they are decoded
-    again, and a value that does not come back equal held one (None comes back None, a NaN does
-    not). A run of 19 digits may be an integer past 64 bits. False means "walk it": _value_problems
-    words what is wrong, or finds nothing after all."""
+    """True only where _value_problems(data) finds nothing, decided in C by msgspec (3.6 µs a
+    record without a null, 8.7 µs with one, where json.dumps took ~14 µs): its encoder refuses a
+    lone surrogate (UTF-8 has none) and writes NUL as \\u0000, but writes NaN and ±Infinity as null;
+    so where its bytes hold a null they are decoded again, and a value that does not come back equal
+    held one (None comes back None, a NaN does not). A run of 19 digits may be an integer past 64
+    bits. False means "walk it": _value_problems words what is wrong, or finds nothing after all."""
     try:
         encoded = _PLAIN_ENCODER.encode(data)
         if b"null" in encoded and _PLAIN_DECODER.decode(encoded) != data:

@@ -42,6 +42,8 @@ log = logging.getLogger("kernelindex.web")
 
 # What a client refused for want of an export slot is told to wait before trying again.
 RETRY_AFTER_S = 5
+# How that refusal's error begins (perf.responses.busy_problem knows it by this).
+EXPORTS_BUSY = "too many exports running"
 
 
 class BoundedExport:
@@ -63,7 +65,7 @@ class BoundedExport:
         state = request_state(scope)
         request_id = state.request_id
         if not server.export_slots.take():
-            body = json.dumps({"error": f"too many exports running (at most {settings.export_concurrency} at once); "
+            body = json.dumps({"error": f"{EXPORTS_BUSY} (at most {settings.export_concurrency} at once); "
                                         f"retry in {RETRY_AFTER_S} s", "request_id": request_id}).encode()
             await send({"type": "http.response.start", "status": 503, "headers": [
                 (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
